@@ -1,0 +1,39 @@
+# The course's two commands:
+#   make lab    create the environment if needed, open the course in JupyterLab
+#   make test   create the environment if needed, run every test
+# Other targets: env, bench, lock, clean.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.course-env-installed
+
+.PHONY: lab test env bench lock clean
+
+env: $(STAMP)
+
+# Rebuilt only when the lock or pyproject changes. torch is pinned to 2.13.0 in the
+# lock: any other version makes pip download a multi-GB CUDA build.
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.lock
+	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/00_welcome.ipynb
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+# Re-lock after changing the packages in pyproject.toml (exact versions of everything installed).
+lock: $(STAMP)
+	@{ echo "# The course environment, locked: exact versions of every package (made with pip freeze)."; \
+	   echo "# Regenerate with 'make lock' after changing pyproject.toml; tests/test_environment.py checks it agrees."; \
+	   $(BIN)/python -m pip freeze --exclude-editable | grep -v '^mha-core' | sed 's/^torch==\([0-9.]*\)+cpu/torch==\1/'; } > requirements.lock
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis artifacts

@@ -1,0 +1,72 @@
+"""The running sentence and small, seeded layers the notebooks share.
+
+Everything is deterministic: the same seed gives the same vectors and weights on
+every machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate
+from .attention import MultiHeadAttention
+
+#: The sentence used from notebook 01 to 07.
+RUNNING_SENTENCE = "the cache key changed after deploy"
+#: Its tokens, one word each. T = 6.
+TOKENS: tuple[str, ...] = tuple(RUNNING_SENTENCE.split())
+
+
+def token_vectors(d_model: int = 8, seed: int = 0) -> np.ndarray:
+    """Toy token vectors for the running sentence, one row per token.
+
+    They stand in for the embeddings a trained model would look up: random, unit
+    variance per feature, fixed by ``seed``.
+
+    Shapes:
+        returns: (T, D) = (6, d_model)
+    """
+    d_model = _validate.positive_int(d_model, "d_model")
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((len(TOKENS), d_model))  # (T, D)
+
+
+def demo_layer(d_model: int = 8, n_heads: int = 2, *, n_kv_heads: int | None = None, seed: int = 0, sharpness: float = 2.0) -> MultiHeadAttention:
+    """A seeded attention layer whose weights are scaled so its patterns are easy to see.
+
+    A trained layer's attention is often sharper than a freshly initialised one's;
+    ``sharpness`` multiplies the query and key weights to mimic that. It is a
+    stand-in for learned weights, not a trained model.
+    """
+    layer = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, seed=seed)
+    layer.w_q = layer.w_q * sharpness
+    layer.w_k = layer.w_k * sharpness
+    return layer
+
+
+#: The hand-set sketch of notebook 03: three heads, each told by hand where to look.
+HAND_SET_HEADS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("head 1: looks at 'cache' and 'key'", ("cache", "key")),
+    ("head 2: looks at 'deploy'", ("deploy",)),
+    ("head 3: looks at the token itself", ()),
+)
+
+
+def hand_set_weights() -> np.ndarray:
+    """Attention weights for the hand-set sketch, set by hand for illustration, not learned.
+
+    Head 1 spreads every query's weight over 'cache' and 'key'; head 2 puts it all on
+    'deploy'; head 3 puts it on the query's own token.
+
+    Shapes:
+        returns: (3, T, T), rows sum to 1
+    """
+    T = len(TOKENS)
+    weights = np.zeros((len(HAND_SET_HEADS), T, T))
+    for h, (_, targets) in enumerate(HAND_SET_HEADS):
+        if targets:
+            for word in targets:
+                weights[h, :, TOKENS.index(word)] = 1.0 / len(targets)
+        else:
+            weights[h] = np.eye(T)
+    return weights

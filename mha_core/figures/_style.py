@@ -1,0 +1,63 @@
+"""The course's look, shared by every figure builder: readable when projected.
+
+Base font 16 px, token labels on heatmap axes, one colour-blind-safe, perceptually
+uniform scale (viridis) with a fixed 0..1 range for attention weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+FONT_SIZE = 16
+TITLE_SIZE = 18
+#: Attention weights always use this scale and range, so colours mean the same everywhere.
+WEIGHTS_COLORSCALE = "Viridis"
+WEIGHTS_RANGE = (0.0, 1.0)
+#: Signed values (vector entries, scores) use a diverging, colour-blind-safe scale.
+SIGNED_COLORSCALE = "RdBu"
+#: Categorical colours (Okabe-Ito, colour-blind safe).
+COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+
+def base_layout(title: str, **extra) -> dict:
+    """Layout every figure starts from: big fonts, a title that says what is shown."""
+    layout = dict(
+        title=dict(text=title, font=dict(size=TITLE_SIZE)),
+        font=dict(size=FONT_SIZE),
+        plot_bgcolor="white",
+        paper_bgcolor="white",
+        margin=dict(l=90, r=30, t=70, b=70),
+    )
+    layout.update(extra)
+    return layout
+
+
+def weights_heatmap_trace(weights: np.ndarray, query_tokens, key_tokens, *, show_scale: bool = True, text: bool = True, **extra) -> go.Heatmap:
+    """One attention-weight table as a heatmap: queries down the side, keys along the top.
+
+    Shapes:
+        weights: (Tq, Tk), values in 0..1
+    """
+    weights = np.asarray(weights, dtype=float)
+    trace = dict(
+        z=weights,
+        x=list(key_tokens),
+        y=list(query_tokens),
+        zmin=WEIGHTS_RANGE[0],
+        zmax=WEIGHTS_RANGE[1],
+        colorscale=WEIGHTS_COLORSCALE,
+        showscale=show_scale,
+        colorbar=dict(title=dict(text="weight")),
+        hovertemplate="query %{y} -> key %{x}: %{z:.2f}<extra></extra>",
+    )
+    if text:
+        trace.update(text=np.round(weights, 2), texttemplate="%{text:.2f}", textfont=dict(size=FONT_SIZE - 2))
+    trace.update(extra)
+    return go.Heatmap(**trace)
+
+
+def token_axes(fig: go.Figure, row=None, col=None) -> None:
+    """Queries read top to bottom, keys left to right, as in a table."""
+    fig.update_yaxes(autorange="reversed", title_text="query token", row=row, col=col)
+    fig.update_xaxes(side="bottom", title_text="key token", row=row, col=col)

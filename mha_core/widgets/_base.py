@@ -1,0 +1,82 @@
+"""What every control group shares: one persistent figure, updated in place, and a message line."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import numpy as np
+import plotly.graph_objects as go
+
+
+def figure_widget(fig: go.Figure) -> go.FigureWidget:
+    """Wrap a built figure once; later updates go through ``update_in_place``."""
+    target = go.FigureWidget(fig)
+    target._mha_shown = _plain(fig)  # what the browser shows, for update_in_place's diff
+    return target
+
+
+def _plain(fig: go.Figure) -> dict:
+    return {"data": [t.to_plotly_json() for t in fig.data], "layout": fig.layout.to_plotly_json()}
+
+
+def _changed_leaves(old, new, path=""):
+    """Yield (dotted path, new value) for every leaf of ``new`` that differs from ``old``."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        for key, value in new.items():
+            yield from _changed_leaves(old.get(key), value, f"{path}.{key}" if path else key)
+        for key in old.keys() - new.keys():
+            yield (f"{path}.{key}" if path else key), None
+    elif not _same(old, new):
+        yield path, new
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        try:
+            return np.shape(a) == np.shape(b) and bool(np.all(np.asarray(a) == np.asarray(b)))
+        except (TypeError, ValueError):
+            return False
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def update_in_place(target: go.FigureWidget, built: go.Figure) -> None:
+    """Make ``target`` show what ``built`` shows, without re-creating or re-displaying it.
+
+    Only the properties that differ from what is shown are set, in one
+    ``batch_update`` (one message to the browser): setting a whole layout through
+    plotly's validators costs tens of milliseconds, a few changed leaves well under
+    one. When the number or types of traces change, the trace list is replaced.
+    """
+    new = _plain(built)
+    old = getattr(target, "_mha_shown", None) or _plain(target)
+    with target.batch_update():
+        same_traces = len(old["data"]) == len(new["data"]) and all(
+            a.get("type") == b.get("type") for a, b in zip(old["data"], new["data"])
+        )
+        if same_traces:
+            for trace, old_json, new_json in zip(target.data, old["data"], new["data"]):
+                for path, value in _changed_leaves(old_json, new_json):
+                    trace[path] = value
+        else:
+            target.data = ()
+            target.add_traces(list(built.data))
+        for path, value in _changed_leaves(old["layout"], new["layout"]):
+            target.layout[path] = value
+    target._mha_shown = new
+
+
+def message_box() -> widgets.HTML:
+    """A line for plain messages (an impossible setting, a hint); empty when all is well."""
+    return widgets.HTML(value="", layout=widgets.Layout(min_height="1.6em"))
+
+
+def show_message(box: widgets.HTML, text: str, *, kind: str = "warning") -> None:
+    """Show ``text`` (plain text, escaped) in ``box``; ``kind`` is 'warning' or 'info'."""
+    colour = {"warning": "#8a4b00", "info": "#1b4f72"}.get(kind, "#333")
+    box.value = f'<div style="font-size:16px;color:{colour}" role="status">{html.escape(text)}</div>' if text else ""

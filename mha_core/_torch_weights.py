@@ -73,7 +73,7 @@ def numpy_weights_from_torch(module) -> dict:
         w = _np(module.in_proj_weight)  # (3D, D), rows: q, k, v
         w_q, w_k, w_v = (w[i * D : (i + 1) * D].T for i in range(3))  # each (D, D)
     else:
-        w_q, w_k, w_v = (_np(p).T for p in (module.q_proj_weight, module.k_proj_weight, module.v_proj_weight))
+        w_q, w_k, w_v = (_np(p).T for p in (module.q_proj_weight, module.k_proj_weight, module.v_proj_weight))  # each (D, D)
     b = _np(module.in_proj_bias)
     b_q, b_k, b_v = (None, None, None) if b is None else (b[:D], b[D : 2 * D], b[2 * D :])
     return {

@@ -1,0 +1,465 @@
+"""TorchMultiHeadAttention on its own: shapes, masks, grouped-query heads, conversions, errors.
+
+Parity with torch.nn.MultiheadAttention over a sweep of shapes is in test_parity.py.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import mha_core  # noqa: E402
+from mha_core import MultiHeadAttention, TorchMultiHeadAttention, costs  # noqa: E402
+from mha_core import torch_attention  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def layer_with_biases(d_model=16, n_heads=4, *, n_kv_heads=None, seed=0, dtype=torch.float64, **kwargs):
+    """A seeded layer whose biases are non-zero, so tests see them."""
+    layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, seed=seed, dtype=dtype, **kwargs)
+    generator = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for b in (layer.qkv.bias, layer.out_proj.bias):
+            if b is not None:
+                b.copy_(torch.randn(b.shape, generator=generator, dtype=torch.float64))
+    return layer
+
+
+def randn(*shape, seed=0, dtype=torch.float64):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(dtype)
+
+
+def max_error(a, b) -> float:
+    a = a.detach().double().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+    b = b.detach().double().numpy() if isinstance(b, torch.Tensor) else np.asarray(b)
+    assert a.shape == b.shape
+    return float(np.max(np.abs(a - b)))
+
+
+# --- import and construction ------------------------------------------------------------
+
+
+def test_import_mha_core_does_not_import_torch():
+    code = "import mha_core, sys; assert 'torch' not in sys.modules, 'torch was imported'"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_torch_module_is_reachable_lazily_from_the_package():
+    assert mha_core.TorchMultiHeadAttention is TorchMultiHeadAttention
+    assert TorchMultiHeadAttention.__module__ == "mha_core.torch_attention"
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+        mha_core.NoSuchThing  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    "d_model, n_heads, n_kv_heads, bias",
+    [(8, 2, None, True), (16, 4, 2, True), (16, 4, 1, False), (64, 8, 8, False), (768, 12, None, True), (4096, 32, 8, False)],
+)
+def test_parameter_count_equals_costs_attention_parameters(d_model, n_heads, n_kv_heads, bias):
+    layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, bias=bias, device="meta")
+    expected = costs.attention_parameters(d_model, n_heads, n_kv_heads, bias=bias)
+    assert layer.n_parameters == sum(p.numel() for p in layer.parameters()) == expected
+
+
+def test_768_wide_layer_has_the_course_parameter_counts():
+    assert TorchMultiHeadAttention(768, 12, device="meta").n_parameters == 2_362_368
+    assert TorchMultiHeadAttention(768, 12, bias=False, device="meta").n_parameters == 2_359_296
+
+
+def test_fused_projection_holds_q_then_k_then_v_rows():
+    layer = TorchMultiHeadAttention(16, 4, n_kv_heads=2)
+    assert layer.qkv.weight.shape == (16 + 2 * 2 * 4, 16)
+    assert layer.qkv.bias.shape == (32,)
+    assert layer.out_proj.weight.shape == (16, 16)
+    reference = layer.to_numpy()
+    w = layer.qkv.weight.detach().double().numpy()
+    np.testing.assert_array_equal(w[:16], reference.w_q.T)
+    np.testing.assert_array_equal(w[16:24], reference.w_k.T)
+    np.testing.assert_array_equal(w[24:], reference.w_v.T)
+
+
+def test_same_seed_gives_same_weights_and_leaves_global_rng_alone():
+    state = torch.get_rng_state()
+    a = TorchMultiHeadAttention(16, 4, seed=3)
+    b = TorchMultiHeadAttention(16, 4, seed=3)
+    c = TorchMultiHeadAttention(16, 4, seed=4)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not torch.equal(a.qkv.weight, c.qkv.weight)
+
+
+def test_seed_gives_same_weights_in_float32_and_float64():
+    a = TorchMultiHeadAttention(16, 4, seed=5, dtype=torch.float32)
+    b = TorchMultiHeadAttention(16, 4, seed=5, dtype=torch.float64)
+    assert b.qkv.weight.dtype == torch.float64
+    assert torch.equal(a.qkv.weight, b.qkv.weight.float())
+
+
+def test_without_seed_the_global_rng_decides():
+    with torch.random.fork_rng():
+        torch.manual_seed(11)
+        a = TorchMultiHeadAttention(8, 2)
+        torch.manual_seed(11)
+        b = TorchMultiHeadAttention(8, 2)
+    assert torch.equal(a.qkv.weight, b.qkv.weight)
+
+
+def test_initial_weights_are_xavier_uniform_per_block_and_biases_zero():
+    layer = TorchMultiHeadAttention(64, 8, n_kv_heads=2, seed=0)
+    w_q, w_k, w_v = layer.qkv.weight.detach().split([64, 16, 16])
+    for block, limit in ((w_q, math.sqrt(6 / 128)), (w_k, math.sqrt(6 / 80)), (w_v, math.sqrt(6 / 80))):
+        assert block.abs().max() <= limit
+        assert block.abs().max() > 0.9 * limit
+    assert torch.count_nonzero(layer.qkv.bias) == 0
+    assert torch.count_nonzero(layer.out_proj.bias) == 0
+
+
+# --- shapes -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("n_kv_heads", [None, 2, 1])
+def test_output_and_weights_shapes(batch_first, n_kv_heads):
+    layer = layer_with_biases(16, 4, n_kv_heads=n_kv_heads, batch_first=batch_first)
+    B, Tq, Tk = 2, 3, 5
+    query = randn(B, Tq, 16, seed=1)
+    key = randn(B, Tk, 16, seed=2)
+    if not batch_first:
+        query, key = query.transpose(0, 1), key.transpose(0, 1)  # (T, B, D)
+    result = layer(query, key)
+    assert result.weights is None
+    assert result.output.shape == ((B, Tq, 16) if batch_first else (Tq, B, 16))
+    output, weights = layer(query, key, need_weights=True)
+    assert weights.shape == (B, 4, Tq, Tk)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B, 4, Tq, dtype=torch.float64))
+    torch.testing.assert_close(output, result.output, rtol=0, atol=1e-12)
+
+
+def test_batch_first_false_equals_batch_first_true_on_transposed_input():
+    first = layer_with_biases(16, 2, batch_first=True)
+    second = layer_with_biases(16, 2, batch_first=False)
+    x = randn(3, 4, 16, seed=1)  # (B, T, D)
+    out_first = first(x).output  # (B, T, D)
+    out_second = second(x.transpose(0, 1)).output.transpose(0, 1)  # (T, B, D) -> (B, T, D)
+    assert max_error(out_first, out_second) < 1e-12
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_unbatched_input_equals_a_batch_of_one(batch_first):
+    layer = layer_with_biases(16, 4, batch_first=batch_first)
+    x, y = randn(3, 16, seed=1), randn(5, 16, seed=2)  # (T, D)
+    padding = torch.tensor([False, False, True, False, True])
+    single = layer(x, y, key_padding_mask=padding, need_weights=True)
+    assert single.output.shape == (3, 16) and single.weights.shape == (4, 3, 5)
+    batched_in = (x[None], y[None]) if batch_first else (x[:, None], y[:, None])  # (1, T, D) or (T, 1, D)
+    batched = layer(*batched_in, key_padding_mask=padding[None], need_weights=True)
+    batched_out = batched.output[0] if batch_first else batched.output[:, 0]
+    assert max_error(single.output, batched_out) < 1e-12
+    assert max_error(single.weights, batched.weights[0]) < 1e-12
+
+
+# --- paths give the same answer --------------------------------------------------------------
+
+
+def test_fused_self_attention_equals_the_split_projection_paths():
+    layer = layer_with_biases(24, 6, n_kv_heads=3)
+    x = randn(2, 5, 24, seed=1)
+    fused = layer(x).output  # one fused projection
+    kv_shared = layer(x, x.clone()).output  # q from query, k and v from one key tensor
+    separate = layer(x, x.clone(), x.clone()).output  # three projections
+    assert max_error(fused, kv_shared) < 1e-12
+    assert max_error(fused, separate) < 1e-12
+
+
+@given(
+    B=st.integers(1, 3),
+    Tq=st.integers(1, 6),
+    Tk=st.integers(1, 6),
+    heads=st.sampled_from([(4, 4), (4, 2), (4, 1), (6, 3), (2, 2)]),
+    mask_kind=st.sampled_from(["none", "bool", "float", "padding", "causal", "causal+padding"]),
+    seed=st.integers(0, 2**16),
+)
+def test_sdpa_path_equals_explicit_path(B, Tq, Tk, heads, mask_kind, seed):
+    # Example count comes from the hypothesis profile in conftest.py (dev 25, ci 50).
+    n_heads, n_kv_heads = heads
+    d_model = 2 * n_heads * 2
+    layer = layer_with_biases(d_model, n_heads, n_kv_heads=n_kv_heads, seed=seed % 97)
+    gen = torch.Generator().manual_seed(seed)
+    query = torch.randn(B, Tq, d_model, generator=gen, dtype=torch.float64)
+    key = torch.randn(B, Tk, d_model, generator=gen, dtype=torch.float64)
+    masks = {}
+    if mask_kind == "bool":
+        masks["attn_mask"] = torch.rand(Tq, Tk, generator=gen) < 0.5  # some rows may be fully blocked
+    elif mask_kind == "float":
+        masks["attn_mask"] = torch.randn(Tq, Tk, generator=gen, dtype=torch.float64)
+    if "padding" in mask_kind:
+        masks["key_padding_mask"] = torch.rand(B, Tk, generator=gen) < 0.5
+    if mask_kind.startswith("causal"):
+        masks["is_causal"] = True
+    fast = layer(query, key, **masks)
+    slow = layer(query, key, need_weights=True, **masks)
+    assert torch.isfinite(fast.output).all() and torch.isfinite(slow.output).all()
+    assert max_error(fast.output, slow.output) < 1e-10
+    reference = layer.to_numpy()(
+        query.numpy(), key.numpy(), **{k: (v.numpy() if isinstance(v, torch.Tensor) else v) for k, v in masks.items()}
+    )
+    assert max_error(slow.weights, reference.weights) < 1e-12
+    assert max_error(fast.output, reference.output) < 1e-10
+
+
+@pytest.mark.parametrize("Tq, Tk", [(5, 5), (3, 6), (6, 3)])
+def test_is_causal_fast_path_equals_an_explicit_causal_mask(Tq, Tk):
+    layer = layer_with_biases(16, 4, n_kv_heads=2)
+    query, key = randn(2, Tq, 16, seed=1), randn(2, Tk, 16, seed=2)
+    causal = torch.ones(Tq, Tk, dtype=torch.bool).triu(1)  # True = blocked: keys after the query
+    fast = layer(query, key, is_causal=True).output  # SDPA's own causal path
+    explicit = layer(query, key, attn_mask=causal).output
+    weights = layer(query, key, is_causal=True, need_weights=True).weights
+    assert max_error(fast, explicit) < 1e-12
+    assert torch.all(weights[..., causal] == 0)
+    reference = layer.to_numpy()(query.numpy(), key.numpy(), is_causal=True)
+    assert max_error(fast, reference.output) < 1e-12
+
+
+def test_is_causal_adds_to_a_key_padding_mask():
+    layer = layer_with_biases(16, 4)
+    x = randn(2, 5, 16, seed=1)
+    padding = torch.tensor([[False, False, False, True, True], [False, True, False, False, False]])
+    causal = torch.ones(5, 5, dtype=torch.bool).triu(1)  # (Tq, Tk)
+    both = causal[None, None] | padding[:, None, None, :]  # (B, 1, Tq, Tk)
+    together = layer(x, is_causal=True, key_padding_mask=padding, need_weights=True)
+    assert torch.all(together.weights[both.expand(-1, 4, -1, -1)] == 0)
+    explicit = layer(x, attn_mask=both.expand(-1, 4, -1, -1).reshape(2 * 4, 5, 5)).output  # (B*H, Tq, Tk)
+    assert max_error(together.output, explicit) < 1e-12
+
+
+def test_bool_and_float_masks_mix_as_in_the_reference():
+    layer = layer_with_biases(16, 4)
+    x = randn(2, 4, 16, seed=1)
+    attn_mask = randn(4, 4, seed=2)  # float: added to the scores
+    padding = torch.tensor([[False, False, True, False], [True, False, False, False]])
+    ours = layer(x, attn_mask=attn_mask, key_padding_mask=padding, need_weights=True)
+    reference = layer.to_numpy()(x.numpy(), attn_mask=attn_mask.numpy(), key_padding_mask=padding.numpy())
+    assert max_error(ours.output, reference.output) < 1e-12
+    assert max_error(ours.weights, reference.weights) < 1e-12
+    assert max_error(layer(x, attn_mask=attn_mask, key_padding_mask=padding).output, reference.output) < 1e-12
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_fully_blocked_query_gets_zero_head_output_not_nan(need_weights, kind):
+    layer = layer_with_biases(8, 2)
+    x = randn(1, 3, 8, seed=1)
+    blocked = torch.zeros(3, 3, dtype=torch.bool)
+    blocked[2] = True  # query 2 may look at nothing
+    attn_mask = blocked if kind == "bool" else torch.zeros(3, 3, dtype=torch.float64).masked_fill(blocked, -math.inf)
+    result = layer(x, attn_mask=attn_mask, need_weights=need_weights)
+    assert torch.equal(result.output[0, 2], layer.out_proj.bias)  # zero head output, then + b_o
+    if need_weights:
+        assert torch.equal(result.weights[0, :, 2], torch.zeros(2, 3, dtype=torch.float64))
+    reference = layer.to_numpy()(x.numpy(), attn_mask=attn_mask.numpy())
+    assert max_error(result.output, reference.output) < 1e-12
+
+
+def test_inputs_are_not_changed():
+    layer = layer_with_biases(8, 2)
+    x, mask = randn(2, 3, 8, seed=1), torch.tensor([[False, True, False], [False, False, True]])
+    x_copy, mask_copy = x.clone(), mask.clone()
+    layer(x, key_padding_mask=mask, need_weights=True)
+    layer(x, key_padding_mask=mask)
+    assert torch.equal(x, x_copy) and torch.equal(mask, mask_copy)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_gradients_reach_every_parameter(need_weights):
+    layer = TorchMultiHeadAttention(8, 2, n_kv_heads=1, seed=0)
+    x = randn(2, 3, 8, seed=1, dtype=torch.float32).requires_grad_()
+    layer(x, is_causal=True, need_weights=need_weights).output.square().sum().backward()
+    for name, p in layer.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0, name
+    assert x.grad.abs().sum() > 0
+
+
+# --- grouped-query attention ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_kv_heads", [1, 2, 4])
+def test_grouped_query_attention_equals_the_numpy_reference_loaded_from_it(n_kv_heads):
+    layer = layer_with_biases(32, 8, n_kv_heads=n_kv_heads, seed=n_kv_heads)
+    reference = MultiHeadAttention.from_torch(layer)
+    assert (reference.n_heads, reference.n_kv_heads) == (8, n_kv_heads)
+    assert reference.w_k.shape == (32, n_kv_heads * 4)
+    query, key = randn(2, 5, 32, seed=1), randn(2, 7, 32, seed=2)
+    padding = torch.zeros(2, 7, dtype=torch.bool)
+    padding[1, 4:] = True
+    expected = reference(query.numpy(), key.numpy(), key_padding_mask=padding.numpy())
+    fast = layer(query, key, key_padding_mask=padding)
+    slow = layer(query, key, key_padding_mask=padding, need_weights=True)
+    assert max_error(fast.output, expected.output) < 1e-12
+    assert max_error(slow.output, expected.output) < 1e-12
+    assert max_error(slow.weights, expected.weights) < 1e-12
+
+
+def test_grouped_query_attention_without_enable_gqa_gives_the_same(monkeypatch):
+    layer = layer_with_biases(16, 4, n_kv_heads=2)
+    x = randn(2, 5, 16, seed=1)
+    with_gqa = layer(x, is_causal=True).output
+    monkeypatch.setattr(torch_attention, "_SDPA_HAS_GQA", False)  # torch < 2.5
+    without = layer(x, is_causal=True).output
+    assert max_error(with_gqa, without) < 1e-12
+
+
+def test_n_kv_heads_equal_to_n_heads_is_plain_multi_head_attention():
+    gqa_layout = layer_with_biases(16, 4, n_kv_heads=4, seed=2)
+    plain = layer_with_biases(16, 4, seed=2)
+    assert all(torch.equal(p, q) for p, q in zip(gqa_layout.parameters(), plain.parameters()))
+    torch_mha = torch.nn.MultiheadAttention(16, 4, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        torch_mha.in_proj_weight.copy_(plain.qkv.weight)
+        torch_mha.in_proj_bias.copy_(plain.qkv.bias)
+        torch_mha.out_proj.weight.copy_(plain.out_proj.weight)
+        torch_mha.out_proj.bias.copy_(plain.out_proj.bias)
+    x = randn(2, 5, 16, seed=1)
+    expected, _ = torch_mha(x, x, x, need_weights=False)
+    assert max_error(gqa_layout(x).output, expected) < 1e-12
+    assert max_error(plain(x).output, expected) < 1e-12
+
+
+# --- conversions ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("bias", [True, False])
+def test_from_torch_copies_weights_exactly_and_round_trips(batch_first, bias):
+    torch_mha = torch.nn.MultiheadAttention(16, 4, bias=bias, batch_first=batch_first)
+    with torch.no_grad():
+        for p in torch_mha.parameters():
+            p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    layer = TorchMultiHeadAttention.from_torch(torch_mha)
+    assert layer.batch_first == batch_first and layer.bias == bias
+    assert layer.qkv.weight.dtype == torch.float32
+    assert torch.equal(layer.qkv.weight, torch_mha.in_proj_weight)
+    assert torch.equal(layer.out_proj.weight, torch_mha.out_proj.weight)
+    if bias:
+        assert torch.equal(layer.qkv.bias, torch_mha.in_proj_bias)
+        assert torch.equal(layer.out_proj.bias, torch_mha.out_proj.bias)
+    else:
+        assert layer.qkv.bias is None and layer.out_proj.bias is None
+
+    # torch -> NumPy -> torch keeps every bit (float32 -> float64 -> float32).
+    again = TorchMultiHeadAttention.from_numpy(layer.to_numpy(), batch_first=batch_first, dtype=torch.float32)
+    assert all(torch.equal(p, q) for p, q in zip(layer.parameters(), again.parameters()))
+
+    x = randn(5, 2, 16, seed=3, dtype=torch.float32)  # read as (B, T, D) or (T, B, D)
+    with torch.no_grad():
+        expected, _ = torch_mha(x, x, x)
+        assert max_error(layer(x).output, expected) < 1e-5
+
+
+def test_from_torch_keeps_float64():
+    torch_mha = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64)
+    assert TorchMultiHeadAttention.from_torch(torch_mha).qkv.weight.dtype == torch.float64
+
+
+def test_numpy_reference_round_trips_through_the_torch_module():
+    reference = MultiHeadAttention(12, 6, n_kv_heads=2, seed=4)
+    reference.b_k = np.linspace(-1, 1, reference.b_k.size)
+    layer = TorchMultiHeadAttention.from_numpy(reference, dtype=torch.float64)
+    back = layer.to_numpy()
+    assert (back.d_model, back.n_heads, back.n_kv_heads, back.bias) == (12, 6, 2, True)
+    for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(reference, name), err_msg=name)
+
+
+def test_from_torch_refuses_what_it_cannot_model():
+    with pytest.raises(ValueError, match="add_bias_kv"):
+        TorchMultiHeadAttention.from_torch(torch.nn.MultiheadAttention(8, 2, add_bias_kv=True))
+    with pytest.raises(ValueError, match="kdim"):
+        TorchMultiHeadAttention.from_torch(torch.nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
+    with pytest.raises(TypeError, match="module must be a torch.nn.MultiheadAttention"):
+        TorchMultiHeadAttention.from_torch(torch.nn.Linear(8, 8))
+    with pytest.raises(TypeError, match="mha_core.MultiHeadAttention"):
+        TorchMultiHeadAttention.from_numpy(torch.nn.Linear(8, 8))
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        ((64, 5), {}),
+        ((12, 4), {"n_kv_heads": 3}),
+        ((0, 1), {}),
+        ((8.0, 2), {}),
+        ((8, 2), {"n_kv_heads": 0}),
+    ],
+)
+def test_constructor_errors_match_the_numpy_reference(args, kwargs):
+    with pytest.raises((TypeError, ValueError)) as numpy_error:
+        MultiHeadAttention(*args, **kwargs)
+    with pytest.raises(type(numpy_error.value)) as torch_error:
+        TorchMultiHeadAttention(*args, **kwargs)
+    assert str(torch_error.value) == str(numpy_error.value)
+
+
+def test_constructor_error_names_valid_head_counts():
+    with pytest.raises(ValueError, match=r"n_heads=5 does not divide d_model=64; valid head counts are 1, 2, 4, 8, 16, 32, 64"):
+        TorchMultiHeadAttention(64, 5)
+
+
+def test_bad_seed_is_refused():
+    with pytest.raises(TypeError, match="seed must be a whole number"):
+        TorchMultiHeadAttention(8, 2, seed="zero")
+
+
+@pytest.mark.parametrize(
+    "make_call, error, pattern",
+    [
+        (lambda L: L(np.zeros((2, 3, 8))), TypeError, r"query must be a torch.Tensor.*ndarray"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.long)), TypeError, r"query must hold floating-point.*int64"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float32)), TypeError, r"query has dtype torch.float32 but this layer's weights are torch.float64"),
+        (lambda L: L(torch.zeros(3, 8, dtype=torch.float64)[None, None]), ValueError, r"query has rank 4 \(shape \(1, 1, 3, 8\)\); expected shape \(B, T, D\) or \(T, D\)"),
+        (lambda L: L(torch.zeros(2, 3, 6, dtype=torch.float64)), ValueError, r"query has d_model=6 .*expects d_model=8"),
+        (lambda L: L(torch.zeros(2, 0, 8, dtype=torch.float64)), ValueError, r"query is empty"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float64), torch.zeros(3, 4, 8, dtype=torch.float64)), ValueError, r"batch sizes differ: query 2, key 3"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float64), torch.zeros(4, 8, dtype=torch.float64)), ValueError, r"key has rank 2 but query has rank 3"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float64), torch.zeros(2, 4, 8, dtype=torch.float64), torch.zeros(2, 5, 8, dtype=torch.float64)), ValueError, r"key and value must have the same number of tokens Tk; got 4 and 5"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float64), torch.zeros(2, 4, 7, dtype=torch.float64)), ValueError, r"key has d_model=7"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float64), attn_mask=torch.zeros(3, 4, dtype=torch.bool)), ValueError, r"attn_mask has shape \(3, 4\); valid shapes are \(Tq, Tk\) = \(3, 3\) or \(B\*H, Tq, Tk\) = \(4, 3, 3\)"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float64), attn_mask=torch.zeros(3, 3, dtype=torch.long)), TypeError, r"attn_mask has dtype torch.int64; use bool"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float64), key_padding_mask=torch.zeros(3, dtype=torch.bool)), ValueError, r"key_padding_mask has shape \(3,\); the valid shape is \(B, Tk\) = \(2, 3\)"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float64), key_padding_mask=torch.zeros(2, 3, dtype=torch.int32)), TypeError, r"key_padding_mask has dtype torch.int32"),
+    ],
+    ids=[
+        "numpy-input", "int-input", "dtype-mismatch", "rank-4", "wrong-d_model", "empty", "batch-mismatch",
+        "rank-mismatch", "key-value-Tk", "key-d_model", "attn_mask-shape", "attn_mask-dtype", "padding-shape", "padding-dtype",
+    ],
+)
+def test_bad_inputs_raise_errors_naming_the_parameter(make_call, error, pattern):
+    layer = TorchMultiHeadAttention(8, 2, seed=0, dtype=torch.float64)
+    with pytest.raises(error, match=pattern):
+        make_call(layer)
+
+
+def test_time_first_layout_names_its_shapes_in_errors():
+    layer = TorchMultiHeadAttention(8, 2, batch_first=False)
+    with pytest.raises(ValueError, match=r"expected shape \(T, B, D\) or \(T, D\)"):
+        layer(torch.zeros(1, 2, 3, 8))

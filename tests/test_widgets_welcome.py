@@ -1,0 +1,34 @@
+"""The welcome slider: moving it redraws the one figure with the package's weights."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from mha_core.attention import softmax
+from mha_core.widgets.welcome import smoke_check, welcome_scores
+
+
+def test_slider_updates_the_same_figure_with_softmax_of_scaled_scores():
+    check = smoke_check(sharpness=1.0)
+    figure = check.figure
+    for sharpness in (0.0, 2.5, 4.0):
+        check.slider.value = sharpness
+        assert check.figure is figure  # updated in place, never rebuilt
+        np.testing.assert_allclose(figure.data[0].y, softmax(sharpness * welcome_scores()))
+        assert f"sharpness {sharpness:g}" in figure.layout.title.text
+
+
+def test_zero_sharpness_spreads_weight_evenly():
+    check = smoke_check(sharpness=2.0)
+    check.slider.value = 0.0
+    np.testing.assert_allclose(check.figure.data[0].y, np.full(6, 1 / 6))
+
+
+def test_higher_sharpness_concentrates_weight_on_the_top_token():
+    check = smoke_check()
+    tops = []
+    for sharpness in (0.5, 1.0, 2.0, 4.0):
+        check.slider.value = sharpness
+        tops.append(max(check.figure.data[0].y))
+    assert tops == sorted(tops) and tops[-1] > tops[0]

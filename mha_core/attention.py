@@ -380,11 +380,12 @@ class MultiHeadAttention:
                     f"{name} has rank {x.ndim} but query has rank {query.ndim}; "
                     f"use (B, T, D) for all three or (T, D) for all three"
                 )
-        if unbatched:
-            query, key, value = query[None], key[None], value[None]  # (1, Tq, D), (1, Tk, D), (1, Tk, D)
+        # Checked before the batch axis is added, so the message shows the shape as given.
         for name, x in (("query", query), ("key", key), ("value", value)):
             if x.shape[-1] != self.d_model:
                 raise ValueError(f"{name} has d_model={x.shape[-1]} (shape {x.shape}); this layer expects d_model={self.d_model}")
+        if unbatched:
+            query, key, value = query[None], key[None], value[None]  # (1, Tq, D), (1, Tk, D), (1, Tk, D)
         if not query.shape[0] == key.shape[0] == value.shape[0]:
             raise ValueError(
                 f"batch sizes differ: query {query.shape[0]}, key {key.shape[0]}, value {value.shape[0]}; they must be equal"

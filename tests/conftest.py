@@ -1,0 +1,29 @@
+"""Shared test settings.
+
+Hypothesis profiles (pick one with HYPOTHESIS_PROFILE=<name>; "dev" is the default):
+
+    dev       25 examples per property: quick enough for a laptop shared with a kernel
+    ci        50 examples, derandomized, so a CI failure reproduces exactly
+    thorough  500 examples, for a deliberate hunt after changing the core maths
+
+No deadline in any profile: the machines this runs on are shared, and a slow
+example is not a wrong one.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=25, deadline=None)
+settings.register_profile(
+    "ci",
+    max_examples=50,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("thorough", max_examples=500, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

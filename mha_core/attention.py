@@ -466,7 +466,8 @@ class MultiHeadAttention:
 
     @classmethod
     def from_torch(cls, module) -> "MultiHeadAttention":
-        """Copy the weights of a ``torch.nn.MultiheadAttention`` (either ``batch_first``).
+        """Copy the weights of a ``torch.nn.MultiheadAttention`` (either ``batch_first``)
+        or of a ``mha_core.TorchMultiHeadAttention``.
 
         The result gives the same output, and the same per-head weights as the module
         called with ``need_weights=True, average_attn_weights=False``.

@@ -1,0 +1,47 @@
+"""Quick checks: a question bank as data, shown in notebooks and in a terminal, with progress kept.
+
+In a notebook::
+
+    from mha_core.quiz import quick_check
+    quick_check("03")                   # the questions of notebook 03, with feedback and a score
+    quick_check("03", classroom=True)   # for a room: nothing recorded, "Reveal answer" buttons
+    from mha_core.quiz import show_progress, progress_summary, reset_progress
+    show_progress()                     # every notebook's results, and a reset button
+
+In a terminal::
+
+    python -m mha_core.quiz 03          # or: all, --answers, --no-record
+
+Modules: ``bank`` (the JSON bank, its checks, grading), ``progress`` (the SQLite
+store), ``widget`` (ipywidgets, imported only when a notebook function is used), and
+``__main__`` (the terminal runner, which never imports ipywidgets).
+"""
+
+from __future__ import annotations
+
+from .bank import BankError, default_bank, load_bank
+from .progress import ProgressStore, default_store, progress_summary, reset_progress
+
+__all__ = [
+    "BankError",
+    "ProgressStore",
+    "classroom",
+    "default_bank",
+    "default_store",
+    "load_bank",
+    "progress_summary",
+    "quick_check",
+    "reset_progress",
+    "show_progress",
+]
+
+_WIDGET_NAMES = ("quick_check", "classroom", "show_progress", "QuickCheck", "ProgressView")
+
+
+def __getattr__(name):
+    # ipywidgets loads only when a notebook function is asked for.
+    if name in _WIDGET_NAMES:
+        from . import widget
+
+        return getattr(widget, name)
+    raise AttributeError(f"module 'mha_core.quiz' has no attribute {name!r}")

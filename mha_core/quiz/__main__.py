@@ -1,0 +1,249 @@
+"""The quick checks in a terminal: the same questions as the notebooks, one answer each.
+
+    python -m mha_core.quiz 03            # notebook 03's questions
+    python -m mha_core.quiz all           # every notebook's questions (01-10), each once
+    python -m mha_core.quiz 03 --answers  # the answer key, with explanations, for instructors
+    python -m mha_core.quiz 03 --no-record
+
+Answer with a letter (``b``), letters separated by commas for select-all (``a,c``),
+or a number (``64``; commas are fine: ``2,362,368``). End of input (Ctrl-D) or Ctrl-C
+stops the quiz with the score so far. Answers are recorded in the same progress file
+as the notebooks unless ``--no-record`` is given.
+
+Exit status: 0 when the quiz ends or input runs out, 130 after Ctrl-C, 2 for a bad
+quiz id. This module never imports ipywidgets or plotly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import textwrap
+
+from .bank import (
+    LETTERS,
+    SET_IDS,
+    Bank,
+    Question,
+    default_bank,
+    format_number,
+    grade_choice,
+    grade_numeric,
+    option_labels,
+    parse_number,
+    shuffled_order,
+)
+
+#: Option order when nothing is recorded: the same for everyone (the classroom order).
+ANONYMOUS_SEED = "classroom"
+
+
+class _EndOfInput(Exception):
+    pass
+
+
+def _width() -> int:
+    return max(40, min(100, shutil.get_terminal_size((88, 24)).columns - 2))
+
+
+def _wrap(text: str, indent: str = "", subsequent: str | None = None) -> str:
+    return textwrap.fill(text, _width(), initial_indent=indent, subsequent_indent=indent if subsequent is None else subsequent)
+
+
+def _say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def _ask(prompt: str) -> str:
+    try:
+        line = input(prompt)
+    except EOFError:
+        raise _EndOfInput from None
+    if not sys.stdin.isatty():
+        _say(line)  # piped input is not echoed; show it so the transcript reads well
+    return line
+
+
+def _describe(bank: Bank) -> str:
+    lines = [f"  {s}  {bank.sets[s].title}" for s in SET_IDS if s in bank.sets]
+    return "\n".join(lines + ["  all every notebook's questions (01-10), each once"])
+
+
+# --------------------------------------------------------------------------- one question
+
+
+def _read_answer(question: Question, order: list[int]):
+    """Ask until the answer has the right form; returns data indices or a number."""
+    n = len(order)
+    if question.kind == "numeric":
+        prompt = "Your answer (a number" + (f", in {question.unit}" if question.unit else "") + "): "
+    elif question.kind == "single":
+        prompt = f"Your answer (one letter, a-{LETTERS[n - 1]}): "
+    else:
+        prompt = f"Your answer (all letters that apply, separated by commas, e.g. a,{LETTERS[min(2, n - 1)]}): "
+    while True:
+        line = _ask(prompt).strip().lower()
+        if not line:
+            _say("  Type an answer first (Ctrl-D stops the quiz).")
+            continue
+        if question.kind == "numeric":
+            value = parse_number(line)
+            if value is None:
+                _say(f"  '{line}' is not a number. Type digits, for example 64 (commas are fine).")
+                continue
+            return value
+        letters = [part for part in line.replace(",", " ").split() if part]
+        valid = LETTERS[:n]
+        if any(len(part) != 1 or part not in valid for part in letters):
+            _say(f"  Please answer with letters from a to {LETTERS[n - 1]}.")
+            continue
+        if question.kind == "single" and len(letters) != 1:
+            _say("  This question has one answer: type one letter.")
+            continue
+        return sorted({order[valid.index(part)] for part in letters})
+
+
+def ask_question(question: Question, number: int, total: int, seed: str) -> tuple[bool, str]:
+    """Show one question, read one answer, print its feedback. Returns (correct, answer as typed)."""
+    order = shuffled_order(question, seed) if question.kind != "numeric" else []
+    labels = option_labels(order)
+    _say()
+    _say(f"Question {number} of {total}  [{question.id}]")
+    kind_hint = {"single": "", "multi": " (select all that apply)", "numeric": ""}[question.kind]
+    _say(_wrap(question.text + kind_hint))
+    for i in order:
+        _say(_wrap(f"{labels[i]} {question.options[i].text}", "  ", "     "))
+    answer = _read_answer(question, order)
+    if question.kind == "numeric":
+        verdict = grade_numeric(question, answer)
+        typed = format_number(answer)
+    else:
+        verdict = grade_choice(question, answer, order)
+        typed = ",".join(labels[i][0] for i in sorted(answer, key=order.index))
+    _say(_wrap(verdict.headline, "  "))
+    for line in verdict.details:
+        _say(_wrap(line, "  ", "    "))
+    if not verdict.correct:
+        if question.kind == "single":
+            (right,) = question.correct_indices
+            _say(_wrap(f"The answer: {labels[right]} {question.options[right].text}", "  ", "    "))
+        elif question.kind == "numeric":
+            _say(_wrap(f"The answer: {question.answer_text()}.", "  ", "    "))
+        _say(_wrap(f"Why: {question.explanation}", "  ", "    "))
+    return verdict.correct, typed
+
+
+# --------------------------------------------------------------------------- answer key
+
+
+def print_answers(bank: Bank, set_ids: list[str]) -> None:
+    """The key, in the data's order: every option marked right or wrong, with its feedback."""
+    for set_id in set_ids:
+        questions = bank.questions(set_id) if len(set_ids) == 1 else bank.sets[set_id].questions
+        _say(f"== Quiz {set_id}: {bank.sets[set_id].title} ({len(questions)} questions) ==")
+        for n, q in enumerate(questions, start=1):
+            _say()
+            _say(_wrap(f"{n}. [{q.id}, {q.kind}] {q.text}"))
+            if q.kind == "numeric":
+                tol = f" (accepted within ±{q.tolerance:g})" if q.tolerance else ""
+                _say(_wrap(f"Answer: {q.answer_text()}{tol}. {q.feedback}", "   "))
+                for m in q.misconceptions:
+                    _say(_wrap(f"- {format_number(m.value)}: {m.feedback}", "   ", "     "))
+            else:
+                for i, option in enumerate(q.options):
+                    mark = "RIGHT" if option.correct else "wrong"
+                    _say(_wrap(f"{LETTERS[i]}) [{mark}] {option.text}", "   ", "      "))
+                    _say(_wrap(option.feedback, "        "))
+                _say(_wrap(f"Answer: {q.answer_text()}", "   ", "     "))
+            _say(_wrap(f"Explanation: {q.explanation}", "   ", "     "))
+        _say()
+
+
+# --------------------------------------------------------------------------- a run
+
+
+def run_quiz(bank: Bank, set_ids: list[str], *, record: bool) -> int:
+    store = None
+    seed = ANONYMOUS_SEED
+    if record:
+        from .progress import default_store
+
+        store = default_store()
+        seed = store.learner_id
+    if len(set_ids) == 1:
+        plan = [(set_ids[0], q) for q in bank.questions(set_ids[0])]
+        title = f"Quick check {set_ids[0]}: {bank.sets[set_ids[0]].title}"
+    else:
+        plan = [(s, q) for s in set_ids for q in bank.sets[s].questions]
+        title = "Quick checks for the whole course"
+    _say(f"{title} ({len(plan)} questions)")
+    _say("Answer with a letter, letters separated by commas, or a number. Ctrl-D or Ctrl-C stops.")
+    answered = correct = 0
+    status = 0
+    try:
+        for n, (set_id, q) in enumerate(plan, start=1):
+            right, typed = ask_question(q, n, len(plan), seed)
+            answered += 1
+            correct += right
+            if store is not None:
+                store.record(q.id, set_id, right, typed, source="terminal")
+        ending = "Done."
+    except _EndOfInput:
+        ending = "\nEnd of input."
+    except KeyboardInterrupt:
+        ending = "\nStopped."
+        status = 130
+    _say()
+    _say(f"{ending} Score: {correct} of {answered} answered correctly ({len(plan)} questions in this quiz).")
+    if store is not None:
+        from .progress import course_score
+
+        right, total = course_score(bank, store.question_stats())
+        where = "in memory only" if store.in_memory else f"in {store.path}"
+        _say(f"Course score: {right} of {total} questions answered correctly (kept {where}).")
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        sys.stdout.reconfigure(errors="replace")
+    except (AttributeError, ValueError):
+        pass
+    parser = argparse.ArgumentParser(
+        prog="python -m mha_core.quiz",
+        description="The course's quick checks in a terminal.",
+        epilog="Quizzes: 00 (practice), 01-09 (one per notebook), 10 (review), all.",
+    )
+    parser.add_argument("quiz", help="which quiz: 00-10, or all")
+    parser.add_argument("--answers", action="store_true", help="print the answer key with explanations, and exit")
+    parser.add_argument("--no-record", action="store_true", help="do not record answers in the progress file")
+    args = parser.parse_args(argv)
+    bank = default_bank()
+    choice = args.quiz.strip().lower()
+    if choice == "all":
+        set_ids = [s for s in SET_IDS[1:] if s in bank.sets]
+    else:
+        text = f"{int(choice):02d}" if choice.isdigit() else choice
+        if text not in bank.sets:
+            print(f"python -m mha_core.quiz: there is no quiz {args.quiz!r}. The quizzes are:\n{_describe(bank)}", file=sys.stderr)
+            return 2
+        set_ids = [text]
+    if args.answers:
+        print_answers(bank, set_ids)
+        return 0
+    return run_quiz(bank, set_ids, record=not args.no_record)
+
+
+if __name__ == "__main__":
+    try:
+        code = main()
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    except KeyboardInterrupt:
+        # Ctrl-C outside the question loop (while starting up).
+        code = 130
+    sys.exit(code)

@@ -1,0 +1,420 @@
+"""The question bank: its schema, its answers (recomputed with mha_core.costs), and grading."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from mha_core import costs
+from mha_core.quiz import bank as quiz_bank
+from mha_core.quiz.bank import (
+    COURSE_SET_IDS,
+    SET_IDS,
+    BankError,
+    grade_choice,
+    grade_numeric,
+    load_bank,
+    normalise_set_id,
+    parse_number,
+    quizzes_dir,
+    shuffled_order,
+)
+
+NOTEBOOK_SETS = [f"{n:02d}" for n in range(1, 10)]
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank()
+
+
+@pytest.fixture(scope="module")
+def questions(bank):
+    return bank.all_questions()
+
+
+def choice_questions(questions, kind=None):
+    return [q for q in questions if q.kind != "numeric" and (kind is None or q.kind == kind)]
+
+
+# --------------------------------------------------------------------------- the bank as a whole
+
+
+def test_bank_holds_the_practice_set_every_notebook_and_the_review(bank):
+    assert sorted(bank.sets) == list(SET_IDS)
+    assert len(bank.questions("00")) == 2
+
+
+def test_the_bank_found_at_run_time_is_this_checkouts_data():
+    # Editable install or wheel: quizzes_dir() must find the same files as data/quizzes.
+    here = Path(__file__).resolve().parents[1] / "data" / "quizzes"
+    found = quizzes_dir()
+    assert {p.name for p in found.glob("*.json")} == {f"{s}.json" for s in SET_IDS}
+    for path in here.glob("*.json"):
+        assert (found / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_question_ids_are_unique_across_the_bank(questions):
+    counts = Counter(q.id for q in questions)
+    assert [qid for qid, n in counts.items() if n > 1] == []
+
+
+@pytest.mark.parametrize("set_id", NOTEBOOK_SETS)
+def test_every_notebook_has_at_least_three_questions_of_its_own(bank, set_id):
+    assert len(bank.sets[set_id].questions) >= 3
+    assert all(q.set_id == set_id and q.id.startswith(set_id + "-") for q in bank.sets[set_id].questions)
+
+
+def test_single_choice_questions_have_exactly_one_correct_option(questions):
+    for q in choice_questions(questions, "single"):
+        assert len(q.correct_indices) == 1, q.id
+
+
+def test_select_all_questions_have_at_least_one_correct_option(questions):
+    multi = choice_questions(questions, "multi")
+    assert multi, "the bank should hold select-all questions"
+    for q in multi:
+        assert len(q.correct_indices) >= 1, q.id
+        # A select-all question whose every option is right teaches nothing.
+        assert len(q.correct_indices) < len(q.options), q.id
+
+
+def test_every_option_has_text_and_its_own_feedback(questions):
+    for q in choice_questions(questions):
+        assert len(q.options) >= 3, f"{q.id}: a choice question needs distractors"
+        for option in q.options:
+            assert option.text.strip() and option.feedback.strip(), q.id
+        feedbacks = [o.feedback for o in q.options]
+        assert len(set(feedbacks)) == len(feedbacks), f"{q.id}: options share a feedback text"
+
+
+def test_no_question_has_empty_text_or_explanation(questions):
+    for q in questions:
+        assert q.text.strip() and q.explanation.strip(), q.id
+
+
+def test_numeric_questions_have_answer_tolerance_and_feedback(questions):
+    numeric = [q for q in questions if q.kind == "numeric"]
+    assert len(numeric) >= 5
+    for q in numeric:
+        assert isinstance(q.answer, (int, float)) and q.tolerance >= 0, q.id
+        assert q.feedback.strip() and q.wrong_feedback.strip(), q.id
+        assert q.misconceptions, f"{q.id}: name at least one likely wrong number"
+        assert all(m.feedback.strip() for m in q.misconceptions), q.id
+
+
+def test_correct_answer_is_not_always_in_the_same_position(questions):
+    single = choice_questions(questions, "single")
+    positions = Counter(q.correct_indices[0] for q in single)
+    assert positions[0] <= len(single) / 2, positions
+    assert max(positions.values()) <= 0.5 * len(single), positions
+    assert len(positions) >= 3, positions
+    multi = choice_questions(questions, "multi")
+    assert sum(q.options[0].correct for q in multi) <= len(multi) / 2 + 1
+
+
+def test_review_draws_on_every_notebook_and_adds_its_own(bank):
+    review = bank.sets["10"]
+    drawn_from = {qid[:2] for qid in review.include}
+    assert set(NOTEBOOK_SETS) <= drawn_from
+    assert review.questions, "the review has questions of its own"
+    shown = [q.id for q in bank.questions("10")]
+    assert shown == list(review.include) + [q.id for q in review.questions]
+
+
+def is_attention_head_question(q) -> bool:
+    if q.kind != "single":
+        return False
+    right = q.options[q.correct_indices[0]].text.lower()
+    wrong = " ".join(o.text.lower() for o in q.options if not o.correct)
+    return (
+        "learned q/k/v projection path" in right
+        and "attention view" in right
+        and "grammar rule" in wrong
+        and "language model" in wrong
+        and "vocabulary" in wrong
+        and "n-gram counts" in wrong
+    )
+
+
+@pytest.mark.parametrize("set_id", ["03", "10"])
+def test_the_sources_attention_head_question_is_in_notebook_03_and_the_review(bank, set_id):
+    assert any(is_attention_head_question(q) for q in bank.questions(set_id))
+
+
+# --------------------------------------------------------------------------- numeric answers are computed
+
+
+def compute(spec: dict) -> float:
+    """Recompute a numeric answer from its ``computed_by`` spec with mha_core.costs."""
+    assert set(spec) <= {"function", "kwargs", "model", "divide_by", "then"}, spec
+    if "model" in spec:
+        shape = costs.MODEL_SHAPES[spec["model"]]
+        assert spec["function"] == "kv_cache_bytes_per_token"
+        value = costs.kv_cache_bytes_per_token(shape.n_layers, shape.n_kv_heads, shape.d_head)
+    else:
+        value = getattr(costs, spec["function"])(**spec["kwargs"])
+    value = value / spec.get("divide_by", 1)
+    if spec.get("then") == "sqrt":
+        value = math.sqrt(value)
+    return value
+
+
+def test_every_numeric_answer_agrees_with_mha_core_costs(questions):
+    numeric = [q for q in questions if q.kind == "numeric"]
+    for q in numeric:
+        assert q.computed_by, f"{q.id}: say how mha_core computes the answer"
+        assert abs(compute(q.computed_by) - q.answer) <= max(q.tolerance, 1e-9), q.id
+
+
+def test_the_bank_asks_the_numbers_the_course_depends_on(questions):
+    by_function = {(q.computed_by["function"], json.dumps(q.computed_by, sort_keys=True)): q.answer for q in questions if q.kind == "numeric"}
+    functions = {f for f, _ in by_function}
+    assert {"d_head", "attention_parameters", "kv_cache_bytes_per_token", "score_table_entries"} <= functions
+    assert 2_362_368 in by_function.values()
+    assert costs.attention_parameters(768, 12) == 2_362_368
+
+
+def test_no_misconception_is_graded_as_right(questions):
+    for q in (q for q in questions if q.kind == "numeric"):
+        for m in q.misconceptions:
+            verdict = grade_numeric(q, m.value)
+            assert not verdict.correct and verdict.details == (m.feedback,), q.id
+
+
+# --------------------------------------------------------------------------- claims in option texts, checked
+
+
+def test_impossible_split_names_the_nearest_valid_head_counts(bank):
+    q = bank.question("05-impossible-split")
+    right = q.options[q.correct_indices[0]].text
+    assert 10 not in costs.valid_head_counts(768)
+    low, high = costs.nearest_valid_head_counts(768, 10)
+    assert f"{low} and {high}" in right
+
+
+def test_kv_bytes_do_not_grow_with_the_head_count_as_the_bank_says(bank):
+    q = bank.question("09-heads-vs-kv-bytes")
+    assert "stay the same" in q.options[q.correct_indices[0]].text
+    for n_heads in (12, 24):
+        assert costs.kv_cache_bytes_per_token(12, n_heads, costs.d_head(768, n_heads)) == 36_864
+
+
+def test_what_grows_with_the_head_count_matches_costs(bank):
+    q = bank.question("10-what-grows")
+    right = {q.options[i].text for i in q.correct_indices}
+    assert any("score entries" in t for t in right) and not any("parameter" in t for t in right)
+    assert costs.attention_parameters(768, 24) == costs.attention_parameters(768, 12)
+    assert costs.score_table_entries(24, 128) == 2 * costs.score_table_entries(12, 128)
+    assert costs.attention_flops(768, 24, 128)["softmax"] > costs.attention_flops(768, 12, 128)["softmax"]
+
+
+def test_tiny_heads_question_uses_a_real_d_head_of_one(bank):
+    assert "d_head = 1" in bank.question("08-too-small").text
+    assert costs.d_head(64, 64) == 1
+
+
+def test_counting_scores_for_the_running_sentence_uses_its_six_tokens(bank):
+    from mha_core.examples import TOKENS
+
+    assert bank.question("01-score-count").answer == costs.score_table_entries(1, len(TOKENS))
+
+
+# --------------------------------------------------------------------------- option order
+
+
+def test_option_order_is_a_permutation_fixed_per_learner_and_question(questions):
+    for q in choice_questions(questions):
+        order = shuffled_order(q, "learner-a")
+        assert sorted(order) == list(range(len(q.options)))
+        assert shuffled_order(q, "learner-a") == order
+
+
+def test_option_order_differs_between_learners(questions):
+    qs = choice_questions(questions)
+    differing = sum(shuffled_order(q, "learner-a") != shuffled_order(q, "learner-b") for q in qs)
+    assert differing >= len(qs) // 2
+
+
+# --------------------------------------------------------------------------- grading
+
+
+def test_single_choice_grading_gives_the_chosen_options_feedback(bank):
+    q = bank.question("03-what-is-a-head")
+    right = q.correct_indices[0]
+    wrong = (right + 1) % len(q.options)
+    order = shuffled_order(q, "x")
+    verdict = grade_choice(q, [wrong], order)
+    assert not verdict.correct and q.options[wrong].feedback in verdict.details[0]
+    letter = "abcd"[order.index(wrong)]
+    assert verdict.details[0].startswith(f"{letter})")
+    assert grade_choice(q, [right]).correct
+
+
+def test_select_all_grading_comments_on_each_option_chosen_or_missed(bank):
+    q = bank.question("02-softmax-row")
+    right = list(q.correct_indices)
+    wrong = [i for i in range(len(q.options)) if i not in right]
+    assert grade_choice(q, right).correct
+    verdict = grade_choice(q, [right[0], wrong[0]])
+    assert not verdict.correct
+    text = verdict.text()
+    assert q.options[wrong[0]].feedback in text and "should not be chosen" in text
+    for i in right[1:]:
+        assert quiz_bank._without_yes(q.options[i].feedback) in text
+    assert text.count("missed, it is right too:") == len(right) - 1
+    assert "right to choose" in text
+
+
+def test_numeric_grading_accepts_the_tolerance_and_explains_other_numbers(bank):
+    q = bank.question("02-scale-value")
+    assert grade_numeric(q, 8.0).correct
+    assert grade_numeric(q, 8.005).correct
+    assert "√768" in grade_numeric(q, 27.7).details[0]
+    assert grade_numeric(q, 3.0).details == (q.wrong_feedback,)
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("64", 64.0), (" 2,362,368 ", 2362368.0), ("2_362_368", 2362368.0), ("3.2e2", 320.0), ("-1", -1.0), ("abc", None), ("", None), ("nan", None)],
+)
+def test_parse_number_reads_what_a_learner_types(text, value):
+    assert parse_number(text) == value
+
+
+def test_set_ids_are_normalised_and_bad_ones_list_the_valid_ones():
+    assert normalise_set_id(3) == "03" and normalise_set_id("3") == "03" and normalise_set_id("10") == "10"
+    with pytest.raises(ValueError, match="set_id='99'.*00, 01.*10"):
+        normalise_set_id("99")
+
+
+def test_course_questions_leave_out_the_practice_set(bank):
+    ids = [q.id for q in bank.course_questions()]
+    assert not any(i.startswith("00-") for i in ids)
+    assert len(ids) == sum(len(bank.sets[s].questions) for s in COURSE_SET_IDS)
+
+
+# --------------------------------------------------------------------------- the validator catches broken data
+
+
+def write_bank(directory: Path, sets: dict) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for set_id, data in sets.items():
+        (directory / f"{set_id}.json").write_text(json.dumps(data))
+    return directory
+
+
+def good_sets() -> dict:
+    raw = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in quizzes_dir().glob("*.json")}
+    return copy.deepcopy(raw)
+
+
+def break_two_correct(s):
+    q = next(q for q in s["03"]["questions"] if q["kind"] == "single")
+    for o in q["options"]:
+        o["correct"] = True
+
+
+def break_no_correct(s):
+    q = next(q for q in s["02"]["questions"] if q["kind"] == "multi")
+    for o in q["options"]:
+        o["correct"] = False
+
+
+def break_empty_feedback(s):
+    s["01"]["questions"][0]["options"][1]["feedback"] = "  "
+
+
+def break_empty_text(s):
+    s["04"]["questions"][0]["text"] = ""
+
+
+def break_duplicate_id(s):
+    s["04"]["questions"].append(copy.deepcopy(s["04"]["questions"][0]))
+
+
+def break_missing_tolerance(s):
+    q = next(q for q in s["05"]["questions"] if q["kind"] == "numeric")
+    del q["tolerance"]
+
+
+def break_unknown_include(s):
+    s["10"]["include"].append("03-no-such-question")
+
+
+def break_misconception_equals_answer(s):
+    q = next(q for q in s["03"]["questions"] if q["kind"] == "numeric")
+    q["misconceptions"][0]["value"] = q["answer"]
+
+
+def break_unknown_kind(s):
+    s["06"]["questions"][0]["kind"] = "essay"
+
+
+def break_set_name(s):
+    s["07"]["set"] = "08"
+
+
+@pytest.mark.parametrize(
+    "breaker, message",
+    [
+        (break_two_correct, "exactly one correct option, found"),
+        (break_no_correct, "at least one correct option"),
+        (break_empty_feedback, "'feedback' must be non-empty"),
+        (break_empty_text, "'text' must be non-empty"),
+        (break_duplicate_id, "'04-concat-shape' appears twice in set 04; ids must be unique"),
+        (break_missing_tolerance, "'tolerance' must be a finite number"),
+        (break_unknown_include, "no set defines"),
+        (break_misconception_equals_answer, "overlaps the tolerance"),
+        (break_unknown_kind, "kind='essay'; valid kinds are single, multi, numeric"),
+        (break_set_name, "expected '07'"),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
+def test_validator_rejects_broken_data_with_a_clear_message(tmp_path, breaker, message):
+    sets = good_sets()
+    breaker(sets)
+    with pytest.raises(BankError, match=message):
+        load_bank(write_bank(tmp_path / "quizzes", sets))
+
+
+def test_validator_names_the_file_of_invalid_json(tmp_path):
+    directory = write_bank(tmp_path / "quizzes", good_sets())
+    (directory / "04.json").write_text("{not json")
+    with pytest.raises(BankError, match="04.json: not valid JSON"):
+        load_bank(directory)
+
+
+def test_a_good_copy_of_the_bank_loads(tmp_path):
+    copied = load_bank(write_bank(tmp_path / "quizzes", good_sets()))
+    assert copied.all_questions() == load_bank().all_questions()
+
+
+def test_default_bank_is_read_once(monkeypatch):
+    quiz_bank.default_bank.cache_clear()
+    first = quiz_bank.default_bank()
+    assert quiz_bank.default_bank() is first
+
+
+def test_an_installed_copy_finds_its_bank_without_a_checkout(tmp_path):
+    # The wheel layout: data/ ships as mha_core/data (pyproject maps it), with no data/ beside the package.
+    root = Path(__file__).resolve().parents[1]
+    site = tmp_path / "site-packages"
+    shutil.copytree(root / "mha_core", site / "mha_core", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(root / "data", site / "mha_core" / "data")
+    code = "from mha_core.quiz.bank import quizzes_dir, load_bank; print(quizzes_dir()); print(len(load_bank().all_questions()))"
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    where, count = result.stdout.split()
+    assert Path(where) == site / "mha_core" / "data" / "quizzes"
+    assert int(count) == len(load_bank().all_questions())

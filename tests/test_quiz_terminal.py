@@ -1,0 +1,203 @@
+"""The terminal quiz, driven through stdin in a subprocess: a full run, end of input, Ctrl-C, a bad id, the key."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mha_core.quiz.bank import LETTERS, format_number, load_bank, shuffled_order
+from mha_core.quiz.progress import ProgressStore
+
+RUN_TIMEOUT_S = 60
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank()
+
+
+@pytest.fixture
+def env(tmp_path):
+    env = dict(os.environ)
+    env["HOME"] = str(tmp_path / "home")
+    env["MHA_COURSE_PROGRESS"] = str(tmp_path / "progress.sqlite3")
+    env["COLUMNS"] = "100"
+    return env
+
+
+def run_quiz(args, env, stdin=""):
+    return subprocess.run(
+        [sys.executable, "-m", "mha_core.quiz", *args],
+        input=stdin, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )
+
+
+def answer_for(question, seed: str, right: bool = True) -> str:
+    """What a learner types: the right (or a wrong) answer, in the letters they see."""
+    if question.kind == "numeric":
+        return format_number(question.answer) if right else format_number(question.misconceptions[0].value)
+    order = shuffled_order(question, seed)
+    wanted = question.correct_indices if right else [i for i in range(len(question.options)) if not question.options[i].correct][:1]
+    return ",".join(LETTERS[order.index(i)] for i in wanted)
+
+
+def learner_id(env) -> str:
+    store = ProgressStore(env["MHA_COURSE_PROGRESS"])
+    try:
+        return store.learner_id
+    finally:
+        store.close()
+
+
+def test_a_full_run_with_right_answers_scores_every_question_and_records_them(bank, env):
+    seed = learner_id(env)
+    questions = bank.questions("03")
+    stdin = "".join(answer_for(q, seed) + "\n" for q in questions)
+    result = run_quiz(["03"], env, stdin)
+    assert result.returncode == 0, result.stderr
+    assert f"Done. Score: {len(questions)} of {len(questions)} answered correctly" in result.stdout
+    assert result.stdout.count("Correct") == len(questions)
+    assert "Course score: 5 of" in result.stdout
+    store = ProgressStore(env["MHA_COURSE_PROGRESS"])
+    assert [(a.question_id, a.correct, a.source) for a in store.attempts()] == [(q.id, True, "terminal") for q in questions]
+    store.close()
+    assert result.stderr == ""
+
+
+def test_wrong_answers_get_their_feedback_and_the_right_answer(bank, env):
+    seed = learner_id(env)
+    questions = bank.questions("05")
+    stdin = "".join(answer_for(q, seed, right=False) + "\n" for q in questions)
+    result = run_quiz(["05"], env, stdin)
+    assert result.returncode == 0
+    assert f"Score: 0 of {len(questions)}" in result.stdout
+    assert "That is the weights only" in result.stdout  # the numeric misconception's feedback
+    assert result.stdout.count("The answer:") == len(questions)
+    assert result.stdout.count("Why:") == len(questions)
+
+
+def test_the_same_questions_as_the_notebook_in_the_learners_order(bank, env):
+    seed = learner_id(env)
+    q = bank.question("03-what-is-a-head")
+    result = run_quiz(["03"], env, "")
+    order = shuffled_order(q, seed)
+    first_option = q.options[order[0]].text
+    assert f"a) {first_option}" in result.stdout
+
+
+def test_invalid_input_asks_again_without_counting(bank, env):
+    seed = learner_id(env)
+    q = bank.questions("03")[0]
+    stdin = "\nzz\na,b\n" + answer_for(q, seed) + "\n"
+    result = run_quiz(["03"], env, stdin)
+    assert "Type an answer first" in result.stdout
+    assert "Please answer with letters from a to d" in result.stdout
+    assert "This question has one answer" in result.stdout
+    assert "End of input. Score: 1 of 1 answered correctly (5 questions in this quiz)" in result.stdout
+
+
+def test_end_of_input_midway_ends_cleanly_with_the_score_so_far(bank, env):
+    seed = learner_id(env)
+    questions = bank.questions("02")
+    stdin = answer_for(questions[0], seed) + "\n" + answer_for(questions[1], seed, right=False) + "\n"
+    result = run_quiz(["02"], env, stdin)
+    assert result.returncode == 0
+    assert "End of input. Score: 1 of 2 answered correctly (5 questions in this quiz)." in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+    store = ProgressStore(env["MHA_COURSE_PROGRESS"])
+    assert store.count() == 2
+    store.close()
+
+
+def test_ctrl_c_ends_cleanly_with_the_score_so_far(bank, env):
+    seed = learner_id(env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mha_core.quiz", "01"], env=env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    proc.stdin.write(answer_for(bank.questions("01")[0], seed) + "\n")
+    proc.stdin.flush()
+    # Wait until the second question's prompt is on screen, then press Ctrl-C.
+    seen = ""
+    deadline = time.time() + RUN_TIMEOUT_S
+    while "Question 2 of" not in seen or not seen.rstrip().endswith(":"):
+        assert time.time() < deadline, seen
+        ready, _, _ = select.select([proc.stdout], [], [], 1)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 4096).decode()
+            assert chunk, seen
+            seen += chunk
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 130
+    assert "Stopped. Score: 1 of 1 answered correctly" in seen + out
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+def test_a_bad_quiz_id_lists_the_valid_ones(env):
+    result = run_quiz(["42"], env)
+    assert result.returncode == 2
+    assert "there is no quiz '42'" in result.stderr
+    for set_id in ["00", "01", "05", "09", "10", "all"]:
+        assert f"\n  {set_id}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_answers_prints_the_key_with_explanations(bank, env):
+    result = run_quiz(["03", "--answers"], env)
+    assert result.returncode == 0
+    questions = bank.questions("03")
+    for q in questions:
+        assert f"[{q.id}, {q.kind}]" in result.stdout
+    n_right = sum(len(q.correct_indices) for q in questions if q.kind != "numeric")
+    assert result.stdout.count("[RIGHT]") == n_right
+    assert result.stdout.count("Explanation:") == len(questions)
+    assert "Answer: 64." in result.stdout
+    assert not os.path.exists(env["MHA_COURSE_PROGRESS"])  # printing the key touches no progress
+
+
+def test_all_runs_every_course_question_once(bank, env):
+    result = run_quiz(["all", "--no-record"], env, "")
+    n = len(bank.course_questions())
+    assert result.returncode == 0
+    assert f"Quick checks for the whole course ({n} questions)" in result.stdout
+    assert f"End of input. Score: 0 of 0 answered correctly ({n} questions in this quiz)." in result.stdout
+    assert not os.path.exists(env["MHA_COURSE_PROGRESS"])
+
+
+def test_no_record_leaves_the_progress_file_alone(bank, env):
+    q = bank.questions("03")[0]
+    result = run_quiz(["3", "--no-record"], env, answer_for(q, "classroom") + "\n")
+    assert "Score: 1 of 1" in result.stdout
+    assert not os.path.exists(env["MHA_COURSE_PROGRESS"])
+
+
+def test_a_corrupt_progress_file_does_not_stop_the_terminal_quiz(bank, env):
+    with open(env["MHA_COURSE_PROGRESS"], "wb") as f:
+        f.write(b"garbage" * 100)
+    result = run_quiz(["01"], env, "36\n")  # a number is not a letter: asked again, then EOF
+    assert result.returncode == 0 and "Note: your quiz progress cannot be saved" in result.stdout
+    assert "kept in memory only" in result.stdout
+
+
+def test_the_terminal_runner_does_not_import_ipywidgets_or_plotly(env):
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mha_core.quiz", "03", "--answers"],
+        env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )
+    assert result.returncode == 0
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in result.stderr.splitlines() if "|" in line}
+    assert "mha_core" in imported
+    assert not imported & {"ipywidgets", "plotly", "torch", "IPython"}, imported & {"ipywidgets", "plotly", "torch", "IPython"}
+
+
+def test_import_mha_core_does_not_import_the_quiz(env):
+    code = "import sys, mha_core; print('mha_core.quiz' in sys.modules, 'ipywidgets' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert result.stdout.split() == ["False", "False"]

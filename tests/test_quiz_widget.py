@@ -1,0 +1,280 @@
+"""The in-notebook quick check, driven headless: choose, click Check, read the feedback and the score."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import pytest
+
+from mha_core.quiz import progress
+from mha_core.quiz.bank import load_bank, shuffled_order
+from mha_core.quiz.progress import ProgressStore
+from mha_core.quiz.widget import CLASSROOM_SEED, ProgressView, QuickCheck, classroom, quick_check, show_progress
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MHA_COURSE_PROGRESS", str(tmp_path / "progress.sqlite3"))
+    progress._STORES.clear()
+    yield
+    for store in progress._STORES.values():
+        store.close()
+    progress._STORES.clear()
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank()
+
+
+def view_of(quiz: QuickCheck, question_id: str):
+    return next(v for v in quiz.questions if v.question.id == question_id)
+
+
+def letter_of(view, data_index: int) -> str:
+    return "abcdefgh"[view.order.index(data_index)]
+
+
+# --------------------------------------------------------------------------- single choice
+
+
+def test_a_wrong_then_right_answer_shows_feedback_tries_and_score(bank):
+    quiz = quick_check("03")
+    view = view_of(quiz, "03-what-is-a-head")
+    q = view.question
+    right = q.correct_indices[0]
+    wrong = next(i for i in range(len(q.options)) if i != right)
+
+    view.options_widget.value = wrong  # RadioButtons values are data indices
+    view.check_button.click()
+    assert "Not quite." in view.feedback.value
+    assert html.escape(q.options[wrong].feedback) in view.feedback.value
+    assert "Tries so far: 1<" in view.tries_label.value
+    assert "Notebook 03: 0 of 5 questions answered correctly" in quiz.score.value
+
+    view.options_widget.value = right
+    view.check_button.click()
+    assert "Correct." in view.feedback.value and "Tries so far: 2, answered correctly" in view.tries_label.value
+    n_course = len(bank.course_questions())
+    assert f"Notebook 03: 1 of 5 questions answered correctly. Course: 1 of {n_course}." in quiz.score.value
+    attempts = quiz.store.attempts()
+    assert [(a.question_id, a.set_id, a.correct, a.source) for a in attempts] == [
+        ("03-what-is-a-head", "03", False, "notebook"),
+        ("03-what-is-a-head", "03", True, "notebook"),
+    ]
+    assert attempts[1].answer == letter_of(view, right)
+
+
+def test_check_without_a_choice_asks_gently_and_records_nothing():
+    quiz = quick_check("03")
+    view = quiz.questions[0]
+    view.check_button.click()
+    assert "Choose an option first" in view.feedback.value
+    assert quiz.store.count() == 0 and "Tries so far: 0" in view.tries_label.value
+
+
+def test_options_are_lettered_radio_buttons_in_the_learners_order(bank):
+    quiz = quick_check("03")
+    view = view_of(quiz, "03-what-is-a-head")
+    assert isinstance(view.options_widget, widgets.RadioButtons) and view.options_widget.value is None
+    labels = [label for label, _ in view.options_widget.options]
+    assert [label[:2] for label in labels] == ["a)", "b)", "c)", "d)"]
+    assert [value for _, value in view.options_widget.options] == view.order
+    assert view.order == shuffled_order(view.question, quiz.store.learner_id)
+
+
+def test_the_option_order_is_the_same_after_a_restart_and_differs_between_learners(tmp_path):
+    first = quick_check("04")
+    again = QuickCheck("04", store=ProgressStore(tmp_path / "progress.sqlite3"))
+    assert [v.order for v in first.questions] == [v.order for v in again.questions]
+    other = QuickCheck("04", store=ProgressStore(tmp_path / "someone_else.sqlite3"))
+    assert [v.order for v in first.questions] != [v.order for v in other.questions]
+
+
+def test_tries_and_score_survive_a_kernel_restart(tmp_path):
+    quiz = quick_check("02")
+    view = view_of(quiz, "02-output-mix")
+    view.choose(letter_of(view, view.question.correct_indices[0]))
+    view.check()
+    restarted = QuickCheck("02", store=ProgressStore(tmp_path / "progress.sqlite3"))
+    assert "Tries so far: 1, answered correctly" in view_of(restarted, "02-output-mix").tries_label.value
+    assert "Notebook 02: 1 of 5" in restarted.score.value
+
+
+# --------------------------------------------------------------------------- select all
+
+
+def test_select_all_right_set_is_correct():
+    quiz = quick_check("02")
+    view = view_of(quiz, "02-softmax-row")
+    assert isinstance(view.options_widget, widgets.VBox) and all(isinstance(c, widgets.Checkbox) for c in view.checkboxes)
+    right = view.question.correct_indices
+    for pos, box in enumerate(view.checkboxes):
+        box.value = view.order[pos] in right
+    view.check_button.click()
+    assert f"Correct: all {len(right)} right options" in view.feedback.value
+    assert quiz.store.attempts()[-1].correct
+
+
+def test_select_all_comments_on_a_wrong_choice_and_on_each_missed_option():
+    quiz = quick_check("02")
+    view = view_of(quiz, "02-softmax-row")
+    q = view.question
+    right = list(q.correct_indices)
+    wrong = next(i for i in range(len(q.options)) if i not in right)
+    view.choose([letter_of(view, right[0]), letter_of(view, wrong)])
+    verdict = view.check()
+    assert not verdict.correct
+    shown = view.feedback.value
+    assert "should not be chosen" in shown and f"{letter_of(view, wrong)})" in shown
+    assert shown.count("missed, it is right too:") == len(right) - 1
+    assert "right to choose" in shown
+    assert not quiz.store.attempts()[-1].correct
+
+
+# --------------------------------------------------------------------------- numeric
+
+
+def test_numeric_answers_accept_commas_and_explain_a_known_mistake(bank):
+    quiz = quick_check("05")
+    view = view_of(quiz, "05-mha-parameters")
+    assert isinstance(view.options_widget, widgets.Text)
+    view.options_widget.value = "2,359,296"
+    view.check_button.click()
+    assert "Not quite" in view.feedback.value and "weights only" in view.feedback.value
+    view.options_widget.value = "2,362,368"
+    view.check_button.click()
+    assert "Correct: 2,362,368 parameters." in view.feedback.value
+    assert [a.correct for a in quiz.store.attempts()] == [False, True]
+
+
+def test_numeric_text_that_is_not_a_number_is_not_counted():
+    quiz = quick_check("03")
+    view = view_of(quiz, "03-d-head")
+    view.options_widget.value = "sixty-four"
+    view.check_button.click()
+    assert "is not a number" in view.feedback.value
+    view.options_widget.value = ""
+    view.check_button.click()
+    assert "Type a number first" in view.feedback.value
+    assert quiz.store.count() == 0
+
+
+# --------------------------------------------------------------------------- classroom mode
+
+
+def test_classroom_mode_records_nothing_and_reveals_the_answer(tmp_path, bank):
+    room = classroom("03")
+    assert room.classroom and room.store is None
+    view = view_of(room, "03-what-is-a-head")
+    assert view.reveal_button is not None and "mha-quiz-reveal" in view.reveal_button._dom_classes
+    q = view.question
+    right = q.correct_indices[0]
+    view.choose(letter_of(view, right))
+    view.check_button.click()
+    assert "Correct." in view.feedback.value
+    view.reveal_button.click()
+    assert "Answer: " + letter_of(view, right) + ")" in view.feedback.value
+    assert "learned Q/K/V projection path" in view.feedback.value
+    assert q.explanation.split(".")[0] in view.feedback.value
+    assert "Why not the others" in view.feedback.value
+    assert not (tmp_path / "progress.sqlite3").exists()
+    assert "nothing is recorded" in room.score.value
+
+
+def test_classroom_order_is_the_same_in_every_lesson():
+    room = quick_check("05", classroom=True)
+    assert all(v.order == (shuffled_order(v.question, CLASSROOM_SEED) if v.question.kind != "numeric" else []) for v in room.questions)
+
+
+def test_normal_mode_has_no_reveal_button():
+    assert all(v.reveal_button is None for v in quick_check("01").questions)
+
+
+def test_classroom_reveal_of_a_numeric_question_gives_the_number():
+    view = view_of(classroom("09"), "09-kv-kib-llama2-70b")
+    text = view.reveal()
+    assert text.startswith("Answer: 320 KiB.") and "2,560" in view.feedback.value
+
+
+# --------------------------------------------------------------------------- broken progress file
+
+
+def test_a_corrupt_progress_file_still_lets_the_quiz_work(tmp_path, capsys):
+    (tmp_path / "progress.sqlite3").write_bytes(b"\x13\x37 not sqlite" * 200)
+    quiz = quick_check("01")
+    assert "cannot be saved" in quiz.note.value
+    view = view_of(quiz, "01-score-count")
+    view.choose("36")
+    view.check_button.click()
+    assert "Correct" in view.feedback.value and "Notebook 01: 1 of 5" in quiz.score.value
+    assert capsys.readouterr().out.count("Note:") == 1
+
+
+# --------------------------------------------------------------------------- the review and the progress table
+
+
+def test_the_review_shows_questions_from_every_notebook_and_counts_them_there(bank):
+    quiz = quick_check("10")
+    shown = [v.question.id for v in quiz.questions]
+    assert {qid[:2] for qid in shown} == {f"{n:02d}" for n in range(1, 11)}
+    view = view_of(quiz, "03-what-is-a-head")
+    view.choose(letter_of(view, view.question.correct_indices[0]))
+    view.check()
+    summary = progress.progress_summary(quiz.store, bank)
+    assert summary["03"].best == 1 and summary["10"].best == 1
+
+
+def test_progress_table_lists_every_notebook_and_reset_asks_first(bank):
+    quiz = quick_check("04")
+    view = view_of(quiz, "04-concat-shape")
+    view.choose(letter_of(view, view.question.correct_indices[0]))
+    view.check()
+    table = show_progress()
+    assert isinstance(table, ProgressView)
+    for n in range(1, 11):
+        assert f">{n:02d}<" in table.table.value
+    assert ">Concatenation and the output projection<" in table.table.value
+    assert table.confirm_button.layout.display == "none"
+    table.reset_button.click()
+    assert "erases all 1 recorded answers" in table.message.value and table.confirm_button.layout.display is None
+    table.cancel_button.click()
+    assert quiz.store.count() == 1 and "Nothing was erased" in table.message.value
+    table.reset_button.click()
+    table.confirm_button.click()
+    assert quiz.store.count() == 0 and "Erased 1" in table.message.value
+
+
+# --------------------------------------------------------------------------- for the browser test and the projector
+
+
+def test_controls_carry_stable_css_classes():
+    quiz = quick_check("02")
+    assert "mha-quiz" in quiz.box._dom_classes and "mha-quiz-score" in quiz.score._dom_classes
+    for view in quiz.questions:
+        assert "mha-quiz-check" in view.check_button._dom_classes
+        assert "mha-quiz-feedback" in view.feedback._dom_classes
+        assert "mha-quiz-option" in view.options_widget._dom_classes
+        assert "mha-quiz-tries" in view.tries_label._dom_classes
+
+
+def test_text_is_large_enough_to_read_on_a_projector():
+    quiz = quick_check("02")
+    assert "font-size: 18px" in quiz.header.value
+    assert all(v.check_button.style.font_size == "18px" for v in quiz.questions)
+
+
+def test_choose_rejects_letters_the_question_does_not_have():
+    view = view_of(quick_check("03"), "03-what-is-a-head")
+    with pytest.raises(ValueError, match="answer='z' is not valid for 03-what-is-a-head; give one letter from a to d"):
+        view.choose("z")
+    with pytest.raises(ValueError, match="one letter"):
+        view.choose("a,b")
+
+
+def test_a_bad_set_id_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="valid quizzes are 00, 01"):
+        quick_check("11")
+    assert quick_check(3).set_id == "03"

@@ -13,10 +13,13 @@ STAMP  := $(VENV)/.course-env-installed
 env: $(STAMP)
 
 # Rebuilt only when the lock or pyproject changes. torch is pinned to 2.13.0 in the
-# lock: any other version makes pip download a multi-GB CUDA build.
+# lock: any other version makes pip download a multi-GB CUDA build. The lock holds
+# every package, so it installs with --no-deps: exactly what it lists, nothing more.
+# It leaves out rfc3987-syntax (and its lark), an optional extra of jsonschema that
+# compiles grammars for 2-5 s on import, in every kernel that shows a plotly figure.
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.lock
+	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -r requirements.lock
 	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .
 	@touch $(STAMP)
 
@@ -33,7 +36,7 @@ bench: $(STAMP)
 lock: $(STAMP)
 	@{ echo "# The course environment, locked: exact versions of every package (made with pip freeze)."; \
 	   echo "# Regenerate with 'make lock' after changing pyproject.toml; tests/test_environment.py checks it agrees."; \
-	   $(BIN)/python -m pip freeze --exclude-editable | grep -v '^mha-core' | sed 's/^torch==\([0-9.]*\)+cpu/torch==\1/'; } > requirements.lock
+	   $(BIN)/python -m pip freeze --exclude-editable | grep -v -E '^(mha-core|mha_core|rfc3987-syntax|lark)==' | sed 's/^torch==\([0-9.]*\)+cpu/torch==\1/'; } > requirements.lock
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis artifacts

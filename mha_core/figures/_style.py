@@ -20,11 +20,30 @@ SIGNED_COLORSCALE = "RdBu"
 COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
 
+#: A FigureWidget drawn during run-all gets plotly's default width (700 px) and does not
+#: follow its output area, so control figures get this fixed width: it fits a notebook in
+#: a 1280-px-wide window.
+WIDGET_WIDTH = 940
+
+#: A small template instead of plotly's default one, which costs several milliseconds to
+#: apply and to copy on every rebuild; plotly.js defaults fill in the rest.
+TEMPLATE = {
+    "layout": {
+        "font": {"color": "#2a3f5f"},
+        "title": {"x": 0.05},
+        "hoverlabel": {"align": "left"},
+        "xaxis": {"ticks": "", "automargin": True},
+        "yaxis": {"ticks": "", "automargin": True},
+    }
+}
+
+
 def base_layout(title: str, **extra) -> dict:
     """Layout every figure starts from: big fonts, a title that says what is shown."""
     layout = dict(
         title=dict(text=title, font=dict(size=TITLE_SIZE)),
         font=dict(size=FONT_SIZE),
+        template=TEMPLATE,
         plot_bgcolor="white",
         paper_bgcolor="white",
         margin=dict(l=90, r=30, t=70, b=70),

@@ -8,10 +8,37 @@ import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
 
+from ..figures._style import WIDGET_WIDTH
+
+
+class _FigureWidget(go.FigureWidget):
+    """A ``go.FigureWidget`` whose comm opens only after plotly has filled in its data and layout.
+
+    A plain ``go.FigureWidget`` opens its comm with no traces and sends the figure in a
+    second message. JupyterLab drops messages that reach a widget model still being
+    created (slow on a busy machine), and the figure is then drawn empty, for good.
+    Opening the comm last puts the whole figure in the first message.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._defer_open = True
+        super().__init__(*args, **kwargs)
+        self._defer_open = False
+        self.open()
+
+    def open(self):
+        if not getattr(self, "_defer_open", False):
+            super().open()
+
 
 def figure_widget(fig: go.Figure) -> go.FigureWidget:
-    """Wrap a built figure once; later updates go through ``update_in_place``."""
-    target = go.FigureWidget(fig)
+    """Wrap a built figure once; later updates go through ``update_in_place``.
+
+    A figure without a width gets ``WIDGET_WIDTH`` (see ``figures._style``).
+    """
+    target = _FigureWidget(fig)
+    if fig.layout.width is None:
+        target.layout.width = WIDGET_WIDTH
     target._mha_shown = _plain(fig)  # what the browser shows, for update_in_place's diff
     return target
 

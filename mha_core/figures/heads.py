@@ -1,0 +1,277 @@
+"""Figures for notebook 03: one layer, several heads, several views of the same tokens.
+
+Builders are pure: arrays in, ``go.Figure`` out.
+
+The head grid draws every head as one tile of a single heatmap, with a blank
+(null) row and column between tiles. It looks like a grid of small heatmaps, but it
+is one trace on one pair of axes, so a control that changes the head count updates
+one trace in place instead of rebuilding a grid of subplots. ``head_tile`` reads a
+head's table back out of the figure.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ._style import FONT_SIZE, SIGNED_COLORSCALE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout
+
+#: Blank cells between two tiles of the head grid.
+TILE_GAP = 1
+
+
+def grid_shape(n_heads: int, cols: int | None = None) -> tuple[int, int]:
+    """Rows and columns of tiles for ``n_heads`` heads: at most 4 across, 2 x 2 for 3-4.
+
+    ``cols`` fixes the number of tiles across instead.
+    """
+    if cols is not None:
+        cols = max(1, min(cols, n_heads))
+    elif n_heads <= 2:
+        cols = n_heads
+    elif n_heads <= 4:
+        cols = 2
+    else:
+        cols = 4
+    return math.ceil(n_heads / cols), cols
+
+
+def tile_origin(head: int, n_heads: int, n_tokens: int, cols: int | None = None) -> tuple[int, int]:
+    """Row and column (in cells) of the top-left cell of ``head``'s tile in the grid's ``z``."""
+    _, cols = grid_shape(n_heads, cols)
+    r, c = divmod(head, cols)
+    step = n_tokens + TILE_GAP
+    return r * step, c * step
+
+
+def head_tile(z: np.ndarray, head: int, n_heads: int, n_tokens: int, cols: int | None = None) -> np.ndarray:
+    """The (T, T) table of ``head`` inside a head grid's ``z`` (the inverse of the tiling)."""
+    r0, c0 = tile_origin(head, n_heads, n_tokens, cols)
+    z = np.array(z, dtype=float)  # blank cells (None) become NaN
+    return z[r0 : r0 + n_tokens, c0 : c0 + n_tokens]  # (T, T)
+
+
+def _tiled(weights: np.ndarray, tokens, cols: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Lay the heads' tables out as tiles; blank cells are NaN here. Returns z and a hover label per cell."""
+    H, T, _ = weights.shape
+    rows, cols = grid_shape(H, cols)
+    height, width = rows * T + (rows - 1) * TILE_GAP, cols * T + (cols - 1) * TILE_GAP
+    z = np.full((height, width), np.nan)
+    hover = np.full((height, width), "", dtype=object)
+    pairs = np.array([[f"query {q} -> key {k}" for k in tokens] for q in tokens], dtype=object)  # (T, T)
+    for h in range(H):
+        r0, c0 = tile_origin(h, H, T, cols)
+        z[r0 : r0 + T, c0 : c0 + T] = weights[h]  # (T, T) tile
+        hover[r0 : r0 + T, c0 : c0 + T] = f"head {h + 1}: " + pairs
+    return z, hover
+
+
+def head_grid_figure(
+    weights: np.ndarray,
+    tokens,
+    *,
+    title: str | None = None,
+    head_titles=None,
+    show_values: bool | None = None,
+    cols: int | None = None,
+    width: int | None = None,
+    validate: bool = True,
+) -> go.Figure:
+    """Every head's attention weights, one tile per head, queries down, keys across.
+
+    ``show_values`` writes each weight in its cell; by default only while tiles are
+    large enough to read (two tiles across at most). ``cols`` fixes the number of
+    tiles across (default: see ``grid_shape``). ``width`` fixes the figure's width in
+    pixels (a ``FigureWidget`` does not follow its container's width; a plain figure
+    does, so leave it None there). ``validate=False`` skips plotly's
+    property checks, for a control that rebuilds the figure on every move (the
+    ``FigureWidget`` it is copied into checks the values anyway).
+
+    Shapes:
+        weights: (H, T, T), rows sum to 1
+    """
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 3 or weights.shape[1] != weights.shape[2] or weights.shape[1] != len(tokens):
+        raise ValueError(f"weights must have shape (H, T, T) with T = {len(tokens)} tokens; got {weights.shape}")
+    H, T, _ = weights.shape
+    rows, cols = grid_shape(H, cols)
+    if show_values is None:
+        show_values = cols <= 2
+    if head_titles is None:
+        head_titles = [f"head {h + 1}" for h in range(H)]
+    if title is None:
+        title = f"Attention weights of each of H = {H} heads (rows: query, columns: key)"
+
+    z, hover = _tiled(weights, tokens, cols)
+    blank = np.isnan(z)
+    trace = dict(
+        type="heatmap",
+        # Blank cells go out as null: NaN is not valid JSON, and a FigureWidget sends its data as JSON.
+        z=np.where(blank, None, z).tolist(),
+        zmin=WEIGHTS_RANGE[0],
+        zmax=WEIGHTS_RANGE[1],
+        colorscale=WEIGHTS_COLORSCALE,
+        colorbar=dict(title=dict(text="weight"), len=min(1.0, 0.45 * rows + 0.1), outlinewidth=0),
+        xgap=1,
+        ygap=1,
+        hoverongaps=False,
+        hovertext=hover,
+        hovertemplate="%{hovertext}: %{z:.2f}<extra></extra>",
+    )
+    if show_values:
+        trace.update(
+            text=np.where(blank, "", np.char.mod("%.2f", np.nan_to_num(z))),
+            texttemplate="%{text}",
+            textfont=dict(size=FONT_SIZE - 2),
+        )
+
+    # Cell size in pixels: big when there are few tiles, so one head fills the view.
+    step = T + TILE_GAP
+    n_cells_high = rows * T + (rows - 1) * TILE_GAP
+    n_cells_wide = cols * T + (cols - 1) * TILE_GAP
+    plot_px = (width or 1000) - 250  # less the margins and the colour bar
+    cell_px = min({1: 62, 2: 44}.get(rows, 30), plot_px / n_cells_wide)
+    x_ticks = [(c * step + j, tok) for c in range(cols) for j, tok in enumerate(tokens)]
+    y_ticks = [(r * step + i, tok) for r in range(rows) for i, tok in enumerate(tokens)]
+    annotations = []
+    for h in range(H):
+        r0, c0 = tile_origin(h, H, T, cols)
+        annotations.append(
+            dict(
+                text=head_titles[h], x=c0 + (T - 1) / 2, y=r0 - 0.55, xref="x", yref="y",
+                showarrow=False, yanchor="bottom", font=dict(size=FONT_SIZE),
+            )
+        )
+    layout = base_layout(
+        title,
+        margin=dict(l=110, r=30, t=110, b=110),
+        height=round(230 + n_cells_high * cell_px + 10 * rows),
+        width=width,
+        annotations=annotations,
+        xaxis=dict(
+            tickvals=[p for p, _ in x_ticks], ticktext=[t for _, t in x_ticks],
+            title=dict(text="key token"), tickangle={1: 0, 2: -45}.get(cols, -90), showgrid=False, zeroline=False,
+            constrain="domain",
+        ),
+        yaxis=dict(
+            tickvals=[p for p, _ in y_ticks], ticktext=[t for _, t in y_ticks],
+            title=dict(text="query token", standoff=18), autorange="reversed", showgrid=False, zeroline=False,
+            scaleanchor="x", scaleratio=1, constrain="domain",
+        ),
+    )
+    # One constructor call (no update_layout afterwards): a control rebuilds this on every move.
+    return go.Figure(data=[trace], layout=layout, _validate=validate)
+
+
+def head_split_figure(q: np.ndarray, n_heads: int, tokens) -> go.Figure:
+    """The queries of all tokens, (T, D), cut into ``n_heads`` slices of ``d_head`` columns.
+
+    Shapes:
+        q: (T, D)
+    """
+    q = np.asarray(q, dtype=float)
+    T, D = q.shape
+    if D % n_heads:
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={D}")
+    d_head = D // n_heads
+    limit = float(np.max(np.abs(q))) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=q,
+            x=list(range(D)),
+            y=list(tokens),
+            colorscale=SIGNED_COLORSCALE,
+            zmin=-limit,
+            zmax=limit,
+            xgap=1,
+            ygap=1,
+            colorbar=dict(title=dict(text="value")),
+            hovertemplate="token %{y}, feature %{x}: %{z:.2f}<extra></extra>",
+        )
+    )
+    for h in range(1, n_heads):
+        fig.add_vline(x=h * d_head - 0.5, line=dict(color="black", width=4))
+    for h in range(n_heads):
+        lo, hi = h * d_head, (h + 1) * d_head - 1
+        fig.add_annotation(
+            text=f"head {h + 1}<br>features {lo}-{hi}" if d_head > 1 else f"h{h + 1}",
+            x=(lo + hi) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom",
+            showarrow=False, font=dict(size=FONT_SIZE),
+        )
+    fig.update_layout(
+        **base_layout(
+            f"q for the running sentence, shape (T, D) = ({T}, {D}), "
+            f"cut into H = {n_heads} heads of d_head = {d_head} features",
+            margin=dict(l=110, r=30, t=130, b=70),
+        ),
+        height=460,
+        xaxis=dict(title_text="feature of q (0 to D-1)", tickvals=list(range(D)), showgrid=False),
+        yaxis=dict(title_text="token", autorange="reversed", showgrid=False),
+    )
+    return fig
+
+
+def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, query_token: str) -> go.Figure:
+    """One token seen by each head: its query slice per head (left), and where it looks (right).
+
+    Shapes:
+        q_heads: (H, Dh), the token's query in each head
+        weight_rows: (H, T), the token's attention weights in each head
+    """
+    q_heads = np.asarray(q_heads, dtype=float)
+    weight_rows = np.asarray(weight_rows, dtype=float)
+    H, Dh = q_heads.shape
+    head_names = [f"head {h + 1}" for h in range(H)]
+    limit = float(np.max(np.abs(q_heads))) or 1.0
+    fig = make_subplots(
+        rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.16,
+        subplot_titles=(f"its query in each head (d_head = {Dh})", "its attention weights in each head"),
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=q_heads, x=list(range(Dh)), y=head_names, colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
+            xgap=1, ygap=1, colorbar=dict(title=dict(text="q value"), x=0.37, len=0.9),
+            text=np.round(q_heads, 1), texttemplate="%{text}", textfont=dict(size=FONT_SIZE - 2),
+            hovertemplate="%{y}, feature %{x}: %{z:.2f}<extra></extra>",
+        ),
+        row=1, col=1,
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=weight_rows, x=list(tokens), y=head_names, colorscale=WEIGHTS_COLORSCALE,
+            zmin=WEIGHTS_RANGE[0], zmax=WEIGHTS_RANGE[1], xgap=1, ygap=1,
+            colorbar=dict(title=dict(text="weight"), len=0.9),
+            text=np.round(weight_rows, 2), texttemplate="%{text:.2f}", textfont=dict(size=FONT_SIZE - 2),
+            hovertemplate="%{y}: key %{x} gets %{z:.2f}<extra></extra>",
+        ),
+        row=1, col=2,
+    )
+    fig.update_layout(
+        **base_layout(f"The token '{query_token}' as each head sees it", margin=dict(l=100, r=30, t=110, b=80)),
+        height=170 + 70 * H,
+    )
+    fig.update_annotations(font=dict(size=FONT_SIZE))
+    fig.update_yaxes(autorange="reversed", showgrid=False)
+    fig.update_xaxes(showgrid=False)
+    fig.update_xaxes(title_text="feature of the head's query", tickvals=list(range(Dh)), row=1, col=1)
+    fig.update_xaxes(title_text="key token", row=1, col=2)
+    return fig
+
+
+def hand_set_figure(weights: np.ndarray, tokens, head_titles) -> go.Figure:
+    """The hand-set sketch: three heads whose weights were written by hand, not learned.
+
+    Shapes:
+        weights: (3, T, T), rows sum to 1
+    """
+    return head_grid_figure(
+        weights,
+        tokens,
+        title="SET BY HAND for illustration, not learned: three made-up heads",
+        head_titles=[t.replace(": ", ":<br>", 1) for t in head_titles],
+        show_values=True,
+        cols=len(head_titles),
+    )

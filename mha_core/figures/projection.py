@@ -1,0 +1,199 @@
+"""Figures for notebook 04: concatenate the heads, then blend them with W_O.
+
+Builders are pure: arrays in, ``go.Figure`` out. The key picture: ``W_O`` is one
+block of ``d_head`` rows per head, so the output is a sum of one part per head
+(plus the bias ``b_o``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._style import COLORS, FONT_SIZE, SIGNED_COLORSCALE, base_layout
+
+#: Hatch patterns, one per head, so the stacked parts differ without colour.
+HEAD_PATTERNS = ("", "/", ".", "x", "\\", "-", "|", "+")
+ALL_HEADS_COLOR = "#000000"
+BIAS_COLOR = "#999999"
+
+
+def head_color(head: int) -> str:
+    return COLORS[head % (len(COLORS) - 1)]  # the last colour (black) is kept for "all heads"
+
+
+def concat_figure(head_outputs: np.ndarray, *, token: str) -> go.Figure:
+    """One token's head outputs placed side by side: the concatenation, before ``W_O``.
+
+    Shapes:
+        head_outputs: (H, Dh), the token's output in each head
+    """
+    head_outputs = np.asarray(head_outputs, dtype=float)
+    H, Dh = head_outputs.shape
+    concat = head_outputs.reshape(1, H * Dh)  # (1, H*Dh)
+    limit = float(np.max(np.abs(concat))) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=concat, x=list(range(H * Dh)), y=[f"'{token}'"], colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
+            xgap=2, text=np.round(concat, 1), texttemplate="%{text}", textfont=dict(size=FONT_SIZE - 2),
+            showscale=False,  # the values are written in the cells
+            hovertemplate="feature %{x}: %{z:.2f}<extra></extra>",
+        )
+    )
+    for h in range(1, H):
+        fig.add_vline(x=h * Dh - 0.5, line=dict(color="black", width=4))
+    for h in range(H):
+        fig.add_annotation(
+            text=f"head {h + 1}", x=h * Dh + (Dh - 1) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom",
+            showarrow=False, font=dict(size=FONT_SIZE),
+        )
+    fig.update_layout(
+        **base_layout(
+            f"The heads' outputs for '{token}', concatenated: H x d_head = {H} x {Dh} = {H * Dh} numbers",
+            margin=dict(l=110, r=30, t=110, b=70),
+        ),
+        height=280,
+        xaxis=dict(title_text="position in the concatenated vector", tickvals=list(range(H * Dh)), showgrid=False),
+        yaxis=dict(showgrid=False),
+    )
+    return fig
+
+
+def w_o_blocks_figure(w_o: np.ndarray, n_heads: int) -> go.Figure:
+    """``W_O`` as a heatmap with its per-head blocks of rows marked.
+
+    Shapes:
+        w_o: (H*Dh, D)
+    """
+    w_o = np.asarray(w_o, dtype=float)
+    rows, D = w_o.shape
+    if rows % n_heads:
+        raise ValueError(f"n_heads={n_heads} does not divide the {rows} rows of w_o")
+    Dh = rows // n_heads
+    limit = float(np.max(np.abs(w_o))) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=w_o, x=list(range(D)), y=list(range(rows)), colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
+            xgap=1, ygap=1, colorbar=dict(title=dict(text="weight")),
+            hovertemplate="row %{y} (head %{customdata}), output feature %{x}: %{z:.2f}<extra></extra>",
+            customdata=np.repeat(np.arange(1, n_heads + 1), Dh)[:, None].repeat(D, axis=1),
+        )
+    )
+    for h in range(1, n_heads):
+        fig.add_hline(y=h * Dh - 0.5, line=dict(color="black", width=4))
+    for h in range(n_heads):
+        fig.add_annotation(
+            text=f"head {h + 1}'s block<br>rows {h * Dh}-{(h + 1) * Dh - 1}",
+            x=-0.02, xref="paper", xanchor="right", y=h * Dh + (Dh - 1) / 2, yref="y",
+            showarrow=False, font=dict(size=FONT_SIZE),
+        )
+    fig.update_layout(
+        **base_layout(
+            f"W_O, shape (H x d_head, D) = ({rows}, {D}): one block of {Dh} rows per head",
+            margin=dict(l=200, r=30, t=70, b=70),
+        ),
+        height=560,
+        xaxis=dict(title_text="output feature (0 to D-1)", tickvals=list(range(D)), showgrid=False),
+        yaxis=dict(autorange="reversed", showticklabels=False, showgrid=False),
+    )
+    return fig
+
+
+def contributions_figure(
+    contributions: np.ndarray,
+    b_o: np.ndarray | None,
+    heads_on,
+    *,
+    output: np.ndarray,
+    output_all: np.ndarray,
+    token: str,
+    width: int | None = None,
+    validate: bool = True,
+) -> go.Figure:
+    """The output vector of one token, built from one part per head.
+
+    Top: the output with the heads that are on (bars) against the output with every
+    head on (black diamonds). Bottom: each head's part ``head_outputs[h] @ w_o_block(h)``,
+    stacked; a head that is off contributes nothing. The y-axis range depends only on
+    the parts, not on which heads are on, so the bars move against a fixed scale.
+    ``width`` fixes the width in pixels (for a ``FigureWidget``, which does not follow
+    its container). ``validate=False`` skips plotly's property checks (for a control's callback).
+
+    Shapes:
+        contributions: (H, D), head h's part of the output (before switching off)
+        b_o: (D,) or None
+        heads_on: (H,) bools
+        output: (D,), the output with only the heads in ``heads_on``
+        output_all: (D,), the output with every head on
+    """
+    contributions = np.asarray(contributions, dtype=float)
+    H, D = contributions.shape
+    b_o = np.zeros(D) if b_o is None else np.asarray(b_o, dtype=float)
+    on = np.asarray(heads_on, dtype=bool)
+    if on.shape != (H,):
+        raise ValueError(f"heads_on must hold one entry per head, shape ({H},); got shape {on.shape}")
+    parts = contributions * on[:, None]  # (H, D): an off head adds zeros
+    output_now = np.asarray(output, dtype=float)  # (D,)
+    output_all = np.asarray(output_all, dtype=float)  # (D,)
+
+    # A range that holds every possible selection: all positive parts stacked up, all negative down.
+    top = max(np.max(np.clip(contributions, 0, None).sum(axis=0) + b_o), 0.0)
+    bottom = min(np.min(np.clip(contributions, None, 0).sum(axis=0) + b_o), 0.0)
+    pad = 0.08 * (top - bottom or 1.0)
+    y_range = [bottom - pad, top + pad]
+
+    features = list(range(D))
+    data = [
+        dict(
+            type="bar", x=features, y=output_now, name="output, heads on", xaxis="x", yaxis="y",
+            marker=dict(color=COLORS[4], line=dict(color="black", width=1)),
+            hovertemplate="feature %{x}: %{y:.2f}<extra>heads on</extra>",
+        ),
+        dict(
+            type="scatter", x=features, y=output_all, name="output, all heads on", mode="markers", xaxis="x", yaxis="y",
+            marker=dict(symbol="diamond", size=13, color=ALL_HEADS_COLOR),
+            hovertemplate="feature %{x}: %{y:.2f}<extra>all heads</extra>",
+        ),
+    ]
+    for h in range(H):
+        data.append(
+            dict(
+                type="bar", x=features, y=parts[h], name=f"head {h + 1}" + ("" if on[h] else " (off)"),
+                xaxis="x2", yaxis="y2",
+                marker=dict(
+                    color=head_color(h),
+                    pattern=dict(shape=HEAD_PATTERNS[h % len(HEAD_PATTERNS)], fillmode="overlay", fgcolor="white", solidity=0.35),
+                ),
+                hovertemplate=f"head {h + 1}, feature %{{x}}: %{{y:.2f}}<extra></extra>",
+            )
+        )
+    data.append(
+        dict(
+            type="bar", x=features, y=b_o, name="bias b_o", xaxis="x2", yaxis="y2", marker=dict(color=BIAS_COLOR),
+            hovertemplate="b_o, feature %{x}: %{y:.2f}<extra></extra>",
+        )
+    )
+    names = [str(h + 1) for h in range(H) if on[h]]
+    which = ", ".join(names) if names else "none"
+    distance = float(np.linalg.norm(output_now - output_all))
+    axis_y = dict(range=y_range, zeroline=True, zerolinecolor="black", zerolinewidth=2, gridcolor="#dddddd")
+    panel_title = dict(
+        xref="paper", yref="paper", x=0, xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE)
+    )
+    layout = base_layout(
+        f"Heads on: {which} ({len(names)} of {H}). Distance from the all-heads output: {distance:.2f}",
+        margin=dict(l=90, r=30, t=110, b=110),
+        barmode="relative",
+        height=800,
+        width=width,
+        legend=dict(orientation="h", yanchor="top", y=-0.16, x=0, font=dict(size=FONT_SIZE)),
+        xaxis=dict(domain=[0, 1], anchor="y", tickvals=features, showticklabels=False),
+        yaxis=dict(domain=[0.58, 1], anchor="x", title=dict(text="value"), **axis_y),
+        xaxis2=dict(domain=[0, 1], anchor="y2", matches="x", tickvals=features, title=dict(text="output feature (0 to D-1)")),
+        yaxis2=dict(domain=[0, 0.44], anchor="x2", title=dict(text="part"), **axis_y),
+        annotations=[
+            dict(text=f"output for '{token}': heads that are on (bars) vs all heads on (diamonds)", y=1.0, **panel_title),
+            dict(text="each head's part of it, stacked (a head that is off adds nothing)", y=0.44, **panel_title),
+        ],
+    )
+    return go.Figure(data=data, layout=layout, _validate=validate)

@@ -1,0 +1,240 @@
+"""Figures for notebook 05: how big is a head, and what grows with the head count.
+
+Builders are pure: numbers in, ``go.Figure`` out. ``sizing_rows`` gathers the
+numbers from ``mha_core.costs`` so a figure never computes a cost itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .. import costs
+from ._style import COLORS, FONT_SIZE, base_layout
+
+#: Vaswani et al. 2017, "Attention Is All You Need", Table 3 rows (A): the base model
+#: (d_model = 512) with only the head count h and head size d_k = d_v changed;
+#: perplexity (PPL, lower is better) and BLEU (higher is better) on newstest2013 (dev).
+VASWANI_2017_TABLE3_A: tuple[dict, ...] = (
+    dict(h=1, d_k=512, ppl=5.29, bleu=24.9),
+    dict(h=4, d_k=128, ppl=5.00, bleu=25.5),
+    dict(h=8, d_k=64, ppl=4.92, bleu=25.8),
+    dict(h=16, d_k=32, ppl=4.91, bleu=25.8),
+    dict(h=32, d_k=16, ppl=5.01, bleu=25.4),
+)
+
+CURRENT_COLOR = COLORS[5]  # vermillion band: the head count you picked
+OTHER_COLOR = COLORS[0]  # blue bars
+
+
+@dataclass(frozen=True)
+class SizingRows:
+    """Costs of one attention layer for each head count, at fixed d_model and T.
+
+    Every field but ``head_counts`` is an int array with one entry per head count.
+    """
+
+    d_model: int
+    n_tokens: int
+    head_counts: tuple[int, ...]
+    d_head: np.ndarray
+    parameters: np.ndarray
+    score_entries: np.ndarray
+    flops_projections: np.ndarray  # Q, K, V and output projections
+    flops_products: np.ndarray  # q k^T and weights @ v
+    flops_softmax: np.ndarray  # scale and softmax, per score entry
+
+
+def sizing_rows(d_model: int, n_tokens: int, head_counts) -> SizingRows:
+    """Look up every cost in ``mha_core.costs`` for each head count (each must divide d_model)."""
+    head_counts = tuple(int(h) for h in head_counts)
+    flops = [costs.attention_flops(d_model, h, n_tokens) for h in head_counts]
+    return SizingRows(
+        d_model=d_model,
+        n_tokens=n_tokens,
+        head_counts=head_counts,
+        d_head=np.array([costs.d_head(d_model, h) for h in head_counts]),
+        parameters=np.array([costs.attention_parameters(d_model, h) for h in head_counts]),
+        score_entries=np.array([costs.score_table_entries(h, n_tokens) for h in head_counts]),
+        flops_projections=np.array([f["projections"] for f in flops]),
+        flops_products=np.array([f["scores"] + f["mix"] for f in flops]),
+        flops_softmax=np.array([f["softmax"] for f in flops]),
+    )
+
+
+#: The four panels of the sizing figure: (row, col) domain corners on a 2 x 2 grid.
+_PANELS = {
+    1: ([0.0, 0.44], [0.6, 1.0]),
+    2: ([0.56, 1.0], [0.6, 1.0]),
+    3: ([0.0, 0.44], [0.0, 0.38]),
+    4: ([0.56, 1.0], [0.0, 0.38]),
+}
+
+
+def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None, validate: bool = True) -> go.Figure:
+    """Four bar charts against the head count: d_head, parameters, score-table entries, FLOPs.
+
+    The column of ``n_heads`` is marked in every panel by a shaded, outlined band and
+    its value written above it; when ``n_heads`` does not divide d_model nothing is
+    marked. (The mark lives in the layout, so moving the head count changes only
+    the layout, not the bars.) ``width`` fixes the width in pixels (for a
+    ``FigureWidget``, which does not follow its container). ``validate=False`` skips
+    plotly's property checks.
+    """
+    x = [str(h) for h in rows.head_counts]
+    matmul = rows.flops_projections + rows.flops_products  # (n,) flat in H
+    total = matmul + rows.flops_softmax
+
+    def bar(axis: int, y, name: str, **marker):
+        return dict(
+            type="bar", x=x, y=np.asarray(y), name=name, xaxis=_ref("x", axis), yaxis=_ref("y", axis),
+            marker={"color": OTHER_COLOR, **marker}, showlegend=axis == 4,
+            hovertemplate=f"H = %{{x}}: %{{y:,}}<extra>{name}</extra>",
+        )
+
+    data = [
+        bar(1, rows.d_head, "d_head"),
+        bar(2, rows.parameters, "parameters"),
+        bar(3, rows.score_entries, "score-table entries"),
+        bar(4, matmul, "matrix products (flat)"),
+        bar(4, rows.flops_softmax, "scale + softmax (grows with H)",
+            color=COLORS[2], pattern=dict(shape="/", fgcolor="black", fillmode="overlay", solidity=0.3)),
+    ]
+    panel_titles = {
+        1: "d_head = d_model / H (shrinks)",
+        2: "parameters in the layer (flat)",
+        3: "score-table entries, H x T^2 (grow)",
+        4: "FLOPs: products (flat) + softmax (grows)",
+    }
+    annotations = [
+        dict(text=panel_titles[i], xref="paper", yref="paper", x=_PANELS[i][0][0], y=_PANELS[i][1][1],
+             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE))
+        for i in _PANELS
+    ]
+    shapes = []
+    if n_heads in rows.head_counts:
+        k = rows.head_counts.index(n_heads)
+        marked = ((1, rows.d_head, _exact), (2, rows.parameters, _exact), (3, rows.score_entries, _short), (4, total, _short))
+        for i, y, label in marked:
+            shapes.append(
+                dict(type="rect", xref=_ref("x", i), yref=_ref("y", i) + " domain", x0=k - 0.5, x1=k + 0.5, y0=0, y1=1,
+                     fillcolor=CURRENT_COLOR, opacity=0.3, layer="below", line=dict(color="black", width=2, dash="dot"))
+            )
+            annotations.append(
+                dict(text=f"<b>{label(int(y[k]))}</b>", xref=_ref("x", i), yref=_ref("y", i), x=k, y=float(y[k]),
+                     yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)")
+            )
+    layout = base_layout(
+        _sizing_title(rows, n_heads),
+        height=820,
+        width=width,
+        margin=dict(l=100, r=30, t=110, b=130),
+        barmode="relative",
+        legend=dict(orientation="h", x=0, y=-0.12, yanchor="top", font=dict(size=FONT_SIZE)),
+        annotations=annotations,
+        shapes=shapes,
+    )
+    for i, (x_domain, y_domain) in _PANELS.items():
+        layout[f"xaxis{i}"] = dict(domain=x_domain, anchor=_ref("y", i), type="category",
+                                   title=dict(text="head count H" if i >= 3 else ""))
+        layout[f"yaxis{i}"] = dict(
+            domain=y_domain, anchor=_ref("x", i), gridcolor="#dddddd", exponentformat="SI", tickformat="~s"
+        )
+    # A fixed range with room above the tallest bar for the value label.
+    for i, y in ((1, rows.d_head), (2, rows.parameters), (3, rows.score_entries), (4, total)):
+        layout[f"yaxis{i}"]["range"] = [0, 1.25 * float(np.max(y))]
+    return go.Figure(data=data, layout=layout, _validate=validate)
+
+
+def _ref(letter: str, panel: int) -> str:
+    """Plotly's axis reference: 'x' for the first panel, 'x2', 'x3', ... after it."""
+    return letter if panel == 1 else f"{letter}{panel}"
+
+
+def _exact(value: int) -> str:
+    return f"{value:,}"
+
+
+def _short(value: int) -> str:
+    """12,582,912 -> '12.6 M': short enough to sit above a bar."""
+    for size, suffix in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if value >= size:
+            return f"{value / size:.3g}{suffix}"
+    return str(value)
+
+
+def _sizing_title(rows: SizingRows, n_heads: int) -> str:
+    if n_heads in rows.head_counts:
+        return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens: "
+                f"H = {n_heads} marked (d_head = {rows.d_model // n_heads})")
+    return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens: "
+            f"H = {n_heads} does not divide {rows.d_model}, so no bar is marked")
+
+
+def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
+    """Translation quality against head count at fixed d_model = 512 (Vaswani et al. 2017, Table 3 (A))."""
+    x = [f"h={r['h']}<br>d_k={r['d_k']}" for r in rows]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("BLEU (higher is better)", "perplexity (lower is better)"))
+    for col, key, fmt in ((1, "bleu", ".1f"), (2, "ppl", ".2f")):
+        y = [r[key] for r in rows]
+        best = max(y) if key == "bleu" else min(y)
+        fig.add_trace(
+            go.Scatter(
+                x=x, y=y, mode="lines+markers+text", text=[format(v, fmt) for v in y], textposition="top center",
+                textfont=dict(size=FONT_SIZE), line=dict(color=COLORS[0], width=3),
+                marker=dict(size=[18 if v == best else 11 for v in y], color=COLORS[0],
+                            symbol=["star" if v == best else "circle" for v in y]),
+                showlegend=False, hovertemplate="%{x}: %{y}<extra></extra>",
+            ),
+            row=1, col=col,
+        )
+    fig.update_layout(
+        **base_layout("Vaswani et al. 2017, Table 3 rows (A): d_model = 512, only the head count changes",
+                      margin=dict(l=80, r=30, t=100, b=100)),
+        height=460,
+    )
+    fig.update_annotations(font=dict(size=FONT_SIZE))
+    fig.update_xaxes(title_text="heads h and head size d_k", gridcolor="#dddddd")
+    fig.update_yaxes(gridcolor="#dddddd")
+    fig.update_yaxes(range=[24.6, 26.1], row=1, col=1)
+    fig.update_yaxes(range=[4.85, 5.36], row=1, col=2)
+    return fig
+
+
+def model_shapes_figure(shapes) -> go.Figure:
+    """A table of real models' attention shapes, with d_model / heads checked against d_head.
+
+    ``shapes``: ``costs.ModelShape`` objects.
+    """
+    shapes = list(shapes)
+    columns = {
+        "model": [s.name for s in shapes],
+        "layers": [s.n_layers for s in shapes],
+        "d_model": [f"{s.d_model:,}" for s in shapes],
+        "heads H": [s.n_heads for s in shapes],
+        "d_head": [s.d_head for s in shapes],
+        "d_model / H": [f"{s.d_model // s.n_heads}" + ("" if s.d_model == s.n_heads * s.d_head else " (!)") for s in shapes],
+        "KV heads": [s.n_kv_heads for s in shapes],
+        "weights per layer (no biases)": [
+            f"{costs.attention_parameters(s.d_model, s.n_heads, s.n_kv_heads, bias=False):,}" for s in shapes
+        ],
+        "source": [s.source for s in shapes],
+    }
+    fig = go.Figure(
+        go.Table(
+            columnwidth=[150, 70, 90, 80, 80, 100, 90, 150, 300],
+            header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=FONT_SIZE), align="left",
+                        fill_color="#e8eef4", height=34),
+            cells=dict(values=list(columns.values()), font=dict(size=FONT_SIZE), align="left", height=32),
+        )
+    )
+    fig.update_layout(
+        **base_layout("Attention shapes of real models, from each model's published config",
+                      margin=dict(l=20, r=20, t=60, b=10)),
+        height=150 + 52 * (len(shapes) + 1),
+    )
+    return fig

@@ -1,0 +1,115 @@
+"""Notebook 05's controls: d_model, head count and sequence length, with live costs.
+
+The head-count slider allows every whole number from 1 to 64 on purpose: a count
+that does not divide d_model is a question worth asking, and the answer is a plain
+message with the nearest valid choices, never a traceback.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from .. import costs
+from ..figures.sizing import sizing_figure, sizing_rows
+from ..figures._style import WIDGET_WIDTH as FIGURE_WIDTH
+from ._base import figure_widget, message_box, show_message, update_in_place
+
+
+D_MODEL_CHOICES = (16, 64, 128, 256, 384, 512, 768, 1024, 4096)
+TOKEN_CHOICES = (6, 128, 512, 1024, 2048, 4096)
+MAX_HEADS = 64
+
+
+def shown_head_counts(d_model: int, max_heads: int = MAX_HEADS) -> list[int]:
+    """The valid head counts of ``d_model`` that the bar charts show (up to ``max_heads``)."""
+    return [h for h in costs.valid_head_counts(d_model) if h <= max_heads]
+
+
+def impossible_split_message(d_model: int, n_heads: int) -> str:
+    """Plain words for a head count that does not divide d_model, with the nearest valid ones."""
+    nearest = costs.nearest_valid_head_counts(d_model, n_heads)
+    choices = " or ".join(str(h) for h in nearest)
+    return (
+        f"{n_heads} heads do not split d_model = {d_model} evenly: {d_model} / {n_heads} = "
+        f"{d_model / n_heads:.2f}, and every head needs a whole number of features. "
+        f"Nearest valid head counts: {choices}."
+    )
+
+
+def sizing_readout(d_model: int, n_heads: int, n_tokens: int) -> str:
+    """The numbers for one setting, as short HTML lines (all from ``mha_core.costs``)."""
+    Dh = costs.d_head(d_model, n_heads)
+    params = costs.attention_parameters(d_model, n_heads)
+    entries = costs.score_table_entries(n_heads, n_tokens)
+    flops = costs.attention_flops(d_model, n_heads, n_tokens)
+    products = flops["projections"] + flops["scores"] + flops["mix"]
+    lines = [
+        f"d_head = {d_model} / {n_heads} = <b>{Dh}</b> features per head",
+        f"parameters: 4 x {d_model}&sup2; + 4 x {d_model} = <b>{params:,}</b> (the same for every head count)",
+        f"score tables: {n_heads} heads x {n_tokens}&sup2; = <b>{entries:,}</b> entries per layer, per sequence",
+        f"FLOPs per layer: matrix products <b>{products:,}</b> (the same for every head count) "
+        f"+ scale and softmax <b>{flops['softmax']:,}</b> (grows with the head count)",
+    ]
+    return '<div style="font-size:16px;line-height:1.6">' + "<br>".join(lines) + "</div>"
+
+
+class HeadSizing:
+    """d_model, head-count and token-count controls; a readout; one ``FigureWidget``.
+
+    Attributes: ``d_model``, ``n_heads``, ``n_tokens`` (the controls), ``readout``
+    (HTML), ``message`` (HTML line for an impossible split), ``figure``.
+    """
+
+    def __init__(self, d_model: int = 768, n_heads: int = 12, n_tokens: int = 1024):
+        style = {"description_width": "initial"}
+        self.d_model = widgets.Dropdown(options=D_MODEL_CHOICES, value=d_model, description="d_model",
+                                        style=style, layout=widgets.Layout(width="200px"))
+        self.n_heads = widgets.IntSlider(value=n_heads, min=1, max=MAX_HEADS, step=1, description="heads H",
+                                         style=style, layout=widgets.Layout(width="640px"))
+        self.n_tokens = widgets.SelectionSlider(options=TOKEN_CHOICES, value=n_tokens, description="tokens T",
+                                                style=style, layout=widgets.Layout(width="420px"))
+        for control, name in ((self.d_model, "d-model"), (self.n_heads, "head-count"), (self.n_tokens, "tokens")):
+            control.add_class(f"mha-sizing-{name}")
+        self.readout = widgets.HTML()
+        self.message = message_box()
+        self.figure = figure_widget(self._build())
+        self._show_numbers()
+        for control in (self.d_model, self.n_heads, self.n_tokens):
+            control.observe(self._on_change, names="value")
+
+    @property
+    def valid(self) -> bool:
+        return self.d_model.value % self.n_heads.value == 0
+
+    def _build(self):
+        D, T = self.d_model.value, self.n_tokens.value
+        rows = sizing_rows(D, T, shown_head_counts(D))
+        return sizing_figure(rows, n_heads=self.n_heads.value, width=FIGURE_WIDTH, validate=False)
+
+    def _show_numbers(self):
+        D, H, T = self.d_model.value, self.n_heads.value, self.n_tokens.value
+        if self.valid:
+            show_message(self.message, "")
+            self.readout.value = sizing_readout(D, H, T)
+        else:
+            show_message(self.message, impossible_split_message(D, H))
+            self.readout.value = ""
+
+    def _on_change(self, change):
+        update_in_place(self.figure, self._build())
+        self._show_numbers()
+
+    @property
+    def box(self) -> widgets.VBox:
+        controls = widgets.VBox([widgets.HBox([self.d_model, self.n_tokens]), self.n_heads])
+        return widgets.VBox([controls, self.message, self.readout, self.figure])
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.box)
+
+
+def head_sizing(d_model: int = 768, n_heads: int = 12, n_tokens: int = 1024) -> HeadSizing:
+    """Build the sizing controls, readout and figure; display the result to see it."""
+    return HeadSizing(d_model, n_heads, n_tokens)

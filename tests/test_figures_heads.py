@@ -1,0 +1,153 @@
+"""Tests for mha_core.figures.heads: the head grid, the split, one token's views, the hand-set sketch."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from mha_core.attention import split_heads
+from mha_core.examples import HAND_SET_HEADS, TOKENS, demo_layer, hand_set_weights, token_vectors
+from mha_core.figures import heads
+from mha_core.figures._style import FONT_SIZE
+
+D_MODEL = 16
+T = len(TOKENS)
+X = token_vectors(D_MODEL, seed=0)  # (T, D) = (6, 16)
+
+
+def weights_for(n_heads: int) -> np.ndarray:
+    return demo_layer(D_MODEL, n_heads, seed=0)(X).weights  # (H, T, T)
+
+
+@pytest.mark.parametrize(("n_heads", "expected"), [(1, (1, 1)), (2, (1, 2)), (3, (2, 2)), (4, (2, 2)), (8, (2, 4)), (16, (4, 4))])
+def test_grid_shape_puts_at_most_four_tiles_across(n_heads, expected):
+    assert heads.grid_shape(n_heads) == expected
+    rows, cols = expected
+    assert rows * cols >= n_heads > (rows - 1) * cols
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 8, 16])
+def test_every_head_tile_holds_exactly_that_heads_weights(n_heads):
+    weights = weights_for(n_heads)
+    fig = heads.head_grid_figure(weights, TOKENS)
+    assert len(fig.data) == 1 and fig.data[0].type == "heatmap"
+    z = np.array(fig.data[0].z, dtype=float)
+    for h in range(n_heads):
+        np.testing.assert_allclose(heads.head_tile(z, h, n_heads, T), weights[h])
+    # Everything outside the tiles is blank (NaN), so no cell is shown twice or invented.
+    assert np.count_nonzero(~np.isnan(z)) == n_heads * T * T
+
+
+def test_grid_uses_viridis_with_the_fixed_range_0_to_1():
+    trace = heads.head_grid_figure(weights_for(4), TOKENS).data[0]
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+    assert trace.colorscale == go.Heatmap(colorscale="Viridis").colorscale
+
+
+def test_grid_labels_every_tile_row_and_column_with_the_tokens():
+    fig = heads.head_grid_figure(weights_for(8), TOKENS)  # 2 x 4 tiles
+    assert list(fig.layout.xaxis.ticktext) == list(TOKENS) * 4
+    assert list(fig.layout.yaxis.ticktext) == list(TOKENS) * 2
+    assert fig.layout.xaxis.title.text == "key token" and fig.layout.yaxis.title.text == "query token"
+    assert fig.layout.yaxis.autorange == "reversed"  # queries read top to bottom
+
+
+def test_grid_titles_each_head_and_says_how_many_heads_are_shown():
+    fig = heads.head_grid_figure(weights_for(4), TOKENS)
+    assert [a.text for a in fig.layout.annotations] == ["head 1", "head 2", "head 3", "head 4"]
+    assert "H = 4 heads" in fig.layout.title.text
+
+
+def test_grid_writes_values_in_cells_only_while_tiles_are_large():
+    small = heads.head_grid_figure(weights_for(2), TOKENS).data[0]
+    many = heads.head_grid_figure(weights_for(16), TOKENS).data[0]
+    assert small.text is not None and small.text[0][0] == f"{weights_for(2)[0, 0, 0]:.2f}"
+    assert many.text is None
+
+
+def test_hover_names_the_head_the_query_and_the_key():
+    trace = heads.head_grid_figure(weights_for(2), TOKENS).data[0]
+    r0, c0 = heads.tile_origin(1, 2, T)
+    assert trace.hovertext[r0 + 3][c0 + 5] == "head 2: query changed -> key deploy"
+
+
+def test_unvalidated_grid_equals_the_validated_one_and_passes_plotly_checks():
+    weights = weights_for(8)
+    fast = heads.head_grid_figure(weights, TOKENS, validate=False)
+    checked = heads.head_grid_figure(weights, TOKENS)
+    go.Figure(fast.to_plotly_json())  # raises if any property is invalid
+    np.testing.assert_array_equal(np.array(fast.data[0].z, dtype=float), np.array(checked.data[0].z, dtype=float))
+    assert fast.layout.title.text == checked.layout.title.text
+
+
+def test_grid_refuses_weights_that_do_not_match_the_tokens():
+    with pytest.raises(ValueError, match=r"shape \(H, T, T\)"):
+        heads.head_grid_figure(np.ones((2, 5, 5)) / 5, TOKENS)
+
+
+def test_grid_fonts_are_readable_from_the_back_of_the_room():
+    fig = heads.head_grid_figure(weights_for(4), TOKENS)
+    assert fig.layout.font.size >= 14 and all(a.font.size >= 14 for a in fig.layout.annotations)
+
+
+def test_hand_set_sketch_says_it_is_set_by_hand_and_shows_the_three_tables_in_one_row():
+    weights = hand_set_weights()
+    fig = heads.hand_set_figure(weights, TOKENS, [title for title, _ in HAND_SET_HEADS])
+    title = fig.layout.title.text.lower()
+    assert "set by hand" in title and "not learned" in title
+    z = np.array(fig.data[0].z, dtype=float)
+    for h in range(3):
+        np.testing.assert_allclose(heads.head_tile(z, h, 3, T, cols=3), weights[h])
+    assert z.shape == (T, 3 * T + 2 * heads.TILE_GAP)  # one row of three tiles
+    texts = [a.text for a in fig.layout.annotations]
+    assert "cache" in texts[0] and "key" in texts[0] and "deploy" in texts[1] and "itself" in texts[2]
+
+
+def test_split_figure_shows_q_and_marks_each_heads_slice_of_features():
+    layer = demo_layer(D_MODEL, 4, seed=0)
+    q = X @ layer.w_q + layer.b_q  # (T, D)
+    fig = heads.head_split_figure(q, 4, TOKENS)
+    np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), q)
+    assert list(fig.data[0].y) == list(TOKENS)
+    assert len(fig.layout.shapes) == 3  # boundaries between 4 heads
+    assert [s.x0 for s in fig.layout.shapes] == [3.5, 7.5, 11.5]
+    assert "features 4-7" in fig.layout.annotations[1].text
+    assert "(6, 16)" in fig.layout.title.text and "d_head = 4" in fig.layout.title.text
+    # The slices are exactly what split_heads hands each head.
+    q_heads = split_heads(q[None], 4)[0]  # (H, T, Dh)
+    np.testing.assert_allclose(q_heads[1], q[:, 4:8])
+
+
+def test_token_views_figure_shows_the_tokens_query_and_weights_in_every_head():
+    result = demo_layer(D_MODEL, 4, seed=0)(X)
+    t = TOKENS.index("changed")
+    fig = heads.token_views_figure(result.q[:, t], result.weights[:, t], TOKENS, query_token="changed")
+    np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), result.q[:, t])
+    np.testing.assert_allclose(np.array(fig.data[1].z, dtype=float), result.weights[:, t])
+    assert list(fig.data[1].x) == list(TOKENS)
+    assert (fig.data[1].zmin, fig.data[1].zmax) == (0.0, 1.0)
+    assert "'changed'" in fig.layout.title.text
+    assert fig.layout.font.size == FONT_SIZE
+
+
+def test_grid_data_is_valid_json_without_nan():
+    import json
+
+    z = heads.head_grid_figure(weights_for(8), TOKENS).to_plotly_json()["data"][0]["z"]
+    json.dumps(z, allow_nan=False)  # a FigureWidget sends its data as strict JSON
+    assert z[0][heads.TILE_GAP + T - 1] is None  # the blank column between two tiles
+
+
+def test_with_one_feature_per_head_each_row_looks_mostly_at_one_of_two_keys():
+    # Notebook 03's claim: with d_head = 1, q and k are numbers, so q*k is largest at the key with the
+    # largest or the smallest k, whatever the query.
+    weights = weights_for(16)
+    for h in range(16):
+        assert len(set(np.argmax(weights[h], axis=-1).tolist())) <= 2
+
+
+def test_changed_looks_at_a_different_key_in_each_of_four_heads():
+    # Notebook 03's caption of the token-views figure (seed 0).
+    rows = weights_for(4)[:, TOKENS.index("changed")]  # (H, T)
+    assert len(set(np.argmax(rows, axis=-1).tolist())) == 4

@@ -1,0 +1,71 @@
+"""Tests for mha_core.widgets.projection: head switches move the output of 'changed' in place."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha_core.attention import output_projection
+from mha_core.examples import TOKENS, demo_layer, token_vectors
+from mha_core.widgets.projection import HeadSwitches, head_switches, token_parts
+
+T_CHANGED = TOKENS.index("changed")
+
+
+@pytest.fixture()
+def switches() -> HeadSwitches:
+    return head_switches(d_model=16, n_heads=4, seed=0)
+
+
+def expected_output(heads_on) -> np.ndarray:
+    layer = demo_layer(16, 4, seed=0)
+    result = layer(token_vectors(16, seed=0)[None])
+    return output_projection(result.head_outputs, layer.w_o, layer.b_o, heads_on=np.asarray(heads_on))[0, T_CHANGED]
+
+
+def test_token_parts_split_the_output_of_changed_into_one_part_per_head():
+    layer = demo_layer(16, 4, seed=0)
+    x = token_vectors(16, seed=0)
+    parts = token_parts(layer, x, "changed")
+    assert parts.contributions.shape == (4, 16)
+    np.testing.assert_allclose(parts.contributions.sum(axis=0) + layer.b_o, layer(x).output[T_CHANGED])
+    np.testing.assert_allclose(parts.output(), layer(x).output[T_CHANGED])
+
+
+def test_there_is_one_switch_per_head_and_all_start_on(switches):
+    assert [box.description for box in switches.switches] == ["head 1", "head 2", "head 3", "head 4"]
+    assert all(box.value for box in switches.switches)
+    np.testing.assert_allclose(switches.figure.data[0].y, expected_output([1, 1, 1, 1]))
+
+
+@pytest.mark.parametrize("off", [0, 1, 2, 3])
+def test_switching_a_head_off_redraws_the_same_figure_with_output_projection_numbers(switches, off):
+    figure = switches.figure
+    switches.switches[off].value = False
+    heads_on = np.ones(4, bool)
+    heads_on[off] = False
+    assert switches.figure is figure
+    np.testing.assert_allclose(figure.data[0].y, expected_output(heads_on))
+    np.testing.assert_allclose(figure.data[1].y, expected_output(np.ones(4)))  # all heads: unchanged
+    np.testing.assert_allclose(figure.data[2 + off].y, np.zeros(16))
+    assert figure.data[2 + off].name == f"head {off + 1} (off)"
+    # Switching it back restores the all-heads output exactly.
+    switches.switches[off].value = True
+    np.testing.assert_allclose(figure.data[0].y, expected_output(np.ones(4)))
+
+
+def test_with_every_head_off_only_the_bias_is_left_and_a_message_says_so(switches):
+    for box in switches.switches:
+        box.value = False
+    np.testing.assert_allclose(switches.figure.data[0].y, switches.parts.layer.b_o)
+    assert "bias b_o" in switches.message.value
+    switches.switches[2].value = True
+    assert switches.message.value == ""
+    np.testing.assert_allclose(switches.figure.data[0].y, expected_output([0, 0, 1, 0]))
+
+
+def test_the_figure_has_a_fixed_width_because_a_figure_widget_does_not_follow_its_container(switches):
+    from mha_core.widgets.projection import FIGURE_WIDTH
+
+    switches.switches[0].value = False
+    assert switches.figure.layout.width == FIGURE_WIDTH

@@ -1,0 +1,86 @@
+"""Tests for mha_core.widgets.sizing: d_model, head count and T redraw the costs in place."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha_core import costs
+from mha_core.widgets.sizing import HeadSizing, head_sizing, impossible_split_message, shown_head_counts
+
+
+@pytest.fixture()
+def sizing() -> HeadSizing:
+    return head_sizing(d_model=768, n_heads=12, n_tokens=1024)
+
+
+def test_starts_at_gpt2_small_shape_with_its_numbers(sizing):
+    assert "768 / 12 = <b>64</b>" in sizing.readout.value
+    assert "<b>2,362,368</b>" in sizing.readout.value
+    assert f"<b>{12 * 1024**2:,}</b>" in sizing.readout.value
+    assert sizing.message.value == ""
+
+
+def test_head_count_control_allows_counts_that_do_not_divide_d_model(sizing):
+    assert (sizing.n_heads.min, sizing.n_heads.max) == (1, 64)
+    assert any(768 % h for h in range(sizing.n_heads.min, sizing.n_heads.max + 1))
+
+
+@pytest.mark.parametrize("n_heads", [1, 3, 8, 24, 64])
+def test_valid_head_counts_redraw_in_place_with_costs_numbers(sizing, n_heads):
+    figure = sizing.figure
+    sizing.n_heads.value = n_heads
+    assert sizing.figure is figure
+    k = shown_head_counts(768).index(n_heads)
+    assert all(s.x0 == k - 0.5 for s in figure.layout.shapes) and len(figure.layout.shapes) == 4
+    flops = costs.attention_flops(768, n_heads, 1024)
+    readout = sizing.readout.value
+    assert f"= <b>{768 // n_heads}</b> features" in readout
+    assert f"<b>{costs.attention_parameters(768, n_heads):,}</b>" in readout
+    assert f"<b>{costs.score_table_entries(n_heads, 1024):,}</b>" in readout
+    assert f"<b>{flops['softmax']:,}</b>" in readout
+    assert f"<b>{flops['projections'] + flops['scores'] + flops['mix']:,}</b>" in readout
+
+
+@pytest.mark.parametrize(
+    ("d_model", "n_heads", "nearest"), [(768, 10, "8 or 12"), (128, 12, "8 or 16"), (4096, 33, "32 or 64"), (384, 7, "6 or 8")]
+)
+def test_an_impossible_head_count_shows_a_plain_message_with_the_nearest_valid_ones(sizing, d_model, n_heads, nearest):
+    sizing.d_model.value = d_model
+    sizing.n_heads.value = n_heads  # no exception
+    assert f"Nearest valid head counts: {nearest}." in sizing.message.value
+    assert f"{n_heads} heads do not split d_model = {d_model} evenly" in sizing.message.value
+    assert "Traceback" not in sizing.message.value and "Error" not in sizing.message.value
+    assert sizing.readout.value == ""
+    assert len(sizing.figure.layout.shapes) == 0
+    assert "does not divide" in sizing.figure.layout.title.text
+    # Back to a valid count: the message goes away and the numbers return.
+    sizing.n_heads.value = int(nearest.split()[0])
+    assert sizing.message.value == "" and "features per head" in sizing.readout.value
+
+
+def test_changing_d_model_redraws_the_bars_for_its_own_head_counts(sizing):
+    figure = sizing.figure
+    sizing.d_model.value = 128
+    assert sizing.figure is figure
+    assert list(figure.data[0].x) == ["1", "2", "4", "8", "16", "32", "64"] == [str(h) for h in shown_head_counts(128)]
+    np.testing.assert_array_equal(figure.data[1].y, [costs.attention_parameters(128, h) for h in shown_head_counts(128)])
+
+
+def test_changing_the_sequence_length_redraws_the_score_tables(sizing):
+    sizing.n_tokens.value = 4096
+    np.testing.assert_array_equal(sizing.figure.data[2].y, [h * 4096**2 for h in shown_head_counts(768)])
+    assert f"<b>{12 * 4096**2:,}</b>" in sizing.readout.value
+
+
+def test_impossible_split_message_gives_the_quotient_and_choices():
+    text = impossible_split_message(768, 10)
+    assert "768 / 10 = 76.80" in text and "8 or 12" in text
+    assert impossible_split_message(16, 17).endswith("Nearest valid head counts: 16.")
+
+
+def test_the_figure_has_a_fixed_width_because_a_figure_widget_does_not_follow_its_container(sizing):
+    from mha_core.widgets.sizing import FIGURE_WIDTH
+
+    sizing.d_model.value = 64
+    assert sizing.figure.layout.width == FIGURE_WIDTH

@@ -147,7 +147,24 @@ def test_with_one_feature_per_head_each_row_looks_mostly_at_one_of_two_keys():
         assert len(set(np.argmax(weights[h], axis=-1).tolist())) <= 2
 
 
-def test_changed_looks_at_a_different_key_in_each_of_four_heads():
-    # Notebook 03's caption of the token-views figure (seed 0).
+def test_changed_looks_at_the_keys_the_caption_names_in_each_head():
+    # Notebook 03's caption of the token-views figure names the keys, head by head (seed 0).
     rows = weights_for(4)[:, TOKENS.index("changed")]  # (H, T)
-    assert len(set(np.argmax(rows, axis=-1).tolist())) == 4
+    assert [TOKENS[i] for i in np.argmax(rows, axis=-1)] == ["the", "key", "changed", "deploy"]
+
+
+def test_at_four_heads_head_2_favours_after_while_head_1_spreads_over_four_keys():
+    # Notebook 03's caption of the head grid at its default of 4 heads (seed 0).
+    weights = weights_for(4)  # (H, T, T)
+    largest = np.argmax(weights, axis=-1)  # (H, T): each query's favourite key
+    assert int(np.sum(weights[1][:, TOKENS.index("after")] > 0.5)) == 4  # "most of their weight", literally
+    assert len(set(largest[0].tolist())) == 4
+
+
+def test_token_views_figure_writes_the_query_values_instead_of_a_second_colour_bar():
+    # A colour bar between the two panels would sit on the right panel's head labels.
+    result = demo_layer(D_MODEL, 4, seed=0)(X)
+    fig = heads.token_views_figure(result.q[:, 0], result.weights[:, 0], TOKENS, query_token="the")
+    assert fig.data[0].showscale is False
+    np.testing.assert_allclose(np.array(fig.data[0].text, dtype=float), np.round(result.q[:, 0], 1))
+    assert fig.data[1].colorbar.x is None or fig.data[1].colorbar.x > fig.layout.xaxis2.domain[1]

@@ -35,7 +35,7 @@ def test_concat_figure_shows_the_heads_side_by_side_as_merge_heads_does():
     np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float)[0], merged)
     assert [a.text for a in fig.layout.annotations] == [f"head {h + 1}" for h in range(N_HEADS)]
     assert [s.x0 for s in fig.layout.shapes] == [3.5, 7.5, 11.5]
-    assert "4 x 4 = 16" in fig.layout.title.text
+    assert "4 × 4 = 16" in fig.layout.title.text
 
 
 def test_w_o_figure_shows_w_o_and_marks_one_block_of_d_head_rows_per_head():

@@ -227,14 +227,16 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
     head_names = [f"head {h + 1}" for h in range(H)]
     limit = float(np.max(np.abs(q_heads))) or 1.0
     fig = make_subplots(
-        rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.16,
+        rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.14,
         subplot_titles=(f"its query in each head (d_head = {Dh})", "its attention weights in each head"),
     )
     fig.add_trace(
         go.Heatmap(
             z=q_heads, x=list(range(Dh)), y=head_names, colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
-            xgap=1, ygap=1, colorbar=dict(title=dict(text="q value"), x=0.37, len=0.9),
-            text=np.round(q_heads, 1), texttemplate="%{text}", textfont=dict(size=FONT_SIZE - 2),
+            # No colour bar: the values are written in the cells, and a second bar between the
+            # panels would sit on the right panel's head labels.
+            xgap=1, ygap=1, showscale=False,
+            text=np.round(q_heads, 1), texttemplate="%{text:.1f}", textfont=dict(size=FONT_SIZE - 2),
             hovertemplate="%{y}, feature %{x}: %{z:.2f}<extra></extra>",
         ),
         row=1, col=1,
@@ -250,7 +252,10 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
         row=1, col=2,
     )
     fig.update_layout(
-        **base_layout(f"The token '{query_token}' as each head sees it", margin=dict(l=100, r=30, t=110, b=80)),
+        **base_layout(
+            f"The token '{query_token}' in each of H = {H} heads: its query (left), where it looks (right)",
+            margin=dict(l=100, r=30, t=110, b=80),
+        ),
         height=170 + 70 * H,
     )
     fig.update_annotations(font=dict(size=FONT_SIZE))

@@ -35,7 +35,7 @@ def concat_figure(head_outputs: np.ndarray, *, token: str) -> go.Figure:
     fig = go.Figure(
         go.Heatmap(
             z=concat, x=list(range(H * Dh)), y=[f"'{token}'"], colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
-            xgap=2, text=np.round(concat, 1), texttemplate="%{text}", textfont=dict(size=FONT_SIZE - 2),
+            xgap=2, text=np.round(concat, 1), texttemplate="%{text:.1f}", textfont=dict(size=FONT_SIZE - 2),
             showscale=False,  # the values are written in the cells
             hovertemplate="feature %{x}: %{z:.2f}<extra></extra>",
         )
@@ -49,7 +49,7 @@ def concat_figure(head_outputs: np.ndarray, *, token: str) -> go.Figure:
         )
     fig.update_layout(
         **base_layout(
-            f"The heads' outputs for '{token}', concatenated: H x d_head = {H} x {Dh} = {H * Dh} numbers",
+            f"The heads' outputs for '{token}', concatenated: H × d_head = {H} × {Dh} = {H * Dh} numbers",
             margin=dict(l=110, r=30, t=110, b=70),
         ),
         height=280,
@@ -74,7 +74,8 @@ def w_o_blocks_figure(w_o: np.ndarray, n_heads: int) -> go.Figure:
     fig = go.Figure(
         go.Heatmap(
             z=w_o, x=list(range(D)), y=list(range(rows)), colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
-            xgap=1, ygap=1, colorbar=dict(title=dict(text="weight")),
+            # "entry", not "weight": in this course a weight is an attention weight, after the softmax.
+            xgap=1, ygap=1, colorbar=dict(title=dict(text="entry")),
             hovertemplate="row %{y} (head %{customdata}), output feature %{x}: %{z:.2f}<extra></extra>",
             customdata=np.repeat(np.arange(1, n_heads + 1), Dh)[:, None].repeat(D, axis=1),
         )
@@ -89,7 +90,7 @@ def w_o_blocks_figure(w_o: np.ndarray, n_heads: int) -> go.Figure:
         )
     fig.update_layout(
         **base_layout(
-            f"W_O, shape (H x d_head, D) = ({rows}, {D}): one block of {Dh} rows per head",
+            f"W_O, shape (H × d_head, D) = ({rows}, {D}): one block of {Dh} rows per head",
             margin=dict(l=200, r=30, t=70, b=70),
         ),
         height=560,

@@ -106,7 +106,7 @@ def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None, v
     panel_titles = {
         1: "d_head = d_model / H (shrinks)",
         2: "parameters in the layer (flat)",
-        3: "score-table entries, H x T^2 (grow)",
+        3: "score-table entries, H × T² (grow)",
         4: "FLOPs: products (flat) + softmax (grows)",
     }
     annotations = [
@@ -179,12 +179,18 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
     x = [f"h={r['h']}<br>d_k={r['d_k']}" for r in rows]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=("BLEU (higher is better)", "perplexity (lower is better)"))
+    # Each value label sits where the line does not cross it.
+    label_positions = {
+        "bleu": ["bottom center", "top left", "top center", "top center", "top center"],
+        "ppl": ["top right", "top right", "bottom center", "bottom center", "top left"],
+    }
     for col, key, fmt in ((1, "bleu", ".1f"), (2, "ppl", ".2f")):
+        positions = label_positions[key] if len(rows) == len(label_positions[key]) else "top center"
         y = [r[key] for r in rows]
         best = max(y) if key == "bleu" else min(y)
         fig.add_trace(
             go.Scatter(
-                x=x, y=y, mode="lines+markers+text", text=[format(v, fmt) for v in y], textposition="top center",
+                x=x, y=y, mode="lines+markers+text", text=[format(v, fmt) for v in y], textposition=positions,
                 textfont=dict(size=FONT_SIZE), line=dict(color=COLORS[0], width=3),
                 marker=dict(size=[18 if v == best else 11 for v in y], color=COLORS[0],
                             symbol=["star" if v == best else "circle" for v in y]),
@@ -200,8 +206,9 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
     fig.update_annotations(font=dict(size=FONT_SIZE))
     fig.update_xaxes(title_text="heads h and head size d_k", gridcolor="#dddddd")
     fig.update_yaxes(gridcolor="#dddddd")
+    fig.update_xaxes(range=[-0.4, len(rows) - 0.6])  # room for the labels at both ends
     fig.update_yaxes(range=[24.6, 26.1], row=1, col=1)
-    fig.update_yaxes(range=[4.85, 5.36], row=1, col=2)
+    fig.update_yaxes(range=[4.82, 5.36], row=1, col=2)
     return fig
 
 
@@ -219,14 +226,15 @@ def model_shapes_figure(shapes) -> go.Figure:
         "d_head": [s.d_head for s in shapes],
         "d_model / H": [f"{s.d_model // s.n_heads}" + ("" if s.d_model == s.n_heads * s.d_head else " (!)") for s in shapes],
         "KV heads": [s.n_kv_heads for s in shapes],
-        "weights per layer (no biases)": [
+        "parameters per layer (no biases)": [
             f"{costs.attention_parameters(s.d_model, s.n_heads, s.n_kv_heads, bias=False):,}" for s in shapes
         ],
-        "source": [s.source for s in shapes],
+        # A line break after the organisation keeps long repository names inside their column.
+        "source": [s.source.replace("/", "/<br>", 1) for s in shapes],
     }
     fig = go.Figure(
         go.Table(
-            columnwidth=[150, 70, 90, 80, 80, 100, 90, 150, 300],
+            columnwidth=[160, 70, 90, 80, 80, 90, 80, 140, 230],
             header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=FONT_SIZE), align="left",
                         fill_color="#e8eef4", height=34),
             cells=dict(values=list(columns.values()), font=dict(size=FONT_SIZE), align="left", height=32),
@@ -235,6 +243,6 @@ def model_shapes_figure(shapes) -> go.Figure:
     fig.update_layout(
         **base_layout("Attention shapes of real models, from each model's published config",
                       margin=dict(l=20, r=20, t=60, b=10)),
-        height=150 + 52 * (len(shapes) + 1),
+        height=110 + 54 * (len(shapes) + 1),
     )
     return fig

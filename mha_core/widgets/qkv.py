@@ -1,0 +1,75 @@
+"""Notebook 01's control: pick a token, see its q, k, v and its raw scores against every token."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+
+from ..figures.qkv import token_qkv_figure
+from ._base import figure_widget, update_in_place
+
+#: Control text at 16 px, readable from the back of a room (ipywidgets' default is 13 px).
+LARGE_CONTROLS_CSS = (
+    "<style>.mha-large-controls .widget-toggle-button, .mha-large-controls .widget-label,"
+    " .mha-large-controls .widget-readout { font-size: 16px; }</style>"
+)
+
+
+def large_controls_box(*children) -> widgets.VBox:
+    """A VBox whose buttons, labels and readouts use 16 px text."""
+    box = widgets.VBox([widgets.HTML(LARGE_CONTROLS_CSS), *children])
+    box.add_class("mha-large-controls")
+    return box
+
+
+class TokenExplorer:
+    """Token buttons and the one figure they redraw.
+
+    Attributes: ``token`` (a ``ToggleButtons``; its value is the token's index),
+    ``figure`` (the one ``FigureWidget``), ``q``, ``k``, ``v`` (shape (T, Dh) each),
+    ``tokens``.
+    """
+
+    def __init__(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token: int = 1):
+        self.q, self.k, self.v = (np.asarray(a, dtype=float) for a in (q, k, v))
+        self.tokens = tuple(tokens)
+        if not (self.q.shape == self.k.shape == self.v.shape and self.q.ndim == 2 and self.q.shape[0] == len(self.tokens)):
+            raise ValueError(
+                f"q, k and v must each have shape (T, Dh) with T = {len(self.tokens)} tokens; "
+                f"got q {self.q.shape}, k {self.k.shape}, v {self.v.shape}"
+            )
+        if token not in range(len(self.tokens)):
+            raise ValueError(f"token={token!r} is not a token index; valid indices are 0 to {len(self.tokens) - 1}")
+        self.token = widgets.ToggleButtons(
+            options=[(word, i) for i, word in enumerate(self.tokens)],
+            value=token,
+            description="token",
+            style={"button_width": "auto", "description_width": "initial"},
+        )
+        self.token.add_class("mha-qkv-token")
+        self.figure = figure_widget(self._build(token))
+        self.token.observe(self._on_change, names="value")
+
+    def _build(self, token: int):
+        return token_qkv_figure(self.q, self.k, self.v, self.tokens, token, validate=False)
+
+    def _on_change(self, change):
+        update_in_place(self.figure, self._build(change["new"]))
+
+    @property
+    def box(self) -> widgets.VBox:
+        return large_controls_box(self.token, self.figure)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.box)
+
+
+def token_explorer(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, *, token: int = 1) -> TokenExplorer:
+    """Build the token picker and its figure; display the result to see it.
+
+    Shapes:
+        q, k, v: (T, Dh), one row per token in ``tokens``
+    """
+    return TokenExplorer(q, k, v, tokens, token)

@@ -1,0 +1,129 @@
+"""Tests for mha_core.figures.qkv: each figure shows the numbers mha_core computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mha_core.attention import attention_scores, project
+from mha_core.examples import TOKENS, token_vectors
+from mha_core.figures import qkv
+from mha_core.figures._style import FONT_SIZE
+
+D_MODEL, D_HEAD = 8, 4
+
+
+def running_example():
+    """The notebook's tokens and projections: x (6, 8); w_q, w_k, w_v (8, 4); q, k, v (6, 4)."""
+    x = token_vectors(d_model=D_MODEL, seed=0)
+    rng = np.random.default_rng(1)
+    w_q, w_k, w_v = (rng.standard_normal((D_MODEL, D_HEAD)) / np.sqrt(D_MODEL) for _ in range(3))
+    return x, [project(x, w) for w in (w_q, w_k, w_v)]
+
+
+X, (Q, K, V) = running_example()
+
+
+def test_token_vectors_figure_shows_one_row_per_token_with_its_numbers():
+    fig = qkv.token_vectors_figure(X, TOKENS)
+    (trace,) = fig.data
+    np.testing.assert_array_equal(trace.z, X)
+    assert list(trace.y) == list(TOKENS)
+    assert list(trace.x) == ["f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8"]
+    np.testing.assert_array_equal(trace.text, np.round(X, 2))
+    assert "(T, D) = (6, 8)" in fig.layout.title.text
+    assert fig.layout.yaxis.autorange == "reversed"  # first token at the top, as in a table
+
+
+def test_signed_colour_scale_is_centred_on_zero_and_fixed_by_the_largest_entry():
+    trace = qkv.token_vectors_figure(X, TOKENS).data[0]
+    largest = np.abs(X).max()
+    assert trace.zmin == pytest.approx(-largest) and trace.zmax == pytest.approx(largest)
+    assert trace.zmid == 0
+
+
+def test_qkv_matrices_figure_shows_q_k_and_v_on_one_colour_scale():
+    fig = qkv.qkv_matrices_figure(Q, K, V, TOKENS)
+    assert len(fig.data) == 3
+    for trace, expected in zip(fig.data, (Q, K, V)):
+        np.testing.assert_array_equal(trace.z, expected)
+        assert list(trace.y) == list(TOKENS)
+    assert len({t.zmax for t in fig.data}) == 1, "the three tables must share one colour range"
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == ["Q = x @ w_q (queries)", "K = x @ w_k (keys)", "V = x @ w_v (values)"]
+    assert "(T, Dh) = (6, 4)" in fig.layout.title.text
+
+
+@pytest.mark.parametrize("i", range(len(TOKENS)))
+def test_token_figure_shows_the_tokens_q_k_v_and_its_raw_scores(i):
+    fig = qkv.token_qkv_figure(Q, K, V, TOKENS, i)
+    strip, keys, bars = fig.data
+    np.testing.assert_array_equal(strip.z, np.stack([Q[i], K[i], V[i]]))
+    np.testing.assert_array_equal(keys.z, K)
+    assert list(keys.y) == list(bars.y) == list(TOKENS)
+    # A raw score is a query-key dot product: the scaled scores times sqrt(Dh).
+    np.testing.assert_allclose(bars.x, attention_scores(Q, K)[i] * np.sqrt(D_HEAD))
+    assert list(bars.text) == [f"{s:+.2f}" for s in Q[i] @ K.T]
+    assert f"'{TOKENS[i]}'" in fig.layout.title.text
+
+
+def test_token_figure_marks_the_token_itself_without_relying_on_colour():
+    i = TOKENS.index("key")
+    fig = qkv.token_qkv_figure(Q, K, V, TOKENS, i)
+    widths = list(fig.data[2].marker.line.width)
+    assert widths[i] > 0 and sum(w > 0 for w in widths) == 1
+    (rect,) = fig.layout.shapes
+    assert (rect.y0, rect.y1) == (i - 0.5, i + 0.5)
+
+
+def test_token_figure_keeps_its_ranges_when_the_token_changes():
+    figs = [qkv.token_qkv_figure(Q, K, V, TOKENS, i) for i in range(len(TOKENS))]
+    assert len({tuple(f.layout.xaxis3.range) for f in figs}) == 1
+    assert len({f.data[0].zmax for f in figs}) == 1
+    lo, hi = figs[0].layout.xaxis3.range
+    all_scores = Q @ K.T
+    assert lo <= all_scores.min() and all_scores.max() <= hi
+
+
+def test_score_table_is_q_times_k_transposed_and_not_symmetric():
+    fig = qkv.score_table_figure(Q @ K.T, TOKENS, TOKENS)
+    (trace,) = fig.data
+    np.testing.assert_allclose(trace.z, Q @ K.T)
+    assert list(trace.y) == list(TOKENS) and list(trace.x) == list(TOKENS)
+    c, k = TOKENS.index("cache"), TOKENS.index("key")
+    # q_cache · k_key differs from q_key · k_cache: w_q and w_k differ.
+    assert trace.z[c][k] != pytest.approx(trace.z[k][c])
+    assert fig.layout.xaxis.title.text == "key token" and fig.layout.yaxis.title.text == "query token"
+
+
+@pytest.mark.parametrize(
+    "fig",
+    [
+        qkv.token_vectors_figure(X, TOKENS),
+        qkv.qkv_matrices_figure(Q, K, V, TOKENS),
+        qkv.token_qkv_figure(Q, K, V, TOKENS, 1),
+        qkv.score_table_figure(Q @ K.T, TOKENS, TOKENS),
+    ],
+    ids=["vectors", "matrices", "token", "scores"],
+)
+def test_every_figure_is_readable_when_projected(fig):
+    assert fig.layout.font.size >= 16
+    assert fig.layout.title.text
+    for trace in fig.data:
+        if trace.textfont.size is not None:
+            assert trace.textfont.size >= FONT_SIZE - 2
+    for annotation in fig.layout.annotations:
+        assert annotation.font.size >= 16
+
+
+@settings(max_examples=20)
+@given(st.integers(2, 7), st.integers(1, 6), st.integers(0, 2**16), st.data())
+def test_token_figure_bars_are_dot_products_for_any_shape(T, Dh, seed, data):
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((T, Dh)) for _ in range(3))
+    tokens = [f"t{j}" for j in range(T)]
+    i = data.draw(st.integers(0, T - 1))
+    bars = qkv.token_qkv_figure(q, k, v, tokens, i).data[2]
+    np.testing.assert_allclose(bars.x, [q[i] @ k[j] for j in range(T)])

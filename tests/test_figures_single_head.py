@@ -1,0 +1,125 @@
+"""Tests for mha_core.figures.single_head: softmax, the sqrt(d_k) experiment, masks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha_core.attention import attention_scores, causal_mask, project, scaled_dot_product_attention, softmax
+from mha_core.examples import TOKENS, token_vectors
+from mha_core.figures import single_head as sh
+
+D_MODEL, D_HEAD = 8, 4
+
+
+def running_example():
+    """Notebook 02's projections of the running sentence: q, k, v (6, 4)."""
+    x = token_vectors(d_model=D_MODEL, seed=0)
+    rng = np.random.default_rng(1)
+    w_q, w_k, w_v = (rng.standard_normal((D_MODEL, D_HEAD)) / np.sqrt(D_MODEL) for _ in range(3))
+    return [project(x, w) for w in (w_q, w_k, w_v)]
+
+
+Q, K, V = running_example()
+
+DATA = sh.scaling_experiment()
+
+
+def test_unique_labels_keeps_repeated_tokens_apart_and_readable():
+    labels = sh.unique_labels(["a", "[PAD]", "[PAD]", "[PAD]"])
+    assert len(set(labels)) == 4
+    assert [label.replace("\u200b", "") for label in labels] == ["a", "[PAD]", "[PAD]", "[PAD]"]
+    assert sh.unique_labels(TOKENS) == list(TOKENS)
+
+
+def test_scores_and_weights_figure_shows_scaled_scores_and_their_softmax():
+    scores = attention_scores(Q, K)
+    _, weights = scaled_dot_product_attention(Q, K, V)
+    fig = sh.scores_and_weights_figure(scores, weights, TOKENS)
+    left, right = fig.data
+    np.testing.assert_allclose(left.z, Q @ K.T / np.sqrt(D_HEAD))
+    np.testing.assert_allclose(right.z, softmax(left.z, axis=-1))
+    np.testing.assert_allclose(np.sum(right.z, axis=1), 1.0)
+    assert (right.zmin, right.zmax, right.colorscale[0][1]) == (0.0, 1.0, "#440154")  # viridis, fixed 0..1
+    assert list(right.x) == list(TOKENS) and list(left.y) == list(TOKENS)
+
+
+def test_unscaled_scores_spread_like_sqrt_d_k_and_scaled_ones_stay_near_one():
+    d_k = DATA.d_k_values
+    np.testing.assert_allclose(DATA.unscaled_std / np.sqrt(d_k), 1.0, atol=0.15)
+    np.testing.assert_allclose(DATA.scaled_std, 1.0, atol=0.15)
+
+
+def test_without_scaling_the_softmax_saturates_as_d_k_grows():
+    assert DATA.unscaled_top[-1] > 0.9  # d_k = 512: almost one-hot
+    assert DATA.unscaled_top[-1] > DATA.unscaled_top[0] + 0.3
+    # With the division the typical largest weight stays put.
+    assert np.ptp(DATA.scaled_top) < 0.1
+    assert DATA.scaled_top.max() < 0.6
+
+
+def test_scaling_experiment_weights_are_the_softmax_of_the_documented_random_vectors():
+    rng = np.random.default_rng(0)
+    q_all = rng.standard_normal((256, 512))
+    k_all = rng.standard_normal((6, 512))
+    for i, d_k in enumerate(DATA.d_k_values):
+        raw = q_all[0, :d_k] @ k_all[:, :d_k].T
+        np.testing.assert_allclose(DATA.unscaled_weights[i], softmax(raw))
+        np.testing.assert_allclose(DATA.scaled_weights[i], softmax(raw / np.sqrt(d_k)))
+    np.testing.assert_allclose(DATA.unscaled_weights.sum(axis=1), 1.0)
+
+
+def test_scaling_data_names_the_valid_d_k_values_for_one_it_did_not_compute():
+    with pytest.raises(ValueError, match=r"d_k=100 .*valid values are 4, 8, 16, 32, 64, 128, 256, 512"):
+        DATA.index(100)
+
+
+@pytest.mark.parametrize("d_k", sh.D_K_VALUES)
+def test_scaling_figure_shows_the_weights_and_spread_for_its_d_k(d_k):
+    i = DATA.index(d_k)
+    fig = sh.scaling_figure(DATA, d_k)
+    unscaled, scaled, unscaled_line, scaled_line, unscaled_here, scaled_here = fig.data
+    np.testing.assert_allclose(unscaled.y, DATA.unscaled_weights[i])
+    np.testing.assert_allclose(scaled.y, DATA.scaled_weights[i])
+    np.testing.assert_allclose(unscaled_line.y, DATA.unscaled_std)
+    assert list(unscaled_here.x) == [d_k] and unscaled_here.y[0] == pytest.approx(DATA.unscaled_std[i])
+    assert list(scaled_here.x) == [d_k] and scaled_here.y[0] == pytest.approx(DATA.scaled_std[i])
+    assert fig.layout.title.text.startswith(f"d_k = {d_k}:")
+    assert f"{DATA.unscaled_top[i]:.2f}" in fig.layout.title.text
+    assert tuple(fig.layout.yaxis.range) == (0, 1.12)  # fixed: the bars move, the axis does not
+    # The two cases differ by pattern and line style, not colour alone.
+    assert unscaled.marker.pattern.shape != scaled.marker.pattern.shape
+    assert unscaled.marker.pattern.fillmode == "overlay"  # hatching over the colour, not instead of it
+    assert unscaled_line.line.dash != scaled_line.line.dash
+
+
+def test_masked_figure_writes_blocked_in_every_blocked_cell_and_zero_weight_there():
+    mask = causal_mask(len(TOKENS))
+    _, weights = scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+    fig = sh.masked_weights_figure(weights, TOKENS, TOKENS, mask, title="causal")
+    (trace,) = fig.data
+    np.testing.assert_allclose(trace.z, weights)
+    text = np.array(trace.text)
+    assert (text == "blocked").tolist() == mask.tolist()
+    assert np.all(np.asarray(trace.z)[mask] == 0.0)
+    assert text[1, 0] == f"{weights[1, 0]:.2f}"
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+    assert fig.layout.yaxis.autorange == "reversed" and fig.layout.xaxis.title.text == "key token"
+
+
+def test_masked_figure_keeps_two_pad_tokens_as_two_rows():
+    tokens = list(TOKENS) + ["[PAD]", "[PAD]"]
+    weights = np.full((8, 8), 1 / 8)
+    fig = sh.masked_weights_figure(weights, tokens, tokens, np.zeros((8, 8), bool), title="padding")
+    assert len(set(fig.data[0].y)) == 8 and len(set(fig.data[0].x)) == 8
+
+
+def test_softmax_spread_figure_shows_each_rows_weights_with_their_values():
+    row = np.array([2.0, 1.0, 0.0])
+    fig = sh.softmax_spread_figure({"s": softmax(row), "10 s": softmax(10 * row)}, ["k1", "k2", "k3"])
+    narrow, wide = fig.data
+    np.testing.assert_allclose(narrow.y, np.exp(row) / np.exp(row).sum())
+    np.testing.assert_allclose(wide.y, softmax(10 * row))
+    assert list(wide.text) == ["1.000", "0.000", "0.000"]
+    assert list(narrow.x) == ["k1", "k2", "k3"] and (narrow.name, wide.name) == ("s", "10 s")
+    assert narrow.marker.pattern.shape != wide.marker.pattern.shape

@@ -1,0 +1,159 @@
+"""Tests for mha_core.widgets.single_head: the d_k slider and the mask buttons redraw in place."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha_core.attention import MultiHeadAttention, causal_mask, project, scaled_dot_product_attention, softmax
+from mha_core.examples import TOKENS, token_vectors
+from mha_core.figures.single_head import D_K_VALUES
+from mha_core.widgets.single_head import PAD, MaskExplorer, ScalingExplorer, mask_explorer, scaling_explorer
+
+D_MODEL, D_HEAD = 8, 4
+T = len(TOKENS)
+
+
+def running_example():
+    """Notebook 02's token vectors (6, 8) and projections w_q, w_k, w_v (8, 4)."""
+    x = token_vectors(d_model=D_MODEL, seed=0)
+    rng = np.random.default_rng(1)
+    w_q, w_k, w_v = (rng.standard_normal((D_MODEL, D_HEAD)) / np.sqrt(D_MODEL) for _ in range(3))
+    return x, w_q, w_k, w_v
+
+
+X, W_Q, W_K, W_V = running_example()
+Q, K, V = (project(X, w) for w in (W_Q, W_K, W_V))
+
+
+# --- the d_k slider --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scaling() -> ScalingExplorer:
+    return scaling_explorer()
+
+
+def test_slider_offers_powers_of_two_from_4_to_512_and_starts_at_4(scaling):
+    assert list(scaling.d_k.options) == [4, 8, 16, 32, 64, 128, 256, 512] == list(D_K_VALUES)
+    assert scaling.d_k.value == 4
+
+
+@pytest.mark.parametrize("d_k", [512, 64, 8, 256, 4])
+def test_moving_the_slider_redraws_both_weight_rows_in_place(scaling, d_k):
+    figure, traces = scaling.figure, tuple(scaling.figure.data)
+    scaling.d_k.value = d_k
+    assert scaling.figure is figure and tuple(scaling.figure.data) == traces
+    # The same random vectors the experiment documents: their first d_k entries.
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((256, 512))[0, :d_k]
+    k = rng.standard_normal((6, 512))[:, :d_k]
+    unscaled, scaled = scaling.figure.data[:2]
+    np.testing.assert_allclose(unscaled.y, softmax(q @ k.T))
+    np.testing.assert_allclose(scaled.y, softmax(q @ k.T / np.sqrt(d_k)))
+    assert list(scaling.figure.data[4].x) == [d_k]
+    assert scaling.figure.layout.title.text.startswith(f"d_k = {d_k}:")
+
+
+def test_at_the_largest_d_k_the_unscaled_row_is_nearly_one_hot_and_the_scaled_one_is_not(scaling):
+    scaling.d_k.value = 512
+    unscaled, scaled = scaling.figure.data[:2]
+    assert max(unscaled.y) > 0.85
+    assert max(scaled.y) < 0.5
+
+
+def test_a_d_k_that_was_not_computed_is_refused_with_the_valid_values():
+    with pytest.raises(ValueError, match="valid values are 4, 8, 16"):
+        scaling_explorer(d_k=100)
+
+
+# --- the mask buttons --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def masks() -> MaskExplorer:
+    return mask_explorer(X, W_Q, W_K, W_V, TOKENS)
+
+
+def heatmap_of(explorer):
+    trace = explorer.figure.data[0]
+    return np.asarray(trace.z), np.asarray(trace.text), [label.replace("\u200b", "") for label in trace.y]
+
+
+def test_buttons_offer_none_causal_and_padding(masks):
+    assert list(masks.mode.options) == ["none", "causal", "padding"]
+
+
+def test_no_mask_shows_scaled_dot_product_attention_weights(masks):
+    masks.mode.value = "causal"
+    masks.mode.value = "none"
+    z, text, labels = heatmap_of(masks)
+    _, expected = scaled_dot_product_attention(Q, K, V)
+    np.testing.assert_allclose(z, expected)
+    assert labels == list(TOKENS)
+    assert not (text == "blocked").any()
+
+
+def test_causal_mask_blocks_every_later_token_and_matches_is_causal(masks):
+    figure, trace = masks.figure, masks.figure.data[0]
+    masks.mode.value = "causal"
+    assert masks.figure is figure and masks.figure.data[0] is trace
+    z, text, _ = heatmap_of(masks)
+    _, expected = scaled_dot_product_attention(Q, K, V, is_causal=True)
+    np.testing.assert_allclose(z, expected)
+    assert ((text == "blocked") == causal_mask(T)).all()
+    assert z[0, 0] == pytest.approx(1.0)  # the first token can read only itself
+    assert "Causal" in masks.figure.layout.title.text
+
+
+def test_padding_adds_two_pad_tokens_nobody_reads(masks):
+    figure = masks.figure
+    masks.mode.value = "padding"
+    assert masks.figure is figure
+    z, text, labels = heatmap_of(masks)
+    assert labels == list(TOKENS) + [PAD, PAD]
+    assert z.shape == (T + 2, T + 2)
+    np.testing.assert_array_equal(z[:, T:], 0.0)
+    assert (text[:, T:] == "blocked").all() and not (text[:, :T] == "blocked").any()
+    # Blocking the padding leaves the real tokens' weights exactly as without padding.
+    _, unpadded = scaled_dot_product_attention(Q, K, V)
+    np.testing.assert_allclose(z[:T, :T], unpadded)
+
+
+def test_padding_case_matches_a_layer_called_with_key_padding_mask(masks):
+    # A one-head layer whose weights are the notebook's: key_padding_mask must give the same table.
+    layer = MultiHeadAttention(D_MODEL, 2, bias=False, seed=0)
+    layer.w_q = np.hstack([W_Q, np.zeros((D_MODEL, D_HEAD))])
+    layer.w_k = np.hstack([W_K, np.zeros((D_MODEL, D_HEAD))])
+    layer.w_v = np.hstack([W_V, np.zeros((D_MODEL, D_HEAD))])
+    x_padded = np.vstack([X, np.zeros((2, D_MODEL))])
+    key_padding_mask = np.array([False] * T + [True] * 2)
+    head_0 = layer(x_padded, key_padding_mask=key_padding_mask).weights[0]
+    np.testing.assert_allclose(masks.case("padding")["weights"], head_0)
+
+
+def test_switching_back_to_no_mask_restores_the_six_token_table(masks):
+    masks.mode.value = "padding"
+    masks.mode.value = "none"
+    z, _, labels = heatmap_of(masks)
+    assert z.shape == (T, T) and labels == list(TOKENS)
+
+
+def test_an_unknown_mask_mode_is_refused_with_the_valid_modes():
+    with pytest.raises(ValueError, match="mode='future' .*valid modes are none, causal, padding"):
+        mask_explorer(X, W_Q, W_K, W_V, TOKENS, mode="future")
+
+
+def test_both_figures_travel_in_their_widgets_first_message(monkeypatch):
+    # A figure sent in a later message can be dropped by a browser still creating the widget.
+    import comm
+
+    opened = []
+    real = comm.create_comm
+    monkeypatch.setattr(comm, "create_comm", lambda **kwargs: (opened.append(kwargs), real(**kwargs))[1])
+    scaling_explorer(d_k=16)
+    mask_explorer(X, W_Q, W_K, W_V, TOKENS, mode="causal")
+    states = [c["data"]["state"] for c in opened if "_widget_data" in c["data"]["state"]]
+    assert [len(s["_widget_data"]) for s in states] == [6, 1]
+    assert states[0]["_widget_layout"]["title"]["text"].startswith("d_k = 16:")
+    assert states[1]["_widget_layout"]["title"]["text"].startswith("Causal mask")

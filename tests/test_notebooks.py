@@ -86,3 +86,18 @@ def report_timings(request):
         budget = BUDGET_S.get(name, DEFAULT_BUDGET_S)
         flag = "" if secs < budget else "  OVER BUDGET"
         reporter.write_line(f"  {name:45s} {secs:6.1f} s  ({budget} s){flag}")
+
+
+def test_every_exercise_cell_holds_the_current_stub():
+    """A notebook's exercise cell is the stub that exercises.stub_source makes, so it cannot drift."""
+    from mha_core import exercises
+
+    found = {}
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and "# --- your code starts here ---" in cell.source:
+                matches = [n for n in exercises.EXERCISES if exercises.stub_source(n).strip() in cell.source]
+                assert matches, f"{path.name}: an exercise cell differs from every stub_source(...):\n{cell.source[:400]}"
+                found.setdefault(matches[0], path.name)
+    assert set(found) == set(exercises.EXERCISES), f"exercises without a notebook cell: {set(exercises.EXERCISES) - set(found)}"

@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from mha_core.attention import softmax
-from mha_core.widgets.welcome import smoke_check, welcome_scores
+from mha_core.widgets.welcome import smoke_check, static_figure, welcome_scores
 
 
 def test_slider_updates_the_same_figure_with_softmax_of_scaled_scores():
@@ -32,3 +32,13 @@ def test_higher_sharpness_concentrates_weight_on_the_top_token():
         check.slider.value = sharpness
         tops.append(max(check.figure.data[0].y))
     assert tops == sorted(tops) and tops[-1] > tops[0]
+
+
+def test_static_figure_is_a_plain_figure_matching_the_slider_at_the_same_sharpness():
+    import plotly.graph_objects as go
+
+    figure = static_figure(sharpness=1.0)
+    assert type(figure) is go.Figure  # no widget: JupyterLab draws it with its own plotly.js
+    np.testing.assert_allclose(figure.data[0].y, softmax(welcome_scores()))
+    np.testing.assert_allclose(figure.data[0].y, smoke_check(sharpness=1.0).figure.data[0].y)
+    assert list(figure.data[0].x) == ["the", "cache", "key", "changed", "after", "deploy"]

@@ -23,6 +23,20 @@ def welcome_scores() -> np.ndarray:
     return result.scores[0, TOKENS.index(QUERY_TOKEN)]  # (Tk,)
 
 
+def welcome_weights(sharpness: float) -> np.ndarray:
+    """softmax(sharpness x scores): higher sharpness, more weight on the top token. Shape (T,)."""
+    return softmax(sharpness * welcome_scores())
+
+
+def static_figure(sharpness: float = 1.0):
+    """The smoke check's bar chart as a plain ``go.Figure``: no control, nothing to update.
+
+    Shown before the slider, it tells "plotly draws figures" apart from "widgets work",
+    and the page has plotly.js before the first ``FigureWidget`` needs it.
+    """
+    return weights_bar_figure(welcome_weights(sharpness), TOKENS, query_token=QUERY_TOKEN, sharpness=sharpness)
+
+
 class SmokeCheck:
     """A sharpness slider and the bar chart it redraws.
 

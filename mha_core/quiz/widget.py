@@ -88,6 +88,11 @@ _COLOURS = {"right": "#1a6b35", "wrong": "#8a4b00", "info": "#1b4f72"}
 # --------------------------------------------------------------------------- formatting
 
 
+def _label(text: str) -> str:
+    """Option text for a control label, which shows plain text: code marks (`...`) dropped."""
+    return text.replace("`", "")
+
+
 def _rich(text: str) -> str:
     """Plain text to HTML: escaped, with `backticks` as code."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
@@ -134,13 +139,13 @@ class QuestionView:
         self.checkboxes: list[widgets.Checkbox] = []
         if question.kind == "single":
             self.options_widget = widgets.RadioButtons(
-                options=[(f"{labels[i]} {question.options[i].text}", i) for i in self.order],
+                options=[(f"{labels[i]} {_label(question.options[i].text)}", i) for i in self.order],
                 value=None, layout=widgets.Layout(width="100%"),
             )
             hint = "Choose one answer."
         elif question.kind == "multi":
             self.checkboxes = [
-                widgets.Checkbox(value=False, description=f"{labels[i]} {question.options[i].text}", indent=False,
+                widgets.Checkbox(value=False, description=f"{labels[i]} {_label(question.options[i].text)}", indent=False,
                                  layout=widgets.Layout(width="100%"))
                 for i in self.order
             ]

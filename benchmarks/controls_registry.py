@@ -1,0 +1,98 @@
+"""Every live control the benchmarks drive: a small table, one row per control group.
+
+To add a control group, add a ``Group``: the widget module it lives in, a function that
+builds it the way its notebook does, and the controls to drive, each as
+``attribute -> values`` (``"switches[2]"`` drives the third control in a list). Values are set on ``<group>.<attribute>.value`` in turn;
+``None`` means every option the control offers at that moment, in order (dropdowns,
+toggle buttons, selection sliders). Include impossible settings where a control has
+them: their message path is timed too.
+
+A widget module with no row here is still found (see ``bench_controls.discover``): a
+public function in it that builds a group without arguments is driven automatically;
+otherwise the report lists the module as not measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Group:
+    module: str  # the widget module, e.g. "mha_core.widgets.qkv"
+    build: Callable[[], object]  # builds the group as its notebook does
+    controls: dict[str, list | None]  # attribute -> values to cycle through (None: every option)
+    figure: str = "figure"  # the attribute holding the group's one FigureWidget
+    notebook: str = ""
+    notes: str = field(default="")
+
+
+def _welcome():
+    from mha_core.widgets.welcome import smoke_check
+
+    return smoke_check()
+
+
+def _demo():
+    """The small seeded one-head layer and the running sentence's token vectors, (T, D) = (6, 8)."""
+    from mha_core.examples import TOKENS, demo_layer, token_vectors
+
+    return demo_layer(d_model=8, n_heads=1, seed=0), token_vectors(d_model=8, seed=0), TOKENS
+
+
+def _token_explorer():
+    from mha_core.widgets.qkv import token_explorer
+
+    layer, x, tokens = _demo()
+    result = layer(x)  # unbatched: q, k, v are (H, T, Dh) = (1, 6, 8)
+    return token_explorer(result.q[0], result.k[0], result.v[0], tokens)
+
+
+def _scaling_explorer():
+    from mha_core.widgets.single_head import scaling_explorer
+
+    return scaling_explorer()
+
+
+def _mask_explorer():
+    from mha_core.widgets.single_head import mask_explorer
+
+    layer, x, tokens = _demo()
+    return mask_explorer(x, layer.w_q, layer.w_k, layer.w_v, tokens)
+
+
+def _head_grid():
+    from mha_core.widgets.heads import head_grid
+
+    return head_grid()
+
+
+def _head_switches():
+    from mha_core.widgets.projection import head_switches
+
+    return head_switches()
+
+
+def _head_sizing():
+    from mha_core.widgets.sizing import head_sizing
+
+    return head_sizing()
+
+
+GROUPS: dict[str, Group] = {
+    "welcome": Group("mha_core.widgets.welcome", _welcome, {"slider": [0.0, 0.5, 1.0, 2.0, 3.0, 4.0]}, notebook="00"),
+    "qkv.token_explorer": Group("mha_core.widgets.qkv", _token_explorer, {"token": None}, notebook="01"),
+    "single_head.scaling": Group("mha_core.widgets.single_head", _scaling_explorer, {"d_k": None}, notebook="02"),
+    "single_head.mask": Group("mha_core.widgets.single_head", _mask_explorer, {"mode": None}, notebook="02"),
+    "heads.head_grid": Group("mha_core.widgets.heads", _head_grid, {"head_count": None}, notebook="03"),
+    # Four heads by default; toggling each in turn also reaches "every head off" (its message path).
+    "projection.head_switches": Group(
+        "mha_core.widgets.projection", _head_switches, {f"switches[{h}]": [False, True] for h in range(4)}, notebook="04"
+    ),
+    # 5 and 7 heads never divide the d_model choices: the impossible-split message is timed too.
+    "sizing.head_sizing": Group(
+        "mha_core.widgets.sizing", _head_sizing,
+        {"d_model": None, "n_heads": [1, 2, 4, 5, 8, 12, 16, 7, 32, 64], "n_tokens": None}, notebook="05",
+    ),
+}

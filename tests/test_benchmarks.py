@@ -1,0 +1,92 @@
+"""The benchmark command starts, runs its quickest path and writes a report with the expected keys.
+
+Benchmarks are not part of the test run otherwise: `make bench` runs them in full.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks/ is a folder of the checkout, not part of the installed package
+
+from benchmarks import SECTIONS  # noqa: E402
+from benchmarks._timing import interleaved, paired_ratio, percentile, summary  # noqa: E402
+from benchmarks.cli import _sections  # noqa: E402
+
+
+def test_percentile_interpolates_between_sorted_values():
+    values = [4.0, 1.0, 3.0, 2.0, 5.0]
+    assert percentile(values, 50) == 3.0
+    assert percentile(values, 0) == 1.0 and percentile(values, 100) == 5.0
+    assert percentile([1.0, 2.0], 95) == pytest.approx(1.95)
+    assert summary(values, scale=1000)["median"] == 3000.0
+
+
+def test_paired_ratio_is_the_median_of_round_by_round_ratios():
+    times = {"ours": [1.0, 2.0, 30.0], "ref": [2.0, 2.0, 10.0]}  # the third round ran on a busy machine
+    ratio = paired_ratio(times, "ours", "ref")
+    assert ratio["median"] == 1.0  # ratios 0.5, 1.0, 3.0
+    assert ratio["of_medians"] == 1.0  # 2.0 / 2.0
+    assert ratio["reference"] == "ref"
+
+
+def test_interleaved_rotates_the_order_and_drops_the_warmup_rounds():
+    calls = []
+    contenders = {name: (lambda name=name: calls.append(name)) for name in "abc"}
+    times = interleaved(contenders, rounds=3, warmup=1)
+    assert calls == list("abc" "bca" "cab" "abc")
+    assert {name: len(ts) for name, ts in times.items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def test_interleaved_stops_adding_rounds_at_its_budget_but_not_before_min_rounds():
+    import time
+
+    times = interleaved({"sleep": lambda: time.sleep(0.01)}, rounds=100, warmup=0, budget_s=0.05, min_rounds=2)
+    assert 2 <= len(times["sleep"]) <= 6
+
+
+def test_only_names_unknown_sections_and_keeps_the_documented_order():
+    assert _sections("controls,import") == ["import", "controls"]
+    assert _sections(None) == list(SECTIONS)
+    with pytest.raises(SystemExit, match="unknown section.*nope.*valid sections are import"):
+        _sections("import,nope")
+
+
+@pytest.mark.timeout(240)
+def test_quick_benchmark_command_runs_and_writes_the_report(tmp_path):
+    # On two quiet cores this takes about 15 s; the timeout leaves room for a busy machine.
+    cmd = [sys.executable, "-m", "benchmarks", "--quick", "--only", "import,controls", "--controls", "welcome",
+           "--out", str(tmp_path)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=230)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert {"machine", "versions", "sections", "goals", "generated_at", "command"} <= set(report)
+    assert {"cpu", "cores", "ram_gib"} <= set(report["machine"]) and report["machine"]["cores"] >= 1
+    assert {"python", "numpy", "torch", "plotly", "ipywidgets"} <= set(report["versions"])
+    assert set(report["sections"]) == {"import", "controls"}
+
+    imported = report["sections"]["import"]
+    assert imported["quick"] is True and "error" not in imported
+    assert imported["result"]["import_mha_core_s"]["median"] > 0
+    assert imported["result"]["torch_imported"] is False
+
+    controls = report["sections"]["controls"]
+    assert "error" not in controls, controls.get("error")
+    slider = controls["result"]["controls"]["welcome.slider"]
+    assert slider["events"] >= 5 and slider["errors"] == 0
+    assert slider["figure_changed"] == slider["events"]  # every value moved the bars
+    assert slider["ms"]["median"] > 0 and slider["ms"]["p95"] >= slider["ms"]["median"]
+
+    goals = {g["goal"]: g for g in report["goals"]}
+    assert goals["`import mha_core` leaves torch unimported"]["met"] is True
+    assert any(name.startswith("control welcome.slider") for name in goals)
+
+    markdown = (tmp_path / "report.md").read_text()
+    assert "## Goals" in markdown and "welcome.slider" in markdown and "CPU:" in markdown

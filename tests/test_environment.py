@@ -104,7 +104,7 @@ def test_quiz_bank_is_found_from_an_installed_copy(tmp_path):
     probe = (
         "import mha_core, mha_core.quiz.bank as bank, sys;"
         "assert 'site' in mha_core.__file__, mha_core.__file__;"
-        "print(len(bank.load_bank()))"
+        "print(len(bank.load_bank().all_questions()))"
     )
     run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True, timeout=120)

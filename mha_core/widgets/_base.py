@@ -30,6 +30,21 @@ class _FigureWidget(go.FigureWidget):
         if not getattr(self, "_defer_open", False):
             super().open()
 
+    def _send_update_msg(self, restyle_data, relayout_data, trace_indexes=None, source_view_id=None):
+        # plotly.js resets the type of every axis a restyled trace uses (so 'category'
+        # becomes 'linear' when a bar's y changes) unless the same update names that
+        # type. Name every explicitly set axis type whenever trace data changes.
+        if restyle_data:
+            relayout_data = {**self._explicit_axis_types(), **(relayout_data or {})}
+        super()._send_update_msg(restyle_data, relayout_data, trace_indexes, source_view_id)
+
+    def _explicit_axis_types(self) -> dict:
+        return {
+            f"{name}.type": axis["type"]
+            for name, axis in self._layout.items()
+            if name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and axis.get("type") not in (None, "-")
+        }
+
 
 def figure_widget(fig: go.Figure) -> go.FigureWidget:
     """Wrap a built figure once; later updates go through ``update_in_place``.

@@ -1,0 +1,207 @@
+"""Fixtures for the browser test: one JupyterLab server and one Chromium for the module; the run's report.
+
+Without Chromium or playwright the browser tests are skipped with the reason, unless
+the environment variable CI is "true": then they fail, so CI cannot pass without them.
+At the end of the session one line per notebook is printed, and the full report is
+written to artifacts/browser/report.json and report.md (next to the screenshots).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # lab_server, lab_page, notebook_checks
+
+from browser_config import ARTIFACTS, BUDGET_S, CHROMIUM, REPO, SERVER_ROOT  # noqa: E402
+from lab_page import BrowserStartError, launch_browser  # noqa: E402
+from lab_server import LabStartError, running_lab  # noqa: E402
+
+RUN_KEY = pytest.StashKey[dict]()
+
+
+def missing_tools() -> list[str]:
+    problems = []
+    if not Path(CHROMIUM).exists():
+        problems.append(f"Chromium not found at {CHROMIUM} (Debian: apt-get install chromium; never `playwright install`)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problems.append("python playwright is not installed (it is in requirements.lock)")
+    return problems
+
+
+def _fail_or_skip(message: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser test cannot run on CI: {message}", pytrace=False)
+    pytest.skip(f"browser test skipped: {message}")
+
+
+def _run(config) -> dict:
+    if RUN_KEY not in config.stash:
+        config.stash[RUN_KEY] = {"results": [], "started": None, "finished": None, "cleanup": {}}
+    return config.stash[RUN_KEY]
+
+
+@pytest.fixture(scope="module")
+def browser_run(request) -> dict:
+    """The session's record: per-notebook results, start and end times, cleanup notes."""
+    return _run(request.config)
+
+
+@pytest.fixture(scope="module")
+def lab(browser_run):
+    """A JupyterLab server on the repository, from this interpreter's environment."""
+    problems = missing_tools()
+    if problems:
+        _fail_or_skip("; ".join(problems))
+    browser_run["started"] = time.monotonic()
+    work_dir = None
+    try:
+        with running_lab(SERVER_ROOT, python=sys.executable) as server:
+            work_dir = server.work_dir
+            yield server
+    except LabStartError as exc:
+        pytest.fail(f"JupyterLab did not start: {exc}", pytrace=False)
+    finally:
+        browser_run["finished"] = time.monotonic()
+        if work_dir is not None:
+            browser_run["cleanup"]["leftover_processes"] = processes_mentioning(str(work_dir))
+
+
+@pytest.fixture(scope="module")
+def browser(lab, browser_run):
+    """Debian's Chromium via playwright, a fresh profile; closed before the server stops."""
+    from playwright.sync_api import sync_playwright
+
+    profile = lab.work_dir / "chromium-profile"
+    home = lab.work_dir / "chromium-home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home))
+    try:
+        with sync_playwright() as pw:
+            try:
+                context = launch_browser(pw, profile, executable=CHROMIUM, env=env)
+            except BrowserStartError as exc:
+                pytest.fail(str(exc), pytrace=False)
+            try:
+                yield context
+            finally:
+                with contextlib.suppress(Exception):
+                    context.close()
+    finally:
+        # Anything still holding this run's profile folder is ours and should be gone.
+        browser_run["cleanup"]["chromium_killed"] = _kill_matching(str(profile))
+
+
+def _kill_matching(fragment: str) -> list[int]:
+    killed = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if any(fragment in part for part in proc.info["cmdline"] or []):
+                proc.kill()
+                killed.append(proc.pid)
+    return killed
+
+
+def processes_mentioning(fragment: str) -> list[str]:
+    """Processes whose command line mentions ``fragment`` (this run's temporary folder): should be none."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            cmd = " ".join(proc.info["cmdline"] or [])
+            if fragment in cmd:
+                found.append(f"{proc.pid} {cmd[:160]}")
+    return found
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB"
+
+
+def summary_line(r: dict) -> str:
+    lat = [x for c in r.get("controls", []) for x in c.get("latency_s", [])]
+    lat_text = f", control->figure {max(lat):.2f} s max" if lat else ""
+    t_int = r.get("time_to_interactive_s")
+    return (
+        f"{r['notebook']:<40} {r['outcome']:<6} "
+        f"interactive {t_int if t_int is None else f'{t_int:5.1f} s'}  "
+        f"ws {_mb(r.get('ws_received_bytes', 0))} in / {_mb(r.get('ws_sent_bytes', 0))} out  "
+        f"plots {r.get('counts', {}).get('plots', '?')}, controls checked {len(r.get('controls', []))}"
+        f"{lat_text}{'' if r.get('has_expectations', True) else '  [no expectations entry]'}"
+    )
+
+
+def write_report(run: dict) -> tuple[Path, Path, float | None]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    total = run["finished"] - run["started"] if run["started"] and run["finished"] else None
+    data = {
+        "total_s": total,
+        "budget_s": BUDGET_S,
+        "notebooks": run["results"],
+        "cleanup": run["cleanup"],
+    }
+    json_path, md_path = ARTIFACTS / "report.json", ARTIFACTS / "report.md"
+    json_path.write_text(json.dumps(data, indent=2, default=str))
+    lines = [
+        "# Browser test: JupyterLab in Chromium",
+        "",
+        f"Total browser run (server start to stop): {total:.1f} s (budget {BUDGET_S} s)." if total else "",
+        "",
+        "| notebook | outcome | kernel idle | run-all | time to interactive | figures rendered "
+        "| ws received | ws sent | plots | controls (latency) | quiz |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in run["results"]:
+        fmt = lambda k: f"{r[k]:.1f} s" if r.get(k) is not None else "-"  # noqa: E731
+        controls = "; ".join(
+            f"{c['control']} ({', '.join(f'{x:.2f}' for x in c.get('latency_s', []))} s)" for c in r.get("controls", [])
+        ) or "-"
+        quiz = r.get("quiz") or {}
+        lines.append(
+            f"| {r['notebook']} | {r['outcome']} | {fmt('kernel_ready_s')} | {fmt('run_all_s')} | "
+            f"{fmt('time_to_interactive_s')} | {fmt('rendered_s')} | {_mb(r.get('ws_received_bytes', 0))} | "
+            f"{_mb(r.get('ws_sent_bytes', 0))} | {r.get('counts', {}).get('plots', '-')} | {controls} | "
+            f"{'feedback shown' if quiz else '-'} |"
+        )
+    failures = [r for r in run["results"] if r.get("error")]
+    if failures:
+        lines += ["", "## Failures", ""] + [f"- {r['notebook']}: {r['error'][:600]}" for r in failures]
+    missing = [r["notebook"] for r in run["results"] if not r.get("has_expectations", True)]
+    if missing:
+        lines += ["", f"No expectations entry (generic checks only): {', '.join(missing)}."]
+    stderr = [(r["notebook"], s) for r in run["results"] for s in r.get("stderr", [])]
+    if stderr:
+        lines += ["", "## Other stderr output (not failures)", ""] + [f"- {n}: {s[:200]!r}" for n, s in stderr]
+    left = run["cleanup"].get("leftover_processes")
+    lines += ["", f"Processes left behind after the run: {left or 'none'}."]
+    md_path.write_text("\n".join(lines) + "\n")
+    return json_path, md_path, total
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    run = config.stash.get(RUN_KEY, None)
+    if not run or not run["results"]:
+        return
+    json_path, md_path, total = write_report(run)
+    tr = terminalreporter
+    tr.section("browser: JupyterLab in Chromium")
+    for r in run["results"]:
+        tr.write_line(summary_line(r))
+    if total is not None:
+        over = "  OVER BUDGET" if total > BUDGET_S else ""
+        tr.write_line(f"total browser run {total:.1f} s (budget {BUDGET_S} s){over}")
+    left = run["cleanup"].get("leftover_processes")
+    tr.write_line(f"processes left behind: {left or 'none'}")
+    tr.write_line(f"report: {md_path.relative_to(REPO)}, {json_path.relative_to(REPO)}; "
+                  f"screenshots in {ARTIFACTS.relative_to(REPO)}/")

@@ -1,0 +1,400 @@
+"""Driving a JupyterLab page in Chromium with playwright: what a person does, with a timeout on every wait.
+
+- ``launch_browser``: Debian's Chromium in a persistent context (never ``playwright install``).
+- ``WebsocketMeter``: bytes over the kernel's websocket, per page.
+- ``open_notebook`` / ``wait_kernel_idle`` / ``run_all`` / ``wait_run_finished``.
+- ``rendered_counts``, ``output_problems``: what the outputs show.
+- ``plot_data``, ``poll_until``: read a plotly figure's live trace list from the page.
+- ``click_toggle_button``, ``press_slider_key``, ``select_option``: controls, moved the way a person would.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+VIEWPORT = {"width": 1400, "height": 1000}
+KERNEL_IDLE_TEXT = "Python 3 (ipykernel) | Idle"
+
+# Selectors, in one place (JupyterLab 4, ipywidgets 8).
+OUTPUT = ".jp-OutputArea-output"
+PLOT = ".js-plotly-plot"
+CODE_PROMPT = ".jp-CodeCell .jp-InputPrompt"
+#: What ``rendered_counts`` counts inside cell outputs; keys are used in the expectation table.
+WIDGET_SELECTORS = {
+    "plots": PLOT,
+    "sliders": ".widget-slider",
+    "toggle_buttons": ".widget-toggle-buttons, .widget-toggle-button:not(.widget-toggle-buttons .widget-toggle-button)",
+    "dropdowns": ".widget-dropdown",
+    "buttons": "button.jupyter-button:not(.widget-toggle-button)",
+    "checkboxes": ".widget-checkbox",
+    "radios": ".widget-radio",
+    "quizzes": ".mha-quiz",
+}
+
+
+class BrowserStartError(RuntimeError):
+    """Chromium could not be started."""
+
+
+def launch_browser(playwright, user_data_dir: Path, *, executable: str, env: dict | None = None, timeout_s: float = 60):
+    """A headless Chromium persistent context with a fresh profile folder."""
+    try:
+        return playwright.chromium.launch_persistent_context(
+            str(user_data_dir),
+            executable_path=executable,
+            headless=True,
+            args=list(CHROMIUM_ARGS),
+            viewport=VIEWPORT,
+            env=env,
+            timeout=timeout_s * 1000,
+        )
+    except Exception as exc:  # playwright raises its own Error/TimeoutError types
+        raise BrowserStartError(f"Chromium ({executable}) did not start within {timeout_s:.0f} s: {exc}") from exc
+
+
+def parse_kernel_frame(payload) -> tuple[dict, dict, dict]:
+    """(header, parent_header, content) of one kernel websocket frame.
+
+    JupyterLab speaks either the JSON protocol (text frames) or
+    ``v1.kernel.websocket.jupyter.org`` (binary: a count n, n little-endian uint64
+    offsets, then channel, header, parent header, metadata, content, buffers).
+    """
+    if isinstance(payload, str):
+        msg = json.loads(payload)
+        return msg.get("header", {}), msg.get("parent_header", {}), msg.get("content", {})
+    (n,) = struct.unpack_from("<Q", payload, 0)
+    offsets = list(struct.unpack_from(f"<{n}Q", payload, 8)) + [len(payload)]
+    part = lambda i: json.loads(payload[offsets[i]:offsets[i + 1]]) if i + 1 < len(offsets) else {}  # noqa: E731
+    return part(1), part(2), part(4)
+
+
+@dataclass
+class WebsocketMeter:
+    """Payload bytes over the page's kernel websockets (``/api/kernels/<id>/channels``), and
+    anything the kernel wrote to stderr or raised while handling a widget message (a control's
+    callback): JupyterLab shows those in no cell, only in its log console."""
+
+    received: int = 0
+    sent: int = 0
+    frames: int = 0
+    urls: list = field(default_factory=list)
+    callback_errors: list = field(default_factory=list)
+
+    def attach(self, page) -> "WebsocketMeter":
+        page.on("websocket", self._on_websocket)
+        return self
+
+    def _on_websocket(self, ws) -> None:
+        if "/api/kernels/" not in ws.url:
+            return
+        self.urls.append(ws.url.split("?")[0])
+        ws.on("framereceived", lambda payload: self._count("received", payload))
+        ws.on("framesent", lambda payload: self._count("sent", payload))
+
+    def _count(self, direction: str, payload) -> None:
+        n = len(payload.encode("utf-8")) if isinstance(payload, str) else len(payload)
+        setattr(self, direction, getattr(self, direction) + n)
+        self.frames += 1
+        if direction == "received" and n < 1_000_000:  # the big frames are widget code (plotly's bundle)
+            self._look_for_callback_error(payload)
+
+    def _look_for_callback_error(self, payload) -> None:
+        try:
+            header, parent, content = parse_kernel_frame(payload)
+        except (ValueError, struct.error, UnicodeDecodeError):
+            return
+        kind = header.get("msg_type")
+        if parent.get("msg_type") != "comm_msg" or kind not in ("stream", "error"):
+            return
+        if kind == "error":
+            self.callback_errors.append(f"{content.get('ename')}: {content.get('evalue')}")
+        elif content.get("name") == "stderr" and not content.get("text", "").startswith("No such comm"):
+            # ("No such comm: ..." is the kernel answering a frontend probe for a comm it never opened.)
+            self.callback_errors.append(content.get("text", "")[:2000])
+
+
+# --------------------------------------------------------------------------- the notebook lifecycle
+
+
+def status_bar_text(page) -> str:
+    return page.evaluate("() => (document.querySelector('#jp-main-statusbar') || {}).innerText || ''")
+
+
+def open_notebook(page, server, rel_path: str, *, workspace: str, timeout_s: float = 60) -> None:
+    """Open ``rel_path`` (relative to the server root) in its own, fresh workspace."""
+    page.goto(server.url(f"/lab/workspaces/{workspace}/tree/{rel_path}"), timeout=timeout_s * 1000)
+
+
+def wait_kernel_idle(page, *, timeout_s: float = 60) -> None:
+    """Wait for the status bar's ``Python 3 (ipykernel) | Idle`` (the kernel exists and is idle)."""
+    try:
+        page.wait_for_function(
+            "(text) => ((document.querySelector('#jp-main-statusbar') || {}).innerText || '')"
+            ".replace(/\\s*\\n\\s*/g, ' | ').includes(text)",
+            arg=KERNEL_IDLE_TEXT, timeout=timeout_s * 1000, polling=200,
+        )
+    except Exception as exc:
+        raise AssertionError(
+            f"the kernel was not '{KERNEL_IDLE_TEXT}' within {timeout_s:.0f} s; "
+            f"status bar reads {status_bar_text(page)!r}"
+        ) from exc
+
+
+def code_prompts(page) -> list[str]:
+    return page.evaluate(f"() => [...document.querySelectorAll('{CODE_PROMPT}')].map(e => e.innerText.trim())")
+
+
+def run_all(page, *, restart: bool = False, timeout_s: float = 20) -> None:
+    """Run menu -> 'Run All Cells' (or 'Restart Kernel and Run All Cells...', confirming the dialog)."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click(timeout=timeout_s * 1000)
+    command = "runmenu:restart-and-run-all" if restart else "runmenu:run-all"
+    page.locator(f'.lm-Menu-item[data-command="{command}"]').click(timeout=timeout_s * 1000)
+    if restart:
+        page.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=timeout_s * 1000)
+    # Run-all marks every code cell [*] at once; the first prompt must leave [ ].
+    try:
+        page.wait_for_function(
+            f"() => {{ const p = document.querySelector('{CODE_PROMPT}'); return p && p.innerText.trim() !== '[ ]:'; }}",
+            timeout=timeout_s * 1000, polling=100,
+        )
+    except Exception as exc:
+        raise AssertionError(f"Run All did not start any cell within {timeout_s:.0f} s; prompts {code_prompts(page)}") from exc
+
+
+def wait_run_finished(page, *, timeout_s: float) -> list[str]:
+    """Wait until no cell is queued or running and the kernel is idle; return the prompts."""
+    script = f"""(text) => {{
+        const prompts = [...document.querySelectorAll('{CODE_PROMPT}')].map(e => e.innerText.trim());
+        const status = ((document.querySelector('#jp-main-statusbar') || {{}}).innerText || '').replace(/\\s*\\n\\s*/g, ' | ');
+        return prompts.length > 0 && /^\\[\\d+\\]:$/.test(prompts[0]) && !prompts.includes('[*]:') && status.includes(text);
+    }}"""
+    try:
+        page.wait_for_function(script, arg=KERNEL_IDLE_TEXT, timeout=timeout_s * 1000, polling=200)
+    except Exception as exc:
+        raise AssertionError(
+            f"Run All did not finish within {timeout_s:.0f} s; prompts {code_prompts(page)}, "
+            f"status bar {status_bar_text(page)!r}"
+        ) from exc
+    return code_prompts(page)
+
+
+# --------------------------------------------------------------------------- what the outputs show
+
+
+def rendered_counts(page) -> dict[str, int]:
+    """How many of each kind of thing (WIDGET_SELECTORS) the cell outputs hold."""
+    return page.evaluate(
+        """([output, selectors]) => {
+            const counts = {};
+            for (const [name, sel] of Object.entries(selectors)) {
+                const found = new Set();
+                for (const out of document.querySelectorAll(output)) {
+                    if (out.matches(sel)) found.add(out);
+                    out.querySelectorAll(sel).forEach(e => found.add(e));
+                }
+                counts[name] = found.size;
+            }
+            counts.loading_widgets = [...document.querySelectorAll(output)]
+                .filter(e => /Loading widget/.test(e.innerText || '')).length;
+            counts.empty_plots = [...document.querySelectorAll(output + ' .js-plotly-plot, ' + output + '.js-plotly-plot')]
+                .filter(e => !(e.data && e.data.length)).length;
+            return counts;
+        }""",
+        [OUTPUT, WIDGET_SELECTORS],
+    )
+
+
+def wait_rendered(page, minimum: dict[str, int], *, timeout_s: float) -> dict[str, int]:
+    """Wait until every count in ``minimum`` is reached, no 'Loading widget...' remains and no figure is empty."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        counts = rendered_counts(page)
+        done = counts["loading_widgets"] == 0 and counts["empty_plots"] == 0
+        if done and all(counts.get(k, 0) >= v for k, v in minimum.items()):
+            return counts
+        if time.monotonic() > deadline:
+            missing = {k: f"{counts.get(k, 0)} < {v}" for k, v in minimum.items() if counts.get(k, 0) < v}
+            stderr = output_problems(page)["stderr"]
+            raise AssertionError(
+                f"outputs did not render within {timeout_s:.0f} s: missing {missing}, "
+                f"{counts['loading_widgets']} still 'Loading widget...', {counts['empty_plots']} figures drawn with no traces "
+                f"(a FigureWidget whose data never reached its view); "
+                f"counts {counts}" + (f"; stderr in the outputs: {stderr}" if stderr else "")
+            )
+        page.wait_for_timeout(250)
+
+
+def output_problems(page) -> dict[str, list[str]]:
+    """Error outputs, 'Error displaying widget', and other stderr text, read from the cell outputs."""
+    return page.evaluate(
+        """(output) => {
+            const errors = [], widget_errors = [], stderr = [];
+            for (const el of document.querySelectorAll(output)) {
+                const mime = el.getAttribute('data-mime-type') || '';
+                const text = (el.innerText || '').trim();
+                const isError = mime.includes('error') || el.querySelector('[data-mime-type*="error"]');
+                if (isError || (mime.includes('stderr') && /Traceback|Error\\b|Exception\\b/.test(text))) {
+                    errors.push(text.slice(0, 2000));
+                } else if (mime.includes('stderr') && text) {
+                    stderr.push(text.slice(0, 500));
+                }
+                if (/Error displaying widget|Error rendering|Failed to load model class|Message serialization failed/.test(text)) {
+                    widget_errors.push(text.slice(0, 500));
+                }
+            }
+            return {errors, widget_errors, stderr};
+        }""",
+        OUTPUT,
+    )
+
+
+def save_screenshot(page, path: Path, *, max_height: int = 16000) -> None:
+    """One picture of the whole notebook: the viewport is stretched to the notebook's height first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    measure = """() => {
+        const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer')
+                   || document.querySelector('.jp-NotebookPanel-notebook');
+        const cells = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
+        if (!panel || !cells.length) return 0;
+        panel.scrollTop = 0;
+        // the bottom of the last cell (not the scroll-past-end padding), plus the status bar
+        return Math.ceil(cells[cells.length - 1].getBoundingClientRect().bottom + 80);
+    }"""
+    try:
+        # Twice: cells outside the viewport are sized by an estimate until they are shown.
+        for _ in range(2):
+            height = int(min(max(page.evaluate(measure) or 0, VIEWPORT["height"]), max_height))
+            page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+            page.wait_for_timeout(700)  # layout, and plotly's relayout on resize
+        page.evaluate(measure)
+        page.screenshot(path=str(path), timeout=30_000)
+    finally:
+        page.set_viewport_size(VIEWPORT)
+
+
+# --------------------------------------------------------------------------- plotly data in the page
+
+_READ_PLOT = """(el) => {
+    const plain = (v) => {
+        if (ArrayBuffer.isView(v)) return Array.from(v);
+        if (Array.isArray(v)) return v.map(plain);
+        if (v && typeof v === 'object') {
+            const o = {};
+            for (const k of Object.keys(v)) if (!k.startsWith('_')) o[k] = plain(v[k]);
+            return o;
+        }
+        return v;
+    };
+    const layout = el.layout || {};
+    const title = layout.title;
+    return {
+        data: plain(el.data || []),
+        title: title ? (title.text !== undefined ? title.text : title) : null,
+        annotations: (layout.annotations || []).map(a => a.text === undefined ? null : a.text),
+        shapes: (layout.shapes || []).map(s => ({x0: s.x0, x1: s.x1, y0: s.y0, y1: s.y1})),
+        axis_types: Object.fromEntries(Object.keys(layout).filter(k => /^[xy]axis[0-9]*$/.test(k))
+                                        .map(k => [k, (layout[k] || {}).type || null])),
+    };
+}"""
+
+
+def decode_typed_arrays(value):
+    """Undo plotly's base64 typed-array encoding ({'dtype', 'bdata', 'shape'}) where the page kept it."""
+    if isinstance(value, dict) and "bdata" in value and "dtype" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        if shape:
+            shape = [int(s) for s in (shape.split(",") if isinstance(shape, str) else shape)]
+            arr = arr.reshape(shape)
+        return arr.tolist()
+    if isinstance(value, dict):
+        return {k: decode_typed_arrays(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_typed_arrays(v) for v in value]
+    return value
+
+
+def plot_data(plot) -> dict:
+    """What a ``.js-plotly-plot`` element (a Locator) shows: its live trace list (``data``), and from
+    its layout the ``title`` text, the ``annotations`` texts, the ``shapes`` corners and each axis's type."""
+    result = plot.evaluate(_READ_PLOT)
+    result["data"] = decode_typed_arrays(result["data"])
+    return result
+
+
+def as_array(values) -> np.ndarray:
+    """A trace's numbers as float array (None -> nan)."""
+    return np.array([[np.nan if x is None else x for x in row] if isinstance(row, list) else (np.nan if row is None else row)
+                     for row in values], dtype=float)
+
+
+def poll_until(read, ok, *, timeout_s: float = 15, interval_s: float = 0.05):
+    """Call ``read()`` until ``ok(value)``; return (value, seconds, ok?) — the last value either way."""
+    start = time.monotonic()
+    while True:
+        value = read()
+        if ok(value):
+            return value, time.monotonic() - start, True
+        if time.monotonic() - start > timeout_s:
+            return value, time.monotonic() - start, False
+        time.sleep(interval_s)
+
+
+# --------------------------------------------------------------------------- controls, moved like a person
+
+
+def output_with(page, selector: str, index: int = 0):
+    """The ``index``-th cell output that contains ``selector`` (one control group)."""
+    return page.locator(OUTPUT).filter(has=page.locator(selector)).nth(index)
+
+
+def press_slider_key(slider, key: str = "ArrowRight", times: int = 1) -> str:
+    """Focus the slider's handle and press ``key``; returns the readout text afterwards."""
+    handle = slider.locator(".noUi-handle").first
+    handle.scroll_into_view_if_needed(timeout=10_000)
+    handle.focus(timeout=10_000)
+    for _ in range(times):
+        handle.press(key, timeout=10_000)
+    return slider.locator(".widget-readout").first.inner_text(timeout=10_000).strip()
+
+
+def click_toggle_button(group, label: str) -> None:
+    """Click the toggle button whose text is ``label`` inside ``group``."""
+    button = group.locator(".widget-toggle-button", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$")).first
+    button.scroll_into_view_if_needed(timeout=10_000)
+    button.click(timeout=10_000)
+
+
+def click_checkbox(group, label: str) -> None:
+    """Click the checkbox whose description is ``label`` inside ``group``."""
+    # ipywidgets 8: <div class="widget-checkbox"><label class="widget-label">(hidden)</label>
+    #              <label class="widget-label-basic"><input type="checkbox"><span>description</span></label></div>
+    box = group.locator(".widget-checkbox .widget-label-basic", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
+    box = box.locator("input").first
+    box.scroll_into_view_if_needed(timeout=10_000)
+    box.click(timeout=10_000)
+
+
+def select_option(group, label: str) -> None:
+    """Choose ``label`` in the first dropdown inside ``group``."""
+    select = group.locator(".widget-dropdown select").first
+    select.scroll_into_view_if_needed(timeout=10_000)
+    select.select_option(label=label, timeout=10_000)

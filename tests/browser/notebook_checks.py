@@ -1,0 +1,498 @@
+"""What each notebook must show in the browser, and how its live controls are checked.
+
+``NOTEBOOKS`` (at the end) maps a notebook's two-digit prefix to an ``Expect``:
+
+- ``minimum``: at least this many of each thing in the cell outputs (keys of
+  ``lab_page.WIDGET_SELECTORS``: plots, sliders, toggle_buttons, dropdowns, buttons,
+  checkboxes, radios, quizzes), counted after run-all;
+- ``controls``: functions ``check(page, lab) -> dict`` that move one control the way a
+  person would and assert that the figure in the page now shows what ``mha_core``
+  computes for the new setting; they return what goes in the report (latencies);
+- ``quiz``: a set id whose quick check is answered in the page (choose, Check, feedback).
+
+Adding a notebook's control is a few lines: find the CSS class its widget module puts
+on the control (``add_class``) and the pure builder that draws its figure, then::
+
+    def my_control(page, lab):
+        from mha_core.figures.topic import topic_figure
+        return toggle_check(page, ".mha-my-control", lambda label: topic_figure(..., label),
+                            initial="none", labels=["causal", "none"], name="NN my control")
+
+(``slider_check`` for sliders, moved with the arrow keys; ``checkbox_check``;
+``dropdown_check``.) The figure in the page must then equal the built one: every
+trace's x, y and z, and the layout's title, annotation texts, shape corners and
+the axis types the builder sets (``layout_keys`` picks which). A notebook with no entry still gets the generic checks
+(runs, no errors, figures drawn, its quick check rendered) and is flagged in the report.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lab_page import (
+    PLOT,
+    click_checkbox,
+    click_toggle_button,
+    decode_typed_arrays,
+    output_with,
+    plot_data,
+    poll_until,
+    press_slider_key,
+    select_option,
+)
+
+ATOL = 1e-9
+#: Trace keys compared between the page and the figure mha_core builds.
+TRACE_KEYS = ("x", "y", "z")
+#: Layout parts compared (a control may move only the layout, e.g. a marked column).
+LAYOUT_KEYS = ("title", "annotations", "shapes", "axis_types")
+
+
+@dataclass(frozen=True)
+class Expect:
+    minimum: dict = field(default_factory=lambda: {"quizzes": 1})
+    controls: tuple = ()
+    quiz: str | None = None
+
+
+# --------------------------------------------------------------------------- comparing figures
+
+
+def _as_float(values) -> np.ndarray:
+    arr = np.asarray(values, dtype=object)
+    return np.where(arr == None, np.nan, arr).astype(float)  # noqa: E711  (None: a gap in a heatmap)
+
+
+def _values_match(shown, expected) -> bool:
+    """Numbers to ATOL (None and nan are the same); labels exactly."""
+    if shown is None or expected is None:
+        return shown is None and expected is None
+    try:
+        got, want = _as_float(shown), _as_float(expected)
+    except (TypeError, ValueError):
+        return np.asarray(shown, dtype=object).tolist() == np.asarray(expected, dtype=object).tolist()
+    return got.shape == want.shape and bool(np.allclose(got, want, atol=ATOL, equal_nan=True))
+
+
+def expected_view(figure) -> dict:
+    """A go.Figure reduced to what ``lab_page.plot_data`` reads from the page."""
+    spec = decode_typed_arrays(figure.to_dict())  # plotly stores arrays as base64
+    layout = spec.get("layout", {})
+    title = layout.get("title")
+    return {
+        "data": spec["data"],
+        "title": title.get("text") if isinstance(title, dict) else title,
+        "annotations": [a.get("text") for a in layout.get("annotations", [])],
+        "shapes": [{k: s.get(k) for k in ("x0", "x1", "y0", "y1")} for s in layout.get("shapes", [])],
+        # only the axes whose type the builder sets (category, log, ...); plotly picks the others
+        "axis_types": {k: v["type"] for k, v in layout.items()
+                       if re.fullmatch(r"[xy]axis\d*", k) and isinstance(v, dict) and v.get("type")},
+    }
+
+
+def figure_mismatch(shown: dict, expected_figure, layout_keys=LAYOUT_KEYS) -> str | None:
+    """None if the page shows what ``expected_figure`` (a go.Figure) holds; else what differs."""
+    want = expected_view(expected_figure)
+    if len(shown["data"]) != len(want["data"]):
+        return f"the page shows {len(shown['data'])} traces, mha_core builds {len(want['data'])}"
+    for i, (got, exp) in enumerate(zip(shown["data"], want["data"])):
+        for key in TRACE_KEYS:
+            if key in exp and not _values_match(got.get(key), exp[key]):
+                return (f"trace {i} ({exp.get('type', '?')}) {key}: page {got.get(key)!r}, "
+                        f"mha_core {np.asarray(exp[key], dtype=object).tolist()!r}")
+    for key in layout_keys:
+        if key == "shapes":
+            same = len(shown["shapes"]) == len(want["shapes"]) and all(
+                _values_match([g.get(k) for k in w], list(w.values())) for g, w in zip(shown["shapes"], want["shapes"])
+            )
+        elif key == "axis_types":
+            same = all(shown["axis_types"].get(axis) == kind for axis, kind in want["axis_types"].items())
+        else:
+            same = shown[key] == want[key]
+        if not same:
+            return f"layout {key}: page {shown[key]!r}, mha_core {want[key]!r}"
+    return None
+
+
+def wait_for_figure(plot, expected_figure, *, what: str, layout_keys=LAYOUT_KEYS, timeout_s: float = 15) -> float:
+    """Poll the page's figure until it matches ``expected_figure``; return the seconds it took."""
+    shown, seconds, ok = poll_until(lambda: plot_data(plot),
+                                    lambda d: figure_mismatch(d, expected_figure, layout_keys) is None,
+                                    timeout_s=timeout_s)
+    if not ok:
+        raise AssertionError(f"{what}: after {seconds:.1f} s {figure_mismatch(shown, expected_figure, layout_keys)}")
+    return seconds
+
+
+def wait_for_trace(plot, trace: int, key: str, expected, *, what: str, timeout_s: float = 15) -> float:
+    """Poll until trace[key] of the page's figure equals ``expected`` (numbers); return the seconds it took."""
+    shown, seconds, ok = poll_until(
+        lambda: plot_data(plot),
+        lambda d: len(d["data"]) > trace and _values_match(d["data"][trace].get(key), expected),
+        timeout_s=timeout_s,
+    )
+    if not ok:
+        got = shown["data"][trace].get(key) if len(shown["data"]) > trace else f"only {len(shown['data'])} traces"
+        raise AssertionError(f"{what}: after {seconds:.1f} s the page shows {key}={got!r}, "
+                             f"mha_core computes {np.asarray(expected).tolist()!r}")
+    return seconds
+
+
+def wait_for_text(locator, expected: str, *, what: str, timeout_s: float = 15) -> float:
+    """Poll until the element's text (whitespace collapsed) contains ``expected``."""
+    text, seconds, ok = poll_until(lambda: re.sub(r"\s+", " ", locator.inner_text()).strip(),
+                                   lambda t: expected in t, timeout_s=timeout_s)
+    assert ok, f"{what}: after {seconds:.1f} s the page reads {text!r}; expected it to contain {expected!r}"
+    return seconds
+
+
+# --------------------------------------------------------------------------- generic control checks
+
+
+def _group(page, css: str, index: int = 0):
+    """The control (``css``), the first plot in the same cell output, and that output."""
+    group = output_with(page, css, index)
+    return group.locator(css).first, group.locator(PLOT).first, group
+
+
+def _check_initial(plot, build, initial, name, layout_keys):
+    if initial is not None:
+        wait_for_figure(plot, build(initial), what=f"{name}: the figure as the notebook draws it ({initial})",
+                        layout_keys=layout_keys)
+
+
+def slider_check(page, css: str, build, *, steps=(("ArrowRight", 1), ("ArrowLeft", 1)), name: str,
+                 initial: str | None = None, layout_keys=LAYOUT_KEYS, index: int = 0) -> dict:
+    """Press each (key, times) on the slider ``css``; after each, the figure must equal ``build(readout_text)``.
+
+    ``initial``: the setting the notebook starts at; the figure is first checked against
+    ``build(initial)``, which also proves the check rebuilds the notebook's inputs right.
+    """
+    slider, plot, _ = _group(page, css, index)
+    _check_initial(plot, build, initial, name, layout_keys)
+    report = {"control": name, "settings": [], "latency_s": []}
+    for key, times in steps:
+        readout = press_slider_key(slider, key, times)
+        report["settings"].append(readout)
+        report["latency_s"].append(wait_for_figure(plot, build(readout), what=f"{name}: {key} x{times} -> {readout}",
+                                                   layout_keys=layout_keys))
+    assert len(set(report["settings"])) == len(report["settings"]), f"{name}: the slider did not move: {report['settings']}"
+    return report
+
+
+def toggle_check(page, css: str, build, *, labels, name: str, initial: str | None = None,
+                 layout_keys=LAYOUT_KEYS, index: int = 0) -> dict:
+    """Click each toggle button in ``labels``; after each, the figure must equal ``build(label)``."""
+    group, plot, _ = _group(page, css, index)
+    _check_initial(plot, build, initial, name, layout_keys)
+    report = {"control": name, "settings": list(labels), "latency_s": []}
+    for label in labels:
+        click_toggle_button(group, label)
+        report["latency_s"].append(wait_for_figure(plot, build(label), what=f"{name}: clicked {label!r}",
+                                                   layout_keys=layout_keys))
+    return report
+
+
+def dropdown_check(page, css: str, build, *, labels, name: str, initial: str | None = None,
+                   layout_keys=LAYOUT_KEYS, index: int = 0) -> dict:
+    """Choose each option in ``labels``; after each, the figure must equal ``build(label)``."""
+    group, plot, _ = _group(page, css, index)
+    _check_initial(plot, build, initial, name, layout_keys)
+    report = {"control": name, "settings": list(labels), "latency_s": []}
+    for label in labels:
+        select_option(group, label)
+        report["latency_s"].append(wait_for_figure(plot, build(label), what=f"{name}: chose {label!r}",
+                                                   layout_keys=layout_keys))
+    return report
+
+
+def checkbox_check(page, css: str, build, *, clicks, name: str, initial=None, layout_keys=LAYOUT_KEYS) -> dict:
+    """Click the checkboxes described by ``clicks`` in turn; after each, the figure must equal
+    ``build(ticked)``, where ``ticked`` maps each description to its state (read from the page)."""
+    _, plot, group = _group(page, css)
+    boxes = group.locator(css)
+    names = [t.strip() for t in boxes.locator(".widget-label-basic").all_inner_texts()]
+
+    def ticked():
+        return {n: boxes.nth(i).locator("input").is_checked() for i, n in enumerate(names)}
+
+    _check_initial(plot, build, ticked() if initial is None else initial, name, layout_keys)
+    report = {"control": name, "settings": [], "latency_s": []}
+    for label in clicks:
+        before = ticked()[label]
+        click_checkbox(group, label)
+        state, _, ok = poll_until(ticked, lambda s: s[label] != before, timeout_s=5)
+        assert ok, f"{name}: clicking {label!r} did not change it"
+        report["settings"].append(f"{label} {'on' if state[label] else 'off'}")
+        report["latency_s"].append(wait_for_figure(plot, build(state), what=f"{name}: {report['settings'][-1]}",
+                                                   layout_keys=layout_keys))
+    return report
+
+
+# --------------------------------------------------------------------------- 00 welcome
+
+
+def welcome_sharpness(page, lab) -> dict:
+    """00: the sharpness slider, moved with the arrow keys, redraws softmax(sharpness * scores)."""
+    from mha_core.attention import softmax
+    from mha_core.widgets.welcome import welcome_scores
+
+    slider, plot, _ = _group(page, ".mha-welcome-slider")
+    scores = welcome_scores()  # (T,)
+    report = {"control": "00 sharpness slider (arrow keys)", "settings": [], "latency_s": []}
+    wait_for_trace(plot, 0, "y", softmax(1.0 * scores), what="the weights as the notebook draws them (sharpness 1)")
+    for key, times in (("ArrowRight", 2), ("ArrowLeft", 1)):
+        sharpness = float(press_slider_key(slider, key, times))
+        report["settings"].append(sharpness)
+        report["latency_s"].append(
+            wait_for_trace(plot, 0, "y", softmax(sharpness * scores), what=f"sharpness {sharpness} after {key} x{times}")
+        )
+    assert report["settings"] == [1.5, 1.25], f"the slider should read 1.50 then 1.25 (from 1.00), read {report['settings']}"
+    return report
+
+
+# --------------------------------------------------------------------------- 01 and 02: one head
+
+
+def sentence_qkv():
+    """x, w_q, w_k, w_v and q, k, v as notebooks 01 and 02 compute them (01: cells 2, 6, 8; 02: cell 2).
+
+    Shapes: x (T, D) = (6, 8); w_* (D, Dh) = (8, 4); q, k, v (T, Dh) = (6, 4).
+    """
+    from mha_core.attention import project
+    from mha_core.examples import token_vectors
+
+    x = token_vectors(d_model=8, seed=0)  # (T, D) = (6, 8)
+    rng = np.random.default_rng(1)
+    w_q, w_k, w_v = (rng.standard_normal((8, 4)) / np.sqrt(8) for _ in range(3))  # (D, Dh) each, in this order
+    return x, (w_q, w_k, w_v), tuple(project(x, w) for w in (w_q, w_k, w_v))
+
+
+def token_picker(page, lab) -> dict:
+    """01: clicking a token redraws its q, k, v and its scores against every token."""
+    from mha_core.examples import TOKENS
+    from mha_core.figures.qkv import token_qkv_figure
+
+    _, _, (q, k, v) = sentence_qkv()
+    return toggle_check(page, ".mha-qkv-token", lambda word: token_qkv_figure(q, k, v, TOKENS, TOKENS.index(word)),
+                        initial="cache", labels=["deploy", "the"], name="01 token picker (click)")
+
+
+def dk_slider(page, lab) -> dict:
+    """02: the d_k slider (arrow keys) redraws the scaling figure for the new d_k (scaling_explorer() defaults)."""
+    from mha_core.figures.single_head import scaling_experiment, scaling_figure
+
+    data = scaling_experiment(seed=0)
+    return slider_check(page, ".mha-dk-slider", lambda readout: scaling_figure(data, int(readout)),
+                        initial="4", name="02 d_k slider (arrow keys)")
+
+
+def mask_buttons(page, lab) -> dict:
+    """02: the mask buttons redraw the weights with no mask, a causal mask, and a padding mask."""
+    from mha_core.attention import causal_mask, project, scaled_dot_product_attention
+    from mha_core.examples import TOKENS
+    from mha_core.figures.single_head import masked_weights_figure
+    from mha_core.widgets.single_head import MASK_TITLES, PAD
+
+    x, (w_q, w_k, w_v), _ = sentence_qkv()
+    T, n_pad = len(TOKENS), 2  # mask_explorer appends two [PAD] tokens (zero vectors) for 'padding'
+
+    def build(mode):
+        xs, tokens = x, tuple(TOKENS)
+        if mode == "padding":
+            xs = np.vstack([x, np.zeros((n_pad, x.shape[1]))])  # (T + 2, D)
+            tokens += (PAD,) * n_pad
+            blocked = np.broadcast_to(np.arange(T + n_pad) >= T, (T + n_pad, T + n_pad))  # (Tq, Tk): keys that are padding
+        else:
+            blocked = causal_mask(T) if mode == "causal" else np.zeros((T, T), dtype=bool)  # (T, T)
+        q, k, v = (project(xs, w) for w in (w_q, w_k, w_v))  # (T', Dh) each
+        _, weights = scaled_dot_product_attention(q, k, v, attn_mask=blocked)  # (T', T')
+        return masked_weights_figure(weights, tokens, tokens, blocked, title=MASK_TITLES[mode])
+
+    return toggle_check(page, ".mha-mask-mode", build, initial="none", labels=["causal", "padding", "none"],
+                        name="02 mask buttons (click)")
+
+
+# --------------------------------------------------------------------------- 03 and 04: several heads
+
+
+def head_count(page, lab) -> dict:
+    """03: clicking a head count redraws every head's weights from demo_layer(16, H, seed=0)."""
+    from mha_core.examples import TOKENS
+    from mha_core.figures.heads import head_grid_figure
+    from mha_core.widgets.heads import head_weights
+
+    def build(label):
+        return head_grid_figure(head_weights(16, int(label), seed=0), TOKENS)  # weights (H, T, T), tiled
+
+    # The widget writes its own title; the tiles (z), their labels and the head titles are compared.
+    return toggle_check(page, ".mha-head-count", build, initial="4", labels=["2", "8"],
+                        layout_keys=("annotations", "shapes"), name="03 head count (click)")
+
+
+def head_switches(page, lab) -> dict:
+    """04: switching heads off redraws the token's output from output_projection(heads_on=...) and each head's part."""
+    from mha_core.examples import demo_layer, token_vectors
+    from mha_core.figures.projection import contributions_figure
+    from mha_core.widgets.projection import token_parts
+
+    parts = token_parts(demo_layer(16, 4, seed=0), token_vectors(16, seed=0), "changed")
+    output_all = parts.output()  # (D,)
+
+    def build(ticked):
+        heads_on = np.array([ticked[f"head {h + 1}"] for h in range(4)])  # (H,) bool
+        return contributions_figure(parts.contributions, parts.layer.b_o, heads_on, output=parts.output(heads_on),
+                                    output_all=output_all, token="changed", validate=False)
+
+    return checkbox_check(page, ".mha-head-switch", build, clicks=["head 2", "head 1", "head 2"],
+                          name="04 head switches (click)")
+
+
+# --------------------------------------------------------------------------- 05 head sizing
+
+
+def sizing_controls(page, lab) -> dict:
+    """05: head count (arrow keys, through an impossible split), d_model (dropdown) and T (arrow keys)
+    redraw the cost bars; an impossible split shows the plain message with the nearest valid counts."""
+    from mha_core.figures.sizing import sizing_figure, sizing_rows
+    from mha_core.widgets.sizing import impossible_split_message, shown_head_counts
+
+    def build(D, H, T):
+        return sizing_figure(sizing_rows(D, T, shown_head_counts(D)), n_heads=H, validate=False)
+
+    heads, plot, group = _group(page, ".mha-sizing-head-count")
+    tokens = group.locator(".mha-sizing-tokens").first
+    message = group.locator("[role=status]")
+    name = "05 sizing: heads, d_model, T"
+    state = {"D": 768, "H": 12, "T": 1024}
+    wait_for_figure(plot, build(**state), what=f"{name}: the figure as the notebook draws it")
+    report = {"control": name, "settings": [], "latency_s": []}
+
+    def step(what, act):
+        act()
+        report["settings"].append(f"{what} -> D={state['D']} H={state['H']} T={state['T']}")
+        report["latency_s"].append(wait_for_figure(plot, build(**state), what=f"{name}: {report['settings'][-1]}"))
+
+    step("heads ArrowRight", lambda: state.update(H=int(press_slider_key(heads, "ArrowRight"))))
+    assert state["H"] == 13, f"{name}: the head count should read 13 after one step right from 12, reads {state['H']}"
+    wait_for_text(message.first, impossible_split_message(768, 13), what=f"{name}: 13 heads of d_model 768")
+    step("heads ArrowLeft", lambda: state.update(H=int(press_slider_key(heads, "ArrowLeft"))))
+    _, _, ok = poll_until(lambda: message.count() and message.first.inner_text().strip(), lambda t: not t, timeout_s=10)
+    assert ok, f"{name}: the impossible-split message stays after going back to 12 heads"
+    step("d_model 384", lambda: (select_option(group, "384"), state.update(D=384)))
+    step("tokens ArrowLeft", lambda: state.update(T=int(press_slider_key(tokens, "ArrowLeft"))))
+    assert state["T"] == 512, f"{name}: tokens should read 512 after one step left from 1024, reads {state['T']}"
+    return report
+
+
+# --------------------------------------------------------------------------- 10 review
+
+
+def _progress_store(lab):
+    from mha_core.quiz.progress import DEFAULT_PATH, ProgressStore
+
+    return ProgressStore(lab.home / DEFAULT_PATH.relative_to("~"))
+
+
+def review_progress(page, lab) -> dict:
+    """10: the progress table matches the progress file; 'Reset progress…' asks first, Cancel erases nothing."""
+    from mha_core.quiz.progress import progress_summary
+
+    store = _progress_store(lab)
+    try:
+        summary = progress_summary(store)
+        n_answers = store.count()
+    finally:
+        store.close()
+    table = page.locator(".mha-quiz-progress table").first
+    table.scroll_into_view_if_needed(timeout=10_000)
+    rows = table.evaluate("t => [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.innerText.trim()))")
+    expected = [[r.set_id if key != "course" else "all", r.title, str(r.questions), str(r.attempted), str(r.best),
+                 str(r.last), str(r.tries)] for key, r in summary.items()]
+    assert [row[:7] for row in rows] == expected, f"progress table {rows} != progress_summary {expected}"
+
+    box = page.locator(".mha-quiz").filter(has=page.locator(".mha-quiz-reset")).first
+    box.locator(".mha-quiz-reset").first.click(timeout=10_000)
+    ask = f"This erases all {n_answers} recorded answers. Are you sure?"
+    message = box.locator(".mha-quiz-note").first
+    text, seconds, ok = poll_until(lambda: message.inner_text(), lambda t: ask in t)
+    assert ok, f"after 'Reset progress…' the note reads {text!r}, expected {ask!r}"
+    box.locator(".mha-quiz-reset-cancel").first.click(timeout=10_000)
+    text, _, ok = poll_until(lambda: message.inner_text(), lambda t: "Nothing was erased." in t)
+    assert ok, f"after Cancel the note reads {text!r}"
+    store = _progress_store(lab)
+    try:
+        assert store.count() == n_answers, f"Cancel erased answers: {n_answers} -> {store.count()}"
+    finally:
+        store.close()
+    return {"control": "10 progress table and reset (cancel)", "settings": [n_answers], "latency_s": [seconds]}
+
+
+# --------------------------------------------------------------------------- the table
+NOTEBOOKS: dict[str, Expect] = {
+    "00": Expect(
+        minimum={"plots": 1, "sliders": 1, "quizzes": 1, "radios": 1, "checkboxes": 1},
+        controls=(welcome_sharpness,),
+        quiz="00",
+    ),
+    "01": Expect(minimum={"plots": 4, "toggle_buttons": 1, "quizzes": 1}, controls=(token_picker,)),
+    "02": Expect(minimum={"plots": 3, "sliders": 1, "toggle_buttons": 1, "quizzes": 1}, controls=(dk_slider, mask_buttons)),
+    "03": Expect(minimum={"plots": 4, "toggle_buttons": 1, "quizzes": 1}, controls=(head_count,)),
+    "04": Expect(minimum={"plots": 3, "checkboxes": 4, "quizzes": 1}, controls=(head_switches,)),
+    "05": Expect(minimum={"plots": 3, "sliders": 2, "dropdowns": 1, "quizzes": 1}, controls=(sizing_controls,)),
+    "10": Expect(minimum={"quizzes": 2, "buttons": 2}, controls=(review_progress,)),
+}
+
+
+def expectation_for(notebook_name: str) -> tuple[Expect, bool]:
+    """The entry for ``NN_name``, and whether the table had one."""
+    prefix = notebook_name[:2]
+    return (NOTEBOOKS[prefix], True) if prefix in NOTEBOOKS else (Expect(), False)
+
+
+# --------------------------------------------------------------------------- quick check
+
+
+def _option_text(label: str) -> str:
+    """'b) Some text' -> 'Some text'."""
+    return re.sub(r"^\s*[a-z]\)\s*", "", label).strip()
+
+
+def answer_quiz(page, set_id: str) -> dict:
+    """Choose the first shown option of the set's first question, press Check, assert the feedback.
+
+    The expected feedback is graded in this process by ``mha_core.quiz.bank.grade_choice``,
+    with the display order read back from the page (options are shuffled per learner).
+    """
+    from mha_core.quiz.bank import default_bank, grade_choice
+
+    question = default_bank().questions(set_id)[0]
+    texts = [o.text.replace("`", "") for o in question.options]
+    view = page.locator(".mha-quiz").first.locator(".mha-quiz-question").first
+    view.scroll_into_view_if_needed(timeout=10_000)
+    if question.kind == "single":
+        labels = view.locator(".mha-quiz-option .widget-radio-box label")
+    elif question.kind == "multi":
+        labels = view.locator(".mha-quiz-option.widget-checkbox label")
+    else:
+        raise AssertionError(f"quiz {set_id}: the first question is {question.kind}; "
+                             "choose a set that opens with a choice question")
+    shown = [_option_text(t) for t in labels.all_inner_texts()]
+    assert sorted(shown) == sorted(texts), f"quiz {set_id}: the page shows options {shown}, the bank has {texts}"
+    order = [texts.index(t) for t in shown]
+    labels.first.click(timeout=10_000)
+    view.locator(".mha-quiz-check").first.click(timeout=10_000)
+    verdict = grade_choice(question, [order[0]], order)
+    feedback = view.locator(".mha-quiz-feedback").first
+    expected = [re.sub(r"\s+", " ", line.replace("`", "")).strip() for line in (verdict.headline, *verdict.details)]
+    text, seconds, ok = poll_until(lambda: re.sub(r"\s+", " ", feedback.inner_text()).strip(),
+                                   lambda t: all(line in t for line in expected))
+    assert ok, f"quiz {set_id}: after Check the feedback reads {text!r}; mha_core grades it {expected!r}"
+    tries = view.locator(".mha-quiz-tries").first.inner_text()
+    assert "Tries so far: 1" in tries, f"quiz {set_id}: the tries label reads {tries!r} after one Check"
+    score = page.locator(".mha-quiz .mha-quiz-score").first.inner_text()
+    assert "Score" in score, f"quiz {set_id}: no score shown ({score!r})"
+    return {"quiz": set_id, "chosen": shown[0], "correct": verdict.correct, "feedback": text[:160], "latency_s": seconds}

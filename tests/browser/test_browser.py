@@ -1,0 +1,124 @@
+"""Every notebook, in JupyterLab, in Chromium: run all, no errors, figures and controls live.
+
+For each ``notebooks/NN_name.ipynb``: open it in a fresh workspace (a fresh kernel),
+Run menu -> Run All Cells, wait until every cell has run and the kernel is idle, then
+assert no error output and no 'Error displaying widget', and that the figures and
+controls in ``notebook_checks.NOTEBOOKS`` rendered; move each live control the way a
+person would and assert the figure in the page shows what ``mha_core`` computes;
+answer a quick check. A screenshot per notebook goes to artifacts/browser/, and the
+time to interactive and kernel-websocket bytes to the report (see conftest.py).
+
+Run: ``.venv/bin/python -m pytest tests/browser -q``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+
+import pytest
+from browser_config import ARTIFACTS, NOTEBOOK_DIR, SERVER_ROOT
+from lab_page import (
+    WebsocketMeter,
+    code_prompts,
+    open_notebook,
+    output_problems,
+    rendered_counts,
+    run_all,
+    save_screenshot,
+    wait_kernel_idle,
+    wait_rendered,
+    wait_run_finished,
+)
+from notebook_checks import answer_quiz, expectation_for
+
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+# Per-notebook limits (seconds). A notebook runs in < 20 s in a fresh kernel on two
+# cores; the rest is JupyterLab loading, widgets rendering, and a busy shared machine.
+OPEN_TIMEOUT_S = 60
+RUN_TIMEOUT_S = 75
+RENDER_TIMEOUT_S = 30
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, browser, browser_run):
+    expect, has_entry = expectation_for(notebook.stem)
+    result = {"notebook": notebook.stem, "outcome": "failed", "has_expectations": has_entry, "controls": []}
+    browser_run["results"].append(result)
+    stored = _sha256(notebook)
+    lab.delete_sessions()  # a fresh kernel for this notebook
+    page = browser.new_page()
+    meter = WebsocketMeter().attach(page)
+    page_errors = []
+    page.on("pageerror", lambda exc: page_errors.append(str(exc)[:300]))
+    try:
+        start = time.monotonic()
+        open_notebook(page, lab, notebook.relative_to(SERVER_ROOT).as_posix(), workspace=f"browser-test-{notebook.stem}",
+                      timeout_s=OPEN_TIMEOUT_S)
+        wait_kernel_idle(page, timeout_s=OPEN_TIMEOUT_S)
+        result["kernel_ready_s"] = time.monotonic() - start
+        prompts = code_prompts(page)
+        assert prompts, f"{notebook.name} shows no code cells"
+        assert all(p == "[ ]:" for p in prompts), f"the kernel is not fresh: prompts {prompts} before Run All"
+
+        run_started = time.monotonic()
+        run_all(page)
+        prompts = wait_run_finished(page, timeout_s=RUN_TIMEOUT_S)
+        result["run_all_s"] = time.monotonic() - run_started
+        result["time_to_interactive_s"] = time.monotonic() - start
+        not_run = [i for i, p in enumerate(prompts) if p in ("[ ]:", "[*]:")]
+        assert not not_run, f"code cells {not_run} did not run (Run All stops at an error); prompts {prompts}"
+
+        result["counts"] = wait_rendered(page, expect.minimum, timeout_s=RENDER_TIMEOUT_S)
+        result["rendered_s"] = time.monotonic() - start
+        problems = output_problems(page)
+        result["stderr"] = problems["stderr"]
+        assert not problems["errors"], "error output in the notebook:\n" + "\n---\n".join(problems["errors"])
+        assert not problems["widget_errors"], "widgets failed to display:\n" + "\n".join(problems["widget_errors"])
+
+        for check in expect.controls:
+            try:
+                result["controls"].append(check(page, lab))
+            except AssertionError as exc:
+                if not meter.callback_errors:
+                    raise
+                raise AssertionError(f"{exc}\nmeanwhile the kernel wrote to stderr while handling a control:\n"
+                                     + "\n---\n".join(meter.callback_errors)) from exc
+        if expect.quiz:
+            result["quiz"] = answer_quiz(page, expect.quiz)
+
+        problems = output_problems(page)  # a control or the quiz may have written an error
+        assert not problems["errors"], "error output after using the controls:\n" + "\n---\n".join(problems["errors"])
+        assert not meter.callback_errors, "a control's callback wrote to stderr in the kernel:\n" + "\n---\n".join(
+            meter.callback_errors)
+        result["counts"] = rendered_counts(page)
+        result["outcome"] = "passed"
+    except BaseException as exc:
+        result["outcome"] = "failed"
+        result["error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        raise
+    finally:
+        result["ws_received_bytes"], result["ws_sent_bytes"] = meter.received, meter.sent
+        result["callback_errors"] = meter.callback_errors
+        result["page_errors"] = page_errors
+        try:
+            save_screenshot(page, ARTIFACTS / f"{notebook.stem}.png")
+        except Exception as exc:  # a screenshot must not hide the real failure
+            result["screenshot_error"] = str(exc)[:300]
+        page.close()
+        try:
+            lab.delete_sessions()  # shuts this notebook's kernel down
+        except OSError as exc:
+            result.setdefault("error", f"could not delete the sessions afterwards: {exc}; server log:\n{lab.log_tail()}")
+    # Autosave is off: the notebook on disk (stored without outputs) must be untouched.
+    if _sha256(notebook) != stored:
+        result["outcome"], result["error"] = "failed", f"{notebook.name} changed on disk while the test ran it"
+        pytest.fail(result["error"])

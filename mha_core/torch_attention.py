@@ -238,18 +238,33 @@ class TorchMultiHeadAttention(nn.Module):
             returns: q (B, Tq, D), k and v (B, Tk, Hkv*Dh)
         """
         widths = self._widths
+        w_qkv, b_qkv, _, _ = self._projection_params()  # (D + 2*Hkv*Dh, D), (D + 2*Hkv*Dh,)
         if same == "qkv":
-            return self.qkv(query).split(widths, dim=-1)  # (B, T, D), (B, T, Hkv*Dh) x 2
+            return F.linear(query, w_qkv, b_qkv).split_with_sizes(widths, dim=-1)  # (B, T, D), (B, T, Hkv*Dh) x 2
         q_and_kv = [widths[0], widths[1] + widths[2]]
-        w_q, w_kv = self.qkv.weight.split(q_and_kv, dim=0)  # (D, D), (2*Hkv*Dh, D)
-        b_q, b_kv = (None, None) if self.qkv.bias is None else self.qkv.bias.split(q_and_kv)  # (D,), (2*Hkv*Dh,)
+        w_q, w_kv = w_qkv.split_with_sizes(q_and_kv, dim=0)  # (D, D), (2*Hkv*Dh, D)
+        b_q, b_kv = (None, None) if b_qkv is None else b_qkv.split_with_sizes(q_and_kv)  # (D,), (2*Hkv*Dh,)
         q = F.linear(query, w_q, b_q)  # (B, Tq, D)
         if same == "kv":
-            k, v = F.linear(key, w_kv, b_kv).split(widths[1:], dim=-1)  # (B, Tk, Hkv*Dh) x 2
+            k, v = F.linear(key, w_kv, b_kv).split_with_sizes(widths[1:], dim=-1)  # (B, Tk, Hkv*Dh) x 2
             return q, k, v
-        w_k, w_v = w_kv.split(widths[1:], dim=0)  # (Hkv*Dh, D) each
-        b_k, b_v = (None, None) if b_kv is None else b_kv.split(widths[1:])  # (Hkv*Dh,) each
+        w_k, w_v = w_kv.split_with_sizes(widths[1:], dim=0)  # (Hkv*Dh, D) each
+        b_k, b_v = (None, None) if b_kv is None else b_kv.split_with_sizes(widths[1:])  # (Hkv*Dh,) each
         return q, F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+
+    def _projection_params(self):
+        """The four projection tensors: (w_qkv, b_qkv, w_o, b_o); a bias is None when bias=False.
+
+        The same tensors as ``self.qkv.weight`` ... ``self.out_proj.bias``, read from the
+        parameter dicts directly: each ``module.attribute`` lookup of a parameter goes
+        through ``nn.Module.__getattr__`` in Python, and ``forward``'s fast path would pay for
+        eight of them.
+
+        Shapes:
+            returns: w_qkv (D + 2*Hkv*Dh, D), b_qkv (D + 2*Hkv*Dh,), w_o (D, D), b_o (D,)
+        """
+        qkv, out_proj = self._modules["qkv"]._parameters, self._modules["out_proj"]._parameters
+        return qkv["weight"], qkv["bias"], out_proj["weight"], out_proj["bias"]
 
     def forward(
         self,
@@ -277,6 +292,30 @@ class TorchMultiHeadAttention(nn.Module):
             key_padding_mask: (B, Tk) or (Tk,); True = padding
             returns: TorchAttentionResult(output (B, Tq, D), weights (B, H, Tq, Tk) or None)
         """
+        # Fast path first: the usual call, self-attention on a (B, T, D) batch with at most
+        # is_causal=True, runs just the maths below. At the course's small shapes (T = 6
+        # or 32) the general path's checks and mask bookkeeping took as long as the
+        # attention itself. Any other call, and any input the checks would refuse, goes
+        # on to the general path, which checks fully and names the problem.
+        if (
+            attn_mask is None and key_padding_mask is None and not need_weights
+            and (key is None or key is query) and (value is None or value is query)
+            and self.batch_first and isinstance(query, torch.Tensor)
+        ):
+            w_qkv, b_qkv, w_o, b_o = self._projection_params()
+            shape = query.shape
+            if len(shape) == 3 and shape[2] == self.d_model and 0 not in shape and query.dtype == w_qkv.dtype:
+                B, T, _ = shape
+                H, Hkv, Dh = self.n_heads, self.n_kv_heads, self.d_head
+                # The fused rows are H query heads, then Hkv key heads, then Hkv value heads.
+                qkv = F.linear(query, w_qkv, b_qkv)  # (B, T, (H + 2*Hkv) * Dh)
+                qkv = qkv.view(B, T, H + 2 * Hkv, Dh).transpose(1, 2)  # (B, H + 2*Hkv, T, Dh)
+                q, k, v = qkv.split_with_sizes([H, Hkv, Hkv], dim=1)  # (B, H, T, Dh), (B, Hkv, T, Dh) x 2
+                head_outputs = _fast_attention(q, k, v, None, bool(is_causal))  # (B, H, T, Dh)
+                concat = head_outputs.transpose(1, 2).reshape(B, T, H * Dh)  # (B, T, D)
+                return TorchAttentionResult(F.linear(concat, w_o, b_o), None)  # output (B, T, D)
+
+        # The general path: any layout, cross-attention, masks, per-head weights.
         query, key, value, same, unbatched = self._inputs(query, key, value)
         B, Tq, _ = query.shape
         Tk = key.shape[1]
@@ -290,16 +329,22 @@ class TorchMultiHeadAttention(nn.Module):
         k = k.view(B, Tk, Hkv, Dh).transpose(1, 2)  # (B, Hkv, Tk, Dh)
         v = v.view(B, Tk, Hkv, Dh).transpose(1, 2)  # (B, Hkv, Tk, Dh)
 
+        # The reference's rule: a query with every key blocked gets zero weights and a zero
+        # head output. Only attn_mask and key_padding_mask can block every key of a query:
+        # the causal mask always leaves key 0 open.
+        blocked_rows = None
+        if attn_mask is not None or key_padding_mask is not None:
+            blocked_rows = _fully_blocked(mask)  # (B|1, H|1, Tq, 1)
         if need_weights:
-            head_outputs, weights = _explicit_attention(q, k, v, mask)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+            head_outputs, weights = _explicit_attention(q, k, v, mask, blocked_rows)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
         else:
             head_outputs, weights = _fast_attention(q, k, v, mask, sdpa_causal), None  # (B, H, Tq, Dh)
-        if mask is not None:
-            # The reference's rule: a query with every key blocked gets a zero head output.
-            head_outputs = head_outputs.masked_fill(_fully_blocked(mask), 0.0)  # (B, H, Tq, Dh)
+        if blocked_rows is not None:
+            head_outputs = head_outputs.masked_fill(blocked_rows, 0.0)  # (B, H, Tq, Dh)
 
         concat = head_outputs.transpose(1, 2).reshape(B, Tq, H * Dh)  # (B, Tq, D)
-        output = self.out_proj(concat)  # (B, Tq, D)
+        _, _, w_o, b_o = self._projection_params()
+        output = F.linear(concat, w_o, b_o)  # (B, Tq, D)
         if unbatched:
             output = output.squeeze(0)  # (Tq, D)
             weights = None if weights is None else weights.squeeze(0)  # (H, Tq, Tk)
@@ -412,21 +457,29 @@ def _fast_attention(q, k, v, mask, is_causal: bool) -> torch.Tensor:
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
 
 
-def _explicit_attention(q, k, v, mask):
+def _explicit_attention(q, k, v, mask, blocked_rows):
     """Attention written out, step by step, so the per-head weights exist.
+
+    ``blocked_rows`` marks the queries whose keys are all blocked (``_fully_blocked``);
+    their weights become zeros instead of softmax's NaN. None: no such query.
 
     Shapes:
         q: (B, H, Tq, Dh); k, v: (B, Hkv, Tk, Dh)
         mask: broadcastable to (B, H, Tq, Tk), or None
+        blocked_rows: (B|1, H|1, Tq, 1), or None
         returns: head_outputs (B, H, Tq, Dh), weights (B, H, Tq, Tk)
     """
     n_rep = q.shape[1] // k.shape[1]
-    k = k.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
-    v = v.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Tq, Tk)
+    if n_rep > 1:
+        k = k.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
+        v = v.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
+    # scores is a fresh tensor, so scaling and masking it in place is safe (autograd
+    # included) and saves two more (B, H, Tq, Tk) tensors.
+    scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(q.shape[-1]))  # (B, H, Tq, Tk)
     if mask is not None:
-        scores = scores.masked_fill(mask, -math.inf) if mask.dtype == torch.bool else scores + mask
+        scores = scores.masked_fill_(mask, -math.inf) if mask.dtype == torch.bool else scores.add_(mask)
     weights = torch.softmax(scores, dim=-1)  # (B, H, Tq, Tk)
-    if mask is not None:
-        weights = weights.masked_fill(_fully_blocked(mask), 0.0)  # all-blocked rows: zeros, not NaN
+    if blocked_rows is not None:
+        # Not in place: softmax's backward needs its output as it was.
+        weights = weights.masked_fill(blocked_rows, 0.0)  # all-blocked rows: zeros, not NaN
     return weights @ v, weights

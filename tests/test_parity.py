@@ -384,6 +384,64 @@ def test_fully_blocked_query_torch_gives_nan_reference_gives_zero_head_output():
             assert_close(out, result.output, "float64", f"fully blocked test, torch module need_weights={need_weights}")
 
 
+# --- the torch module's fast path (plain self-attention) against bare SDPA and nn.MHA ---------
+
+#: The benchmark's small shapes (benchmarks/shapes.py), where the fast path matters most.
+SMALL_SHAPES = {"classroom": (1, 32, 64, 4), "sentence": (1, 6, 16, 4)}
+
+
+@pytest.mark.parametrize("precision", list(DTYPES))
+@pytest.mark.parametrize("is_causal", [True, False])
+@pytest.mark.parametrize("shape", list(SMALL_SHAPES), ids=str)
+def test_self_attention_fast_path_matches_bare_sdpa_and_torch_module(shape, is_causal, precision):
+    """``ours(x)`` (no key, value or mask tensors: the fast path) against the bare composition."""
+    dtype = DTYPES[precision]
+    B, T, D, H = SMALL_SHAPES[shape]
+    Dh = D // H
+    generator = torch.Generator().manual_seed(T)
+    torch_mha = torch.nn.MultiheadAttention(D, H, batch_first=True, dtype=dtype)
+    randomise(torch_mha, generator)
+    torch_mha.eval()
+    ours = TorchMultiHeadAttention.from_torch(torch_mha)
+    x = torch.randn(B, T, D, generator=generator, dtype=torch.float64).to(dtype)  # (B, T, D)
+    causal = torch.ones(T, T, dtype=torch.bool).triu(1) if is_causal else None  # (T, T), True = blocked
+    with torch.no_grad():
+        qkv = F.linear(x, torch_mha.in_proj_weight, torch_mha.in_proj_bias)  # (B, T, 3D)
+        q, k, v = qkv.view(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, Dh)
+        head_outputs = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)  # (B, H, T, Dh)
+        concat = head_outputs.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        bare = F.linear(concat, torch_mha.out_proj.weight, torch_mha.out_proj.bias)  # (B, T, D)
+        expected, _ = torch_mha(x, x, x, attn_mask=causal, need_weights=False)
+        result = ours(x, is_causal=is_causal)
+    assert result.weights is None
+    where = f"fast path {shape} causal={is_causal}"
+    assert torch.equal(result.output, bare), f"{where}: differs from the bare composition"
+    assert_close(result.output, expected, precision, f"{where} torch module output")
+
+
+@pytest.mark.parametrize("precision", list(DTYPES))
+@pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
+def test_self_attention_fast_path_matches_sdpa_with_grouped_query_heads(n_kv_heads, precision):
+    dtype = DTYPES[precision]
+    B, T, D, H = 2, 7, 32, 4
+    rng = np.random.default_rng(n_kv_heads)
+    reference = MultiHeadAttention(D, H, n_kv_heads=n_kv_heads, seed=n_kv_heads)
+    for name in ("b_q", "b_k", "b_v", "b_o"):
+        setattr(reference, name, rng.normal(scale=0.5, size=getattr(reference, name).shape))
+    x = rng.normal(size=(B, T, D))
+    result = reference(x, is_causal=True)
+    q, k, v = (torch.from_numpy(a) for a in (result.q, result.k, result.v))  # (B, H|Hkv, T, Dh)
+    k = k.repeat_interleave(H // n_kv_heads, dim=1)  # (B, H, T, Dh)
+    v = v.repeat_interleave(H // n_kv_heads, dim=1)  # (B, H, T, Dh)
+    with torch.no_grad():
+        head_outputs = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, Dh)
+        concat = head_outputs.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        expected = concat @ torch.from_numpy(reference.w_o) + torch.from_numpy(reference.b_o)  # (B, T, D)
+        ours = TorchMultiHeadAttention.from_numpy(reference, dtype=dtype)
+        output = ours(torch.from_numpy(x).to(dtype), is_causal=True).output
+    assert_close(output, expected, precision, f"fast path Hkv={n_kv_heads} torch module output")
+
+
 def test_largest_errors_seen_are_within_tolerance():
     # Last in the file, so it sees every comparison above (the summary line prints them).
     for name, record in LARGEST_ERROR.items():

@@ -297,6 +297,117 @@ def test_gradients_reach_every_parameter(need_weights):
     assert x.grad.abs().sum() > 0
 
 
+# --- the fast path for plain self-attention -------------------------------------------------
+
+
+@pytest.mark.parametrize("heads", [(4, 4), (4, 2), (4, 1)], ids=["mha", "gqa", "mqa"])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_plain_self_attention_fast_path_equals_the_general_path(heads, bias, is_causal):
+    n_heads, n_kv_heads = heads
+    layer = layer_with_biases(16, n_heads, n_kv_heads=n_kv_heads, bias=bias)
+    x = randn(2, 5, 16, seed=1)
+    fast = layer(x, is_causal=is_causal)  # no key/value, no masks, no weights: the fast path
+    also_fast = layer(x, x, x, is_causal=is_causal)  # key and value are the query object itself
+    general = layer(x, x.clone(), is_causal=is_causal)  # another tensor: checks, projection split
+    open_mask = torch.zeros(5, 5, dtype=torch.bool)  # blocks nothing, but takes the mask path
+    masked = layer(x, attn_mask=open_mask, is_causal=is_causal)
+    explicit = layer(x, is_causal=is_causal, need_weights=True)
+    assert fast.weights is None and also_fast.weights is None
+    assert torch.equal(fast.output, also_fast.output)
+    assert max_error(fast.output, general.output) < 1e-12
+    assert max_error(fast.output, masked.output) < 1e-12
+    assert max_error(fast.output, explicit.output) < 1e-12
+    reference = layer.to_numpy()(x.numpy(), is_causal=is_causal)
+    assert max_error(fast.output, reference.output) < 1e-12
+
+
+def test_plain_self_attention_call_skips_the_general_checks(monkeypatch):
+    layer = layer_with_biases(16, 4)
+    x = randn(2, 3, 16, seed=1)
+    expected = layer(x, is_causal=True).output
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the general path ran")
+
+    monkeypatch.setattr(layer, "_inputs", refuse)
+    assert torch.equal(layer(x, is_causal=True).output, expected)
+    assert torch.equal(layer(x, x, x, is_causal=True).output, expected)
+    for call in (
+        lambda: layer(x, need_weights=True),
+        lambda: layer(x, key_padding_mask=torch.zeros(2, 3, dtype=torch.bool)),
+        lambda: layer(x, x.clone()),
+        lambda: layer(x[0]),  # unbatched (T, D)
+    ):
+        with pytest.raises(AssertionError, match="the general path ran"):
+            call()
+
+
+def test_fast_path_uses_parameters_assigned_after_construction():
+    layer = layer_with_biases(16, 4, n_kv_heads=2)
+    x = randn(2, 3, 16, seed=1)
+    before = layer(x).output
+    with torch.no_grad():
+        layer.qkv.weight = torch.nn.Parameter(layer.qkv.weight * 2.0)  # a new tensor object
+        layer.out_proj.bias = torch.nn.Parameter(layer.out_proj.bias + 1.0)
+    after = layer(x).output
+    reference = layer.to_numpy()(x.numpy())
+    assert max_error(after, reference.output) < 1e-12
+    assert max_error(after, before) > 1e-3
+
+
+@pytest.mark.parametrize(
+    "make_call",
+    [
+        lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float32)),
+        lambda L: L(torch.zeros(2, 3, 6, dtype=torch.float64)),
+        lambda L: L(torch.zeros(2, 0, 8, dtype=torch.float64)),
+        lambda L: L(torch.zeros(3, 8, dtype=torch.float64)[None, None]),
+    ],
+    ids=["dtype-mismatch", "wrong-d_model", "empty", "rank-4"],
+)
+def test_inputs_the_fast_path_cannot_take_still_get_the_general_error(make_call):
+    layer = TorchMultiHeadAttention(8, 2, seed=0, dtype=torch.float64)
+    with pytest.raises((TypeError, ValueError), match=r"^query "):
+        make_call(layer)
+
+
+# --- the explicit path (need_weights=True) ----------------------------------------------------
+
+
+def test_explicit_path_leaves_float_masks_unchanged():
+    # The explicit path scales and masks its scores in place: never the caller's masks.
+    layer = layer_with_biases(8, 2)
+    x = randn(2, 3, 8, seed=1)
+    attn_mask = randn(4, 3, 3, seed=2)  # (B*H, Tq, Tk): the layer reshapes it to a view
+    attn_mask_2d = randn(3, 3, seed=3)  # (Tq, Tk)
+    copies = attn_mask.clone(), attn_mask_2d.clone()
+    layer(x, attn_mask=attn_mask, need_weights=True)
+    layer(x, attn_mask=attn_mask_2d, need_weights=True)
+    layer(x, attn_mask=attn_mask_2d, is_causal=True, need_weights=True)
+    assert torch.equal(attn_mask, copies[0]) and torch.equal(attn_mask_2d, copies[1])
+
+
+@pytest.mark.parametrize("masks", ["none", "causal", "causal+padding", "float"])
+def test_explicit_path_gradients_equal_the_sdpa_path_gradients(masks):
+    gen = torch.Generator().manual_seed(0)
+    kwargs = {}
+    if "causal" in masks:
+        kwargs["is_causal"] = True
+    if "padding" in masks:
+        kwargs["key_padding_mask"] = torch.tensor([[False, False, True, False], [False, True, False, True]])
+    if masks == "float":
+        kwargs["attn_mask"] = torch.randn(4, 4, generator=gen, dtype=torch.float64)
+    grads = {}
+    for need_weights in (False, True):
+        layer = layer_with_biases(8, 2, n_kv_heads=1)
+        x = randn(2, 4, 8, seed=1).requires_grad_()
+        layer(x, need_weights=need_weights, **kwargs).output.square().sum().backward()
+        grads[need_weights] = [x.grad] + [p.grad for p in layer.parameters()]
+    for sdpa_grad, explicit_grad in zip(grads[False], grads[True]):
+        assert max_error(sdpa_grad, explicit_grad) < 1e-10
+
+
 # --- grouped-query attention ----------------------------------------------------------------
 
 

@@ -135,6 +135,10 @@ def compare(shape: dict, *, rounds: int, warmup: int, device: str = "cpu", dtype
         inner = {name: 1 for name in contenders}
         if sample_s:
             inner = {name: calibrate_inner(fn, sample_s, sync=sync) for name, fn in contenders.items()}
+            # Compared contenders take the same number of calls per sample: a different
+            # count changes how much per-call overhead a sample hides, which skews ratios.
+            shared = max(n for name, n in inner.items() if name != MATMUL)
+            inner = {name: (n if name == MATMUL else shared) for name, n in inner.items()}
         times = interleaved(contenders, rounds=rounds, warmup=warmup, inner=inner, sync=sync,
                             budget_s=budget_s, min_rounds=min_rounds,
                             progress=lambda msg: log(f"  {describe(shape)}: {msg}"))

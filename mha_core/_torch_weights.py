@@ -14,6 +14,26 @@ def _np(t):
     return None if t is None else t.detach().to("cpu").double().numpy().copy()
 
 
+def _weights(d_model, n_heads, n_kv_heads, w_qkv, b_qkv, out_proj) -> dict:
+    """The dict both readers return: the three input projections (already in reference
+    layout) and the output projection, read from ``out_proj`` (a ``torch.nn.Linear``)."""
+    w_q, w_k, w_v = (np.ascontiguousarray(w) for w in w_qkv)
+    b_q, b_k, b_v = b_qkv
+    return {
+        "d_model": d_model,
+        "n_heads": n_heads,
+        "n_kv_heads": n_kv_heads,
+        "w_q": w_q,
+        "w_k": w_k,
+        "w_v": w_v,
+        "w_o": _np(out_proj.weight).T.copy(),  # (D, D) in reference layout
+        "b_q": b_q,
+        "b_k": b_k,
+        "b_v": b_v,
+        "b_o": _np(out_proj.bias),
+    }
+
+
 def check_torch_module(module) -> None:
     """Raise unless ``module`` is a ``torch.nn.MultiheadAttention`` that mha_core can model."""
     import torch
@@ -40,19 +60,7 @@ def _from_fused(module) -> dict:
     edges = (0, D, D + kv_width, D + 2 * kv_width)
     w_q, w_k, w_v = (w[lo:hi].T for lo, hi in zip(edges, edges[1:]))  # (D, D), (D, Hkv*Dh), (D, Hkv*Dh)
     b_q, b_k, b_v = (None, None, None) if b is None else (b[lo:hi] for lo, hi in zip(edges, edges[1:]))
-    return {
-        "d_model": D,
-        "n_heads": module.n_heads,
-        "n_kv_heads": Hkv,
-        "w_q": np.ascontiguousarray(w_q),
-        "w_k": np.ascontiguousarray(w_k),
-        "w_v": np.ascontiguousarray(w_v),
-        "w_o": _np(module.out_proj.weight).T.copy(),  # (D, D) in reference layout
-        "b_q": b_q,
-        "b_k": b_k,
-        "b_v": b_v,
-        "b_o": _np(module.out_proj.bias),
-    }
+    return _weights(D, module.n_heads, Hkv, (w_q, w_k, w_v), (b_q, b_k, b_v), module.out_proj)
 
 
 def numpy_weights_from_torch(module) -> dict:
@@ -76,16 +84,4 @@ def numpy_weights_from_torch(module) -> dict:
         w_q, w_k, w_v = (_np(p).T for p in (module.q_proj_weight, module.k_proj_weight, module.v_proj_weight))  # each (D, D)
     b = _np(module.in_proj_bias)
     b_q, b_k, b_v = (None, None, None) if b is None else (b[:D], b[D : 2 * D], b[2 * D :])
-    return {
-        "d_model": D,
-        "n_heads": module.num_heads,
-        "n_kv_heads": module.num_heads,
-        "w_q": np.ascontiguousarray(w_q),
-        "w_k": np.ascontiguousarray(w_k),
-        "w_v": np.ascontiguousarray(w_v),
-        "w_o": _np(module.out_proj.weight).T.copy(),  # (D, D) in reference layout
-        "b_q": b_q,
-        "b_k": b_k,
-        "b_v": b_v,
-        "b_o": _np(module.out_proj.bias),
-    }
+    return _weights(D, module.num_heads, module.num_heads, (w_q, w_k, w_v), (b_q, b_k, b_v), module.out_proj)

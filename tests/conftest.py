@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", max_examples=25, deadline=None)
@@ -27,3 +28,17 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=500, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture
+def isolated_progress(tmp_path, monkeypatch):
+    """Quiz progress goes under tmp_path, never to the real home folder; stores are closed after."""
+    from mha_core.quiz import progress
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MHA_COURSE_PROGRESS", str(tmp_path / "progress.sqlite3"))
+    progress._STORES.clear()
+    yield
+    for store in progress._STORES.values():
+        store.close()
+    progress._STORES.clear()

@@ -15,16 +15,7 @@ from mha_core.quiz.bank import load_bank
 from mha_core.quiz.progress import ProgressStore, course_score, default_store, progress_path, progress_summary, reset_progress
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    """Every test writes under tmp_path, never to the real home folder."""
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("MHA_COURSE_PROGRESS", str(tmp_path / "progress.sqlite3"))
-    progress._STORES.clear()
-    yield
-    for store in progress._STORES.values():
-        store.close()
-    progress._STORES.clear()
+pytestmark = pytest.mark.usefixtures("isolated_progress")
 
 
 @pytest.fixture

@@ -13,15 +13,7 @@ from mha_core.quiz.progress import ProgressStore
 from mha_core.quiz.widget import CLASSROOM_SEED, ProgressView, QuickCheck, classroom, quick_check, show_progress
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("MHA_COURSE_PROGRESS", str(tmp_path / "progress.sqlite3"))
-    progress._STORES.clear()
-    yield
-    for store in progress._STORES.values():
-        store.close()
-    progress._STORES.clear()
+pytestmark = pytest.mark.usefixtures("isolated_progress")
 
 
 @pytest.fixture(scope="module")

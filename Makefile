@@ -23,8 +23,11 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .
 	@touch $(STAMP)
 
+# JupyterLab refuses to run as root unless told; containers and some servers run as root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/00_welcome.ipynb
+	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/00_welcome.ipynb
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

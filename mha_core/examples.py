@@ -70,3 +70,16 @@ def hand_set_weights() -> np.ndarray:
         else:
             weights[h] = np.eye(T)
     return weights
+
+
+def single_head_weights(d_model: int = 8, d_head: int = 4, seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stand-in projections for one head, as notebooks 01 and 02 build them: w_q, w_k, w_v.
+
+    Random, not learned: entries drawn from a normal distribution and divided by
+    sqrt(d_model), so a projected vector has entries of about unit size.
+
+    Shapes:
+        returns: w_q, w_k, w_v, each (D, Dh) = (d_model, d_head)
+    """
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal((d_model, d_head)) / np.sqrt(d_model) for _ in range(3))

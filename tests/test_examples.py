@@ -114,3 +114,11 @@ def test_demo_layer_passes_the_head_layout_on():
     assert result.k.shape == (2, 6, 4)
     with pytest.raises(ValueError, match=re.escape("n_heads=3 does not divide d_model=8; valid head counts are 1, 2, 4, 8")):
         examples.demo_layer(8, 3)
+
+
+def test_single_head_weights_match_the_construction_notebooks_01_and_02_show():
+    rng = np.random.default_rng(1)
+    expected = [rng.standard_normal((8, 4)) / np.sqrt(8) for _ in range(3)]
+    for got, want in zip(examples.single_head_weights(), expected):
+        np.testing.assert_array_equal(got, want)
+    assert [w.shape for w in examples.single_head_weights(16, 2, seed=3)] == [(16, 2)] * 3

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mha_core.attention import attention_scores, project
-from mha_core.examples import TOKENS, token_vectors
+from mha_core.examples import TOKENS, single_head_weights, token_vectors
 from mha_core.figures import qkv
 from mha_core.figures._style import FONT_SIZE
 
@@ -18,8 +18,7 @@ D_MODEL, D_HEAD = 8, 4
 def running_example():
     """The notebook's tokens and projections: x (6, 8); w_q, w_k, w_v (8, 4); q, k, v (6, 4)."""
     x = token_vectors(d_model=D_MODEL, seed=0)
-    rng = np.random.default_rng(1)
-    w_q, w_k, w_v = (rng.standard_normal((D_MODEL, D_HEAD)) / np.sqrt(D_MODEL) for _ in range(3))
+    w_q, w_k, w_v = single_head_weights(D_MODEL, D_HEAD)
     return x, [project(x, w) for w in (w_q, w_k, w_v)]
 
 

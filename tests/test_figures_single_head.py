@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mha_core.attention import attention_scores, causal_mask, project, scaled_dot_product_attention, softmax
-from mha_core.examples import TOKENS, token_vectors
+from mha_core.examples import TOKENS, single_head_weights, token_vectors
 from mha_core.figures import single_head as sh
 
 D_MODEL, D_HEAD = 8, 4
@@ -15,8 +15,7 @@ D_MODEL, D_HEAD = 8, 4
 def running_example():
     """Notebook 02's projections of the running sentence: q, k, v (6, 4)."""
     x = token_vectors(d_model=D_MODEL, seed=0)
-    rng = np.random.default_rng(1)
-    w_q, w_k, w_v = (rng.standard_normal((D_MODEL, D_HEAD)) / np.sqrt(D_MODEL) for _ in range(3))
+    w_q, w_k, w_v = single_head_weights(D_MODEL, D_HEAD)
     return [project(x, w) for w in (w_q, w_k, w_v)]
 
 

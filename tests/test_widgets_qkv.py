@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mha_core.attention import project
-from mha_core.examples import TOKENS, token_vectors
+from mha_core.examples import TOKENS, single_head_weights, token_vectors
 from mha_core.figures.qkv import token_qkv_figure
 from mha_core.widgets.qkv import TokenExplorer, token_explorer
 
@@ -16,8 +16,7 @@ D_MODEL, D_HEAD = 8, 4
 def running_example():
     """Notebook 01's projections of the running sentence: q, k, v (6, 4)."""
     x = token_vectors(d_model=D_MODEL, seed=0)
-    rng = np.random.default_rng(1)
-    w_q, w_k, w_v = (rng.standard_normal((D_MODEL, D_HEAD)) / np.sqrt(D_MODEL) for _ in range(3))
+    w_q, w_k, w_v = single_head_weights(D_MODEL, D_HEAD)
     return [project(x, w) for w in (w_q, w_k, w_v)]
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mha_core.attention import MultiHeadAttention, causal_mask, project, scaled_dot_product_attention, softmax
-from mha_core.examples import TOKENS, token_vectors
+from mha_core.examples import TOKENS, single_head_weights, token_vectors
 from mha_core.figures.single_head import D_K_VALUES
 from mha_core.widgets.single_head import PAD, MaskExplorer, ScalingExplorer, mask_explorer, scaling_explorer
 
@@ -17,8 +17,7 @@ T = len(TOKENS)
 def running_example():
     """Notebook 02's token vectors (6, 8) and projections w_q, w_k, w_v (8, 4)."""
     x = token_vectors(d_model=D_MODEL, seed=0)
-    rng = np.random.default_rng(1)
-    w_q, w_k, w_v = (rng.standard_normal((D_MODEL, D_HEAD)) / np.sqrt(D_MODEL) for _ in range(3))
+    w_q, w_k, w_v = single_head_weights(D_MODEL, D_HEAD)
     return x, w_q, w_k, w_v
 
 

@@ -263,11 +263,10 @@ def sentence_qkv():
     Shapes: x (T, D) = (6, 8); w_* (D, Dh) = (8, 4); q, k, v (T, Dh) = (6, 4).
     """
     from mha_core.attention import project
-    from mha_core.examples import token_vectors
+    from mha_core.examples import single_head_weights, token_vectors
 
     x = token_vectors(d_model=8, seed=0)  # (T, D) = (6, 8)
-    rng = np.random.default_rng(1)
-    w_q, w_k, w_v = (rng.standard_normal((8, 4)) / np.sqrt(8) for _ in range(3))  # (D, Dh) each, in this order
+    w_q, w_k, w_v = single_head_weights(8, 4, seed=1)  # (D, Dh) each
     return x, (w_q, w_k, w_v), tuple(project(x, w) for w in (w_q, w_k, w_v))
 
 

@@ -7,7 +7,6 @@ uniform scale (viridis) with a fixed 0..1 range for attention weights.
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 
 FONT_SIZE = 16
 TITLE_SIZE = 18
@@ -52,31 +51,41 @@ def base_layout(title: str, **extra) -> dict:
     return layout
 
 
-def weights_heatmap_trace(weights: np.ndarray, query_tokens, key_tokens, *, show_scale: bool = True, text: bool = True, **extra) -> go.Heatmap:
-    """One attention-weight table as a heatmap: queries down the side, keys along the top.
+def weights_heatmap_trace(weights: np.ndarray, query_tokens, key_tokens, *, text=None, colorbar_x: float = 1.02, **extra) -> dict:
+    """One attention-weight table as a heatmap trace: viridis, fixed 0..1, the weight in each cell.
+
+    Returned as a plain dict (``type="heatmap"``): ``go.Figure(data=[...])`` accepts it, and a
+    control that rebuilds the figure on every move does not pay for validating a ``go.Heatmap``.
+    ``text`` (strings, shape (Tq, Tk)) replaces the printed weights, for example "blocked".
 
     Shapes:
         weights: (Tq, Tk), values in 0..1
     """
     weights = np.asarray(weights, dtype=float)
     trace = dict(
+        type="heatmap",
         z=weights,
         x=list(key_tokens),
         y=list(query_tokens),
         zmin=WEIGHTS_RANGE[0],
         zmax=WEIGHTS_RANGE[1],
         colorscale=WEIGHTS_COLORSCALE,
-        showscale=show_scale,
-        colorbar=dict(title=dict(text="weight")),
+        colorbar=dict(title=dict(text="weight", side="right"), x=colorbar_x),
+        text=np.char.mod("%.2f", weights) if text is None else text,
+        texttemplate="%{text}",
+        textfont=dict(size=FONT_SIZE),
+        xgap=2,
+        ygap=2,
         hovertemplate="query %{y} -> key %{x}: %{z:.2f}<extra></extra>",
     )
-    if text:
-        trace.update(text=np.round(weights, 2), texttemplate="%{text:.2f}", textfont=dict(size=FONT_SIZE - 2))
     trace.update(extra)
-    return go.Heatmap(**trace)
+    return trace
 
 
-def token_axes(fig: go.Figure, row=None, col=None) -> None:
-    """Queries read top to bottom, keys left to right, as in a table."""
-    fig.update_yaxes(autorange="reversed", title_text="query token", row=row, col=col)
-    fig.update_xaxes(side="bottom", title_text="key token", row=row, col=col)
+def query_key_axes(**extra) -> dict:
+    """Layout axes for a query-by-key table: queries read top to bottom, keys left to right."""
+    return dict(
+        xaxis=dict(side="bottom", title_text="key token"),
+        yaxis=dict(autorange="reversed", title_text="query token"),
+        **extra,
+    )

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..attention import attention_scores, softmax
-from ._style import COLORS, FONT_SIZE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, WIDGET_WIDTH, base_layout
+from ._style import COLORS, FONT_SIZE, WIDGET_WIDTH, base_layout, query_key_axes, weights_heatmap_trace
 from .qkv import _panel_title, _signed_heatmap, _symmetric_max
 
 #: The d_k values the scaling slider offers: powers of two, as real head sizes are.
@@ -36,33 +36,6 @@ def unique_labels(tokens) -> list[str]:
         seen[token] = n + 1
         labels.append(token + "\u200b" * n)
     return labels
-
-
-def _weights_heatmap(weights, query_labels, key_labels, text, *, xaxis="x", yaxis="y", colorbar_x=1.02) -> dict:
-    """Attention weights as a heatmap trace (a dict; see ``qkv._signed_heatmap`` for why).
-
-    Same look as ``_style.weights_heatmap_trace``: viridis, fixed 0..1, numbers in the cells.
-
-    Shapes:
-        weights: (Tq, Tk)
-        text: (Tq, Tk) strings
-    """
-    return dict(
-        type="heatmap", z=np.asarray(weights, dtype=float), x=list(key_labels), y=list(query_labels),
-        zmin=WEIGHTS_RANGE[0], zmax=WEIGHTS_RANGE[1], colorscale=WEIGHTS_COLORSCALE,
-        colorbar=dict(title=dict(text="weight", side="right"), x=colorbar_x),
-        text=text, texttemplate="%{text}", textfont=dict(size=FONT_SIZE), xgap=2, ygap=2,
-        xaxis=xaxis, yaxis=yaxis, hovertemplate="query %{y} -> key %{x}: %{z:.2f}<extra></extra>",
-    )
-
-
-def _query_key_axes(**extra) -> dict:
-    """Queries read top to bottom, keys left to right, as in a table (``_style.token_axes``)."""
-    return dict(
-        xaxis=dict(side="bottom", title_text="key token"),
-        yaxis=dict(autorange="reversed", title_text="query token"),
-        **extra,
-    )
 
 
 # --- softmax: scores in, weights out ----------------------------------------------
@@ -114,7 +87,7 @@ def scores_and_weights_figure(scores: np.ndarray, weights: np.ndarray, tokens) -
     left, right = [0.0, 0.44], [0.52, 0.96]
     traces = [
         _signed_heatmap(scores, labels, labels, zmax=_symmetric_max(scores), xaxis="x", yaxis="y", name="scores"),
-        _weights_heatmap(weights, labels, labels, np.char.mod("%.2f", weights), xaxis="x2", yaxis="y2", colorbar_x=0.98),
+        weights_heatmap_trace(weights, labels, labels, xaxis="x2", yaxis="y2", colorbar_x=0.98),
     ]
     layout = dict(
         **base_layout("Each row of scores (left) becomes a row of weights that sums to 1 (right)"),
@@ -293,6 +266,6 @@ def masked_weights_figure(
     blocked = np.broadcast_to(np.asarray(blocked, dtype=bool), weights.shape)
     Tq = weights.shape[0]
     text = np.where(blocked, "blocked", np.char.mod("%.2f", weights))
-    trace = _weights_heatmap(weights, unique_labels(query_tokens), unique_labels(key_tokens), text)
-    layout = dict(**base_layout(title), height=170 + 52 * Tq, width=WIDGET_WIDTH, **_query_key_axes())
+    trace = weights_heatmap_trace(weights, unique_labels(query_tokens), unique_labels(key_tokens), text=text)
+    layout = dict(**base_layout(title), height=170 + 52 * Tq, width=WIDGET_WIDTH, **query_key_axes())
     return go.Figure(data=[trace], layout=layout, _validate=validate)

@@ -44,3 +44,18 @@ def test_changing_the_number_of_traces_replaces_the_trace_list():
     two = go.Figure(data=[go.Bar(y=[1]), go.Scatter(y=[2])])
     update_in_place(target, two)
     assert [t.type for t in target.data] == ["bar", "scatter"]
+
+
+def test_every_control_group_displays_its_box(monkeypatch):
+    import IPython.display
+
+    from mha_core.widgets._base import ControlGroup
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+
+    class Group(ControlGroup):
+        box = "the box"
+
+    Group()._ipython_display_()
+    assert shown == ["the box"]

@@ -113,6 +113,23 @@ def update_in_place(target: go.FigureWidget, built: go.Figure) -> None:
     target._mha_shown = new
 
 
+class ControlGroup:
+    """A set of controls and the one figure they redraw; subclasses define ``box``.
+
+    Displaying the object displays ``box``, so a notebook cell can end with the call
+    that builds it.
+    """
+
+    @property
+    def box(self) -> widgets.Widget:
+        raise NotImplementedError
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.box)
+
+
 def message_box() -> widgets.HTML:
     """A line for plain messages (an impossible setting, a hint); empty when all is well."""
     return widgets.HTML(value="", layout=widgets.Layout(min_height="1.6em"))

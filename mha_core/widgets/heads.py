@@ -13,7 +13,7 @@ from ..costs import valid_head_counts
 from ..examples import TOKENS, demo_layer, token_vectors
 from ..figures.heads import head_grid_figure
 from ..figures._style import WIDGET_WIDTH as FIGURE_WIDTH
-from ._base import figure_widget, update_in_place
+from ._base import ControlGroup, figure_widget, update_in_place
 
 
 
@@ -27,7 +27,7 @@ def head_weights(d_model: int, n_heads: int, *, seed: int = 0) -> np.ndarray:
     return layer(token_vectors(d_model, seed=seed)).weights  # (H, T, T)
 
 
-class HeadGrid:
+class HeadGrid(ControlGroup):
     """A head-count selector and the heatmap grid it redraws (one ``FigureWidget``).
 
     Attributes: ``head_count`` (ToggleButtons over the valid head counts of
@@ -63,10 +63,6 @@ class HeadGrid:
     def box(self) -> widgets.VBox:
         return widgets.VBox([self.head_count, self.figure])
 
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.box)
 
 
 def head_grid(d_model: int = 16, n_heads: int = 4, *, seed: int = 0) -> HeadGrid:

@@ -16,7 +16,7 @@ from ..attention import MultiHeadAttention, output_projection
 from ..examples import TOKENS, demo_layer, token_vectors
 from ..figures.projection import contributions_figure
 from ..figures._style import WIDGET_WIDTH as FIGURE_WIDTH
-from ._base import figure_widget, message_box, show_message, update_in_place
+from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
 
 
 QUERY_TOKEN = "changed"
@@ -50,7 +50,7 @@ def token_parts(layer: MultiHeadAttention, x: np.ndarray, token: str = QUERY_TOK
     return TokenParts(layer, head_outputs, contributions, t)
 
 
-class HeadSwitches:
+class HeadSwitches(ControlGroup):
     """One checkbox per head and the output chart they redraw (one ``FigureWidget``).
 
     Attributes: ``switches`` (list of Checkbox, one per head), ``figure`` (the one
@@ -98,10 +98,6 @@ class HeadSwitches:
         label = widgets.HTML('<span style="font-size:16px">Heads switched on:</span>')
         return widgets.VBox([widgets.HBox([label, *self.switches]), self.message, self.figure])
 
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.box)
 
 
 def head_switches(d_model: int = 16, n_heads: int = 4, *, seed: int = 0, token: str = QUERY_TOKEN) -> HeadSwitches:

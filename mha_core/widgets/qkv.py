@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..figures.qkv import token_qkv_figure
-from ._base import figure_widget, update_in_place
+from ._base import ControlGroup, figure_widget, update_in_place
 
 #: Control text at 16 px, readable from the back of a room (ipywidgets' default is 13 px).
 LARGE_CONTROLS_CSS = (
@@ -22,7 +22,7 @@ def large_controls_box(*children) -> widgets.VBox:
     return box
 
 
-class TokenExplorer:
+class TokenExplorer(ControlGroup):
     """Token buttons and the one figure they redraw.
 
     Attributes: ``token`` (a ``ToggleButtons``; its value is the token's index),
@@ -60,10 +60,6 @@ class TokenExplorer:
     def box(self) -> widgets.VBox:
         return large_controls_box(self.token, self.figure)
 
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.box)
 
 
 def token_explorer(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, *, token: int = 1) -> TokenExplorer:

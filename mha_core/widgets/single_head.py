@@ -7,7 +7,7 @@ import numpy as np
 
 from ..attention import causal_mask, project, scaled_dot_product_attention
 from ..figures.single_head import D_K_VALUES, masked_weights_figure, scaling_experiment, scaling_figure
-from ._base import figure_widget, update_in_place
+from ._base import ControlGroup, figure_widget, update_in_place
 from .qkv import large_controls_box
 
 PAD = "[PAD]"
@@ -19,14 +19,7 @@ MASK_TITLES = {
 }
 
 
-class _Display:
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.box)
-
-
-class ScalingExplorer(_Display):
+class ScalingExplorer(ControlGroup):
     """A d_k slider and the figure it redraws (looked up from ``scaling_experiment``, computed once).
 
     Attributes: ``d_k`` (a ``SelectionSlider`` over powers of two), ``figure``, ``data``.
@@ -60,7 +53,7 @@ def scaling_explorer(d_k: int = 4, *, seed: int = 0) -> ScalingExplorer:
     return ScalingExplorer(d_k, seed=seed)
 
 
-class MaskExplorer(_Display):
+class MaskExplorer(ControlGroup):
     """Mask buttons (none / causal / padding) and the weights heatmap they redraw.
 
     'none' and 'causal' use the sentence as it is. 'padding' appends ``n_pad``

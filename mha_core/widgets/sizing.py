@@ -12,7 +12,7 @@ import ipywidgets as widgets
 from .. import costs
 from ..figures.sizing import sizing_figure, sizing_rows
 from ..figures._style import WIDGET_WIDTH as FIGURE_WIDTH
-from ._base import figure_widget, message_box, show_message, update_in_place
+from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
 
 
 D_MODEL_CHOICES = (16, 64, 128, 256, 384, 512, 768, 1024, 4096)
@@ -53,7 +53,7 @@ def sizing_readout(d_model: int, n_heads: int, n_tokens: int) -> str:
     return '<div style="font-size:16px;line-height:1.6">' + "<br>".join(lines) + "</div>"
 
 
-class HeadSizing:
+class HeadSizing(ControlGroup):
     """d_model, head-count and token-count controls; a readout; one ``FigureWidget``.
 
     Attributes: ``d_model``, ``n_heads``, ``n_tokens`` (the controls), ``readout``
@@ -104,10 +104,6 @@ class HeadSizing:
         controls = widgets.VBox([widgets.HBox([self.d_model, self.n_tokens]), self.n_heads])
         return widgets.VBox([controls, self.message, self.readout, self.figure])
 
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.box)
 
 
 def head_sizing(d_model: int = 768, n_heads: int = 12, n_tokens: int = 1024) -> HeadSizing:

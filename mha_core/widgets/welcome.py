@@ -11,7 +11,7 @@ import numpy as np
 from ..attention import attention_scores, softmax
 from ..examples import TOKENS, demo_layer, token_vectors
 from ..figures.welcome import weights_bar_figure
-from ._base import figure_widget, update_in_place
+from ._base import ControlGroup, figure_widget, update_in_place
 
 QUERY_TOKEN = "changed"
 
@@ -37,7 +37,7 @@ def static_figure(sharpness: float = 1.0):
     return weights_bar_figure(welcome_weights(sharpness), TOKENS, query_token=QUERY_TOKEN, sharpness=sharpness)
 
 
-class SmokeCheck:
+class SmokeCheck(ControlGroup):
     """A sharpness slider and the bar chart it redraws.
 
     Attributes: ``slider`` (the control), ``figure`` (the one ``FigureWidget``),
@@ -69,10 +69,6 @@ class SmokeCheck:
     def box(self) -> widgets.VBox:
         return widgets.VBox([self.slider, self.figure])
 
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.box)
 
 
 def smoke_check(sharpness: float = 1.0) -> SmokeCheck:

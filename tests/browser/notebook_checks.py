@@ -183,30 +183,30 @@ def slider_check(page, css: str, build, *, steps=(("ArrowRight", 1), ("ArrowLeft
     return report
 
 
-def toggle_check(page, css: str, build, *, labels, name: str, initial: str | None = None,
-                 layout_keys=LAYOUT_KEYS, index: int = 0) -> dict:
-    """Click each toggle button in ``labels``; after each, the figure must equal ``build(label)``."""
+def _choices_check(page, css: str, build, choose, verb: str, *, labels, name: str, initial, layout_keys, index) -> dict:
+    """Pick each of ``labels`` with ``choose(group, label)``; after each, the figure must equal ``build(label)``."""
     group, plot, _ = _group(page, css, index)
     _check_initial(plot, build, initial, name, layout_keys)
     report = {"control": name, "settings": list(labels), "latency_s": []}
     for label in labels:
-        click_toggle_button(group, label)
-        report["latency_s"].append(wait_for_figure(plot, build(label), what=f"{name}: clicked {label!r}",
+        choose(group, label)
+        report["latency_s"].append(wait_for_figure(plot, build(label), what=f"{name}: {verb} {label!r}",
                                                    layout_keys=layout_keys))
     return report
+
+
+def toggle_check(page, css: str, build, *, labels, name: str, initial: str | None = None,
+                 layout_keys=LAYOUT_KEYS, index: int = 0) -> dict:
+    """Click each toggle button in ``labels``; after each, the figure must equal ``build(label)``."""
+    return _choices_check(page, css, build, click_toggle_button, "clicked", labels=labels, name=name,
+                          initial=initial, layout_keys=layout_keys, index=index)
 
 
 def dropdown_check(page, css: str, build, *, labels, name: str, initial: str | None = None,
                    layout_keys=LAYOUT_KEYS, index: int = 0) -> dict:
     """Choose each option in ``labels``; after each, the figure must equal ``build(label)``."""
-    group, plot, _ = _group(page, css, index)
-    _check_initial(plot, build, initial, name, layout_keys)
-    report = {"control": name, "settings": list(labels), "latency_s": []}
-    for label in labels:
-        select_option(group, label)
-        report["latency_s"].append(wait_for_figure(plot, build(label), what=f"{name}: chose {label!r}",
-                                                   layout_keys=layout_keys))
-    return report
+    return _choices_check(page, css, build, select_option, "chose", labels=labels, name=name,
+                          initial=initial, layout_keys=layout_keys, index=index)
 
 
 def checkbox_check(page, css: str, build, *, clicks, name: str, initial=None, layout_keys=LAYOUT_KEYS) -> dict:
@@ -262,12 +262,9 @@ def sentence_qkv():
 
     Shapes: x (T, D) = (6, 8); w_* (D, Dh) = (8, 4); q, k, v (T, Dh) = (6, 4).
     """
-    from mha_core.attention import project
-    from mha_core.examples import single_head_weights, token_vectors
+    from mha_core.examples import single_head_example
 
-    x = token_vectors(d_model=8, seed=0)  # (T, D) = (6, 8)
-    w_q, w_k, w_v = single_head_weights(8, 4, seed=1)  # (D, Dh) each
-    return x, (w_q, w_k, w_v), tuple(project(x, w) for w in (w_q, w_k, w_v))
+    return single_head_example(8, 4)
 
 
 def token_picker(page, lab) -> dict:

@@ -83,3 +83,15 @@ def single_head_weights(d_model: int = 8, d_head: int = 4, seed: int = 1) -> tup
     """
     rng = np.random.default_rng(seed)
     return tuple(rng.standard_normal((d_model, d_head)) / np.sqrt(d_model) for _ in range(3))
+
+
+def single_head_example(d_model: int = 8, d_head: int = 4):
+    """Notebooks 01 and 02's running example: the sentence's token vectors, the stand-in
+    projections, and the queries, keys and values they give.
+
+    Shapes:
+        returns: x (T, D); (w_q, w_k, w_v), each (D, Dh); (q, k, v), each (T, Dh)
+    """
+    x = token_vectors(d_model=d_model, seed=0)  # (T, D)
+    weights = single_head_weights(d_model, d_head, seed=1)  # (D, Dh) each
+    return x, weights, tuple(x @ w for w in weights)  # (T, Dh) each

@@ -122,3 +122,11 @@ def test_single_head_weights_match_the_construction_notebooks_01_and_02_show():
     for got, want in zip(examples.single_head_weights(), expected):
         np.testing.assert_array_equal(got, want)
     assert [w.shape for w in examples.single_head_weights(16, 2, seed=3)] == [(16, 2)] * 3
+
+
+def test_single_head_example_projects_the_sentence_with_those_weights():
+    x, (w_q, w_k, w_v), (q, k, v) = examples.single_head_example()
+    np.testing.assert_array_equal(x, examples.token_vectors(8, seed=0))
+    np.testing.assert_array_equal(w_k, examples.single_head_weights()[1])
+    np.testing.assert_allclose(q, x @ w_q)
+    assert k.shape == v.shape == (6, 4)

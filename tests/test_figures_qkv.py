@@ -7,22 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_core.attention import attention_scores, project
-from mha_core.examples import TOKENS, single_head_weights, token_vectors
+from mha_core.attention import attention_scores
+from mha_core.examples import TOKENS, single_head_example
 from mha_core.figures import qkv
 from mha_core.figures._style import FONT_SIZE
 
 D_MODEL, D_HEAD = 8, 4
 
 
-def running_example():
-    """The notebook's tokens and projections: x (6, 8); w_q, w_k, w_v (8, 4); q, k, v (6, 4)."""
-    x = token_vectors(d_model=D_MODEL, seed=0)
-    w_q, w_k, w_v = single_head_weights(D_MODEL, D_HEAD)
-    return x, [project(x, w) for w in (w_q, w_k, w_v)]
-
-
-X, (Q, K, V) = running_example()
+X, _, (Q, K, V) = single_head_example(D_MODEL, D_HEAD)  # the notebook's x (6, 8) and q, k, v (6, 4)
 
 
 def test_token_vectors_figure_shows_one_row_per_token_with_its_numbers():

@@ -5,21 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha_core.attention import attention_scores, causal_mask, project, scaled_dot_product_attention, softmax
-from mha_core.examples import TOKENS, single_head_weights, token_vectors
+from mha_core.attention import attention_scores, causal_mask, scaled_dot_product_attention, softmax
+from mha_core.examples import TOKENS, single_head_example
 from mha_core.figures import single_head as sh
 
 D_MODEL, D_HEAD = 8, 4
 
 
-def running_example():
-    """Notebook 02's projections of the running sentence: q, k, v (6, 4)."""
-    x = token_vectors(d_model=D_MODEL, seed=0)
-    w_q, w_k, w_v = single_head_weights(D_MODEL, D_HEAD)
-    return [project(x, w) for w in (w_q, w_k, w_v)]
-
-
-Q, K, V = running_example()
+_, _, (Q, K, V) = single_head_example(D_MODEL, D_HEAD)  # notebook 02's q, k, v (6, 4)
 
 DATA = sh.scaling_experiment()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha_core.attention import MultiHeadAttention, causal_mask, project, scaled_dot_product_attention, softmax
-from mha_core.examples import TOKENS, single_head_weights, token_vectors
+from mha_core.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention, softmax
+from mha_core.examples import TOKENS, single_head_example
 from mha_core.figures.single_head import D_K_VALUES
 from mha_core.widgets.single_head import PAD, MaskExplorer, ScalingExplorer, mask_explorer, scaling_explorer
 
@@ -14,15 +14,7 @@ D_MODEL, D_HEAD = 8, 4
 T = len(TOKENS)
 
 
-def running_example():
-    """Notebook 02's token vectors (6, 8) and projections w_q, w_k, w_v (8, 4)."""
-    x = token_vectors(d_model=D_MODEL, seed=0)
-    w_q, w_k, w_v = single_head_weights(D_MODEL, D_HEAD)
-    return x, w_q, w_k, w_v
-
-
-X, W_Q, W_K, W_V = running_example()
-Q, K, V = (project(X, w) for w in (W_Q, W_K, W_V))
+X, (W_Q, W_K, W_V), (Q, K, V) = single_head_example(D_MODEL, D_HEAD)  # notebook 02's x (6, 8), w_* (8, 4), q, k, v (6, 4)
 
 
 # --- the d_k slider --------------------------------------------------------------------

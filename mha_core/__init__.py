@@ -57,10 +57,18 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    # Import torch only when the torch module is asked for.
-    if name == "TorchMultiHeadAttention":
-        from .torch_attention import TorchMultiHeadAttention
+#: Names that load heavy dependencies (torch, model files) on first use: name -> (module, attribute).
+#: A new lazily imported feature adds one row here, not another ``if``.
+_LAZY = {
+    "TorchMultiHeadAttention": (".torch_attention", "TorchMultiHeadAttention"),
+}
 
-        return TorchMultiHeadAttention
+
+def __getattr__(name):
+    # Import torch (and other heavy dependencies) only when a feature that needs them is asked for.
+    if name in _LAZY:
+        import importlib
+
+        module, attribute = _LAZY[name]
+        return getattr(importlib.import_module(module, __name__), attribute)
     raise AttributeError(f"module 'mha_core' has no attribute {name!r}")

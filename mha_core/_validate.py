@@ -111,3 +111,20 @@ def mask_array(mask, name: str) -> np.ndarray:
         bad = "NaN" if np.isnan(arr).any() else "+inf"
         raise ValueError(f"{name} contains {bad}; a float mask holds finite numbers or -inf (blocked)")
     return arr
+
+
+def weight_array(w, name: str, *, ndim: int | None = None, shape: tuple | None = None) -> np.ndarray:
+    """A learned weight as a fresh float64 array with finite entries and the expected shape."""
+    if isinstance(w, (str, bytes)) or w is None:
+        raise TypeError(f"{name} must be an array of numbers; got {type(w).__name__}")
+    try:
+        a = np.array(w, dtype=np.float64)  # a copy: the layer never shares the caller's array
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers; got {type(w).__name__} ({exc})") from None
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} axes; got shape {a.shape}")
+    if shape is not None and a.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {a.shape}; this layer needs {tuple(shape)}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} holds NaN or infinite values; every weight must be finite")
+    return a

@@ -462,7 +462,41 @@ class MultiHeadAttention:
             result = AttentionResult(*(a[0] for a in (output, weights, scores, head_outputs, q, k, v)))
         return result
 
-    # -- loading from torch ----------------------------------------------------------
+    # -- building from given weights ------------------------------------------------
+
+    @classmethod
+    def from_weights(
+        cls, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, n_heads: int, n_kv_heads: int | None = None
+    ) -> "MultiHeadAttention":
+        """A layer that holds the given weights (copied, as float64), in the reference layout.
+
+        Every loader (``from_torch``, the pretrained encoder) hands its arrays to this one
+        constructor; d_model is read from ``w_q``. Give all four biases or none.
+
+        Shapes:
+            w_q: (D, H*Dh)      w_k, w_v: (D, Hkv*Dh)      w_o: (H*Dh, D)
+            b_q: (H*Dh,)        b_k, b_v: (Hkv*Dh,)        b_o: (D,)
+            returns: MultiHeadAttention
+        """
+        w_q = _validate.weight_array(w_q, "w_q", ndim=2)
+        D = w_q.shape[0]
+        layer = cls.__new__(cls)
+        layer.d_model, layer.n_heads, layer.n_kv_heads = _validate.head_counts(D, n_heads, n_kv_heads)
+        layer.d_head = D // layer.n_heads
+        kv_width = layer.n_kv_heads * layer.d_head
+        expected = {"w_q": (D, D), "w_k": (D, kv_width), "w_v": (D, kv_width), "w_o": (D, D)}
+        given = {"w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o}
+        for name, shape in expected.items():
+            setattr(layer, name, _validate.weight_array(given[name], name, shape=shape))
+        biases = {"b_q": b_q, "b_k": b_k, "b_v": b_v, "b_o": b_o}
+        missing = [name for name, b in biases.items() if b is None]
+        if missing and len(missing) != 4:
+            raise ValueError(f"give all four biases or none; {', '.join(missing)} missing")
+        layer.bias = not missing
+        bias_shapes = {"b_q": (D,), "b_k": (kv_width,), "b_v": (kv_width,), "b_o": (D,)}
+        for name, shape in bias_shapes.items():
+            setattr(layer, name, None if missing else _validate.weight_array(biases[name], name, shape=shape))
+        return layer
 
     @classmethod
     def from_torch(cls, module) -> "MultiHeadAttention":
@@ -475,10 +509,8 @@ class MultiHeadAttention:
         from ._torch_weights import numpy_weights_from_torch
 
         w = numpy_weights_from_torch(module)
-        layer = cls.__new__(cls)
-        layer.d_model, layer.n_heads, layer.n_kv_heads = _validate.head_counts(w["d_model"], w["n_heads"], w["n_kv_heads"])
-        layer.d_head = layer.d_model // layer.n_heads
-        layer.bias = w["b_q"] is not None
-        for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"):
-            setattr(layer, name, w[name])
-        return layer
+        return cls.from_weights(
+            **{name: w[name] for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")},
+            n_heads=w["n_heads"],
+            n_kv_heads=w["n_kv_heads"],
+        )

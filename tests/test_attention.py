@@ -753,3 +753,44 @@ def test_two_heads_on_two_tokens_match_arithmetic_done_by_hand():
     assert_close(result.weights[1], [[0.5, 0.5], [0.2689414, 0.7310586]], "hand: head 1 weights", tol=1e-6)
     assert_close(result.head_outputs[:, :, 0], [[0.7310586, 0.5], [0.5, 0.7310586]], "hand: head outputs", tol=1e-6)
     assert_close(result.output, [[0.7310586, 0.5], [0.5, 0.7310586]], "hand: two-head output", tol=1e-6)
+
+
+# --- from_weights: the one constructor every loader uses -------------------------
+
+
+def test_from_weights_reproduces_a_layer_and_copies_its_arrays():
+    layer = MultiHeadAttention(8, 2, n_kv_heads=1, seed=3)
+    names = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
+    rng = np.random.default_rng(0)
+    for name in names:
+        setattr(layer, name, rng.normal(size=getattr(layer, name).shape))
+    given = {name: getattr(layer, name) for name in names}
+    rebuilt = MultiHeadAttention.from_weights(**given, n_heads=2, n_kv_heads=1)
+    x = rng.normal(size=(2, 5, 8))
+    np.testing.assert_array_equal(rebuilt(x).output, layer(x).output)
+    assert (rebuilt.d_model, rebuilt.n_heads, rebuilt.n_kv_heads, rebuilt.d_head, rebuilt.bias) == (8, 2, 1, 4, True)
+    given["w_q"][0, 0] += 1.0  # changing the caller's array later must not change the layer
+    assert rebuilt.w_q[0, 0] != given["w_q"][0, 0]
+
+
+def test_from_weights_without_biases_has_none():
+    w = np.eye(4)
+    layer = MultiHeadAttention.from_weights(w_q=w, w_k=w, w_v=w, w_o=w, n_heads=2)
+    assert layer.bias is False and layer.b_q is None and layer.n_parameters == 4 * 16
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"w_k": np.zeros((4, 3))}, "w_k has shape (4, 3); this layer needs (4, 4)"),
+        ({"b_q": np.zeros(4)}, "give all four biases or none; b_k, b_v, b_o missing"),
+        ({"w_o": np.full((4, 4), np.nan)}, "w_o holds NaN or infinite values"),
+        ({"w_v": "weights"}, "w_v must be an array of numbers; got str"),
+        ({"n_heads": 3}, "n_heads=3 does not divide d_model=4"),
+    ],
+)
+def test_from_weights_rejects_bad_weights_by_name(change, message):
+    args = {"w_q": np.eye(4), "w_k": np.eye(4), "w_v": np.eye(4), "w_o": np.eye(4), "n_heads": 2} | change
+    with pytest.raises((TypeError, ValueError)) as info:
+        MultiHeadAttention.from_weights(**args)
+    assert message in str(info.value)

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mha_core import attention, exercises, solutions, softmax
-from mha_core.exercises._runner import Mistake
+from mha_core.exercises._tables import Mistake
 from mha_core.exercises._shared import SHARED
 
 SOLUTIONS = {
@@ -82,18 +82,6 @@ def test_each_planted_mistake_gets_its_own_message(name, row, capsys):
     assert "carries on with the reference" in result.hint
 
 
-def learner_softmax(scores, axis=-1):
-    """A softmax as a learner writes it (NaN for a fully blocked row)."""
-    e = np.exp(scores - scores.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def stub_function(name):
-    namespace = {}
-    exec(compile(exercises.stub_source(name), f"<stub {name}>", "exec"), namespace)
-    return namespace[SOLUTIONS[name].__name__]
-
-
 def learner_attention(block=None, scale=np.sqrt, softmax=learner_softmax):
     """A learner's attention; ``block(scores, attn_mask)`` is their masking line."""
 
@@ -142,6 +130,12 @@ def att_size_call(q, k, v, attn_mask=None):
 def att_undefined_name(q, k, v, attn_mask=None):
     weights = softmx(q @ np.swapaxes(k, -1, -2))  # noqa: F821 - the typo is the point
     return weights @ v, weights
+
+
+def att_mask_unguarded(q, k, v, attn_mask=None):
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    scores[attn_mask] = -np.inf  # with None: every score
+    return learner_softmax(scores) @ v, learner_softmax(scores)
 
 
 def att_returns_output_only(q, k, v, attn_mask=None):
@@ -230,6 +224,7 @@ LEARNER_MISTAKES = [
     (A, learner_attention(block=lambda s, m: np.where(m, np.inf, s), softmax=softmax), "mask_plus_inf", ["+inf", "must be -inf"]),
     (A, learner_attention(block=lambda s, m: np.where(m, s, -np.inf)), "mask_inverted", ["inverted", "True means blocked"]),
     (A, learner_attention(block=lambda s, m: s), "mask_ignored", ["ignores attn_mask", "-inf"]),
+    (A, att_mask_unguarded, "mask_none_not_handled", ["attn_mask=None", "if attn_mask is not None"]),
     # PyTorch habits and other exceptions
     (A, att_torch_transpose, "torch_transpose", ["k.transpose(-1, -2) is PyTorch's", "np.swapaxes(k, -1, -2)", "axes don't match array"]),
     (A, att_masked_fill, "torch_method", ["no .masked_fill(...)", "np.where(mask, value, x)"]),
@@ -515,19 +510,7 @@ def test_mask_as_boolean_index_is_named():
     assert "np.where(attn_mask, -np.inf, scores)" in result.message and "IndexError" in result.message
 
 
-def test_mask_step_without_a_none_guard_is_named():
-    def my_attention(q, k, v, attn_mask=None):
-        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-        scores[attn_mask] = -np.inf  # with None: every score
-        weights = learner_softmax(scores)
-        return weights @ v, weights
-
-    result = exercises.evaluate("scaled_dot_product_attention", my_attention)
-    assert (result.status, result.mistake) == ("mistake", "mask_none_not_handled")
-    assert "if attn_mask is not None" in result.message
-
-
-def test_large_scores_pass_with_a_max_subtracting_softmax_in_float32():
+def test_large_scores_overflow_exp_and_a_max_subtracting_softmax_passes():
     case = exercises._EXERCISES[A].cases()[-1]
     scores = attention.attention_scores(case.args["q"], case.args["k"])
     assert scores.min() > 709  # exp overflows float64 on every score

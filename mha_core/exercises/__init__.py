@@ -18,6 +18,7 @@ reference from ``mha_core.attention``. Whatever the learner's function does
 stops at an exercise. ``evaluate`` returns the same verdict as a ``CheckResult``.
 
 The package:
+    _tables       what an exercise is made of: cases, Mistake and Raised rows, CheckResult
     _runner       the check, in the order of STYLE.md: shape, inputs unchanged, each
                   known mistake by name, then the reference on several shapes
     _shared       exceptions every exercise can meet (PyTorch habits, typed-in sizes)
@@ -43,8 +44,7 @@ from typing import Callable
 
 from .. import solutions
 from . import _runner, heads, projection, single_head
-from ._runner import CheckResult
-from ._shared import SHARED
+from ._tables import CheckResult, Exercise
 
 __all__ = [
     "EXERCISES",
@@ -67,7 +67,7 @@ _EXERCISES = {ex.name: ex for ex in (single_head.EXERCISE, heads.SPLIT, heads.ME
 EXERCISES = tuple(_EXERCISES)
 
 
-def _exercise(name) -> _runner.Exercise:
+def _exercise(name) -> Exercise:
     if name not in _EXERCISES:
         raise ValueError(f"name={name!r} is not an exercise; valid names are {', '.join(map(repr, EXERCISES))}")
     return _EXERCISES[name]
@@ -138,7 +138,7 @@ def evaluate(name: str, fn) -> CheckResult:
     """
     ex = _exercise(name)
     try:
-        return _runner.evaluate(ex, fn, SHARED)
+        return _runner.evaluate(ex, fn)
     except Exception as exc:  # a fault in the checker itself must not stop the notebook
         message = f"the check itself failed ({type(exc).__name__}: {exc}); please report it"
         return CheckResult(name, "error", None, message, _runner.hint(), 0)

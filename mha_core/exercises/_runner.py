@@ -17,181 +17,24 @@ the first that decides is the verdict.
 from __future__ import annotations
 
 import inspect
-import math
-import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-# A learner may compute in float32; every real mistake moves results by far more.
-RTOL = 1e-5
-ATOL = 1e-6
+from ._shared import SHARED
+from ._tables import Case, CheckResult, Exercise, close, close_all
 
 NOT_ATTEMPTED = "not attempted yet: the notebook carries on with the reference implementation"
 CARRY_ON = "Until it passes, the notebook carries on with the reference implementation."
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The verdict of one check.
-
-    status: "passed", "not_attempted", "mistake" (a named, known mistake), "wrong"
-        (a wrong shape or a mismatch with the reference) or "error" (the function
-        raised an exception no known mistake explains).
-    mistake: the catalogue name of the mistake ("mask_inverted", "changed_input",
-        "wrong_shape", ...), or None.
-    message: the verdict in words, as ``check`` prints it after the exercise name.
-    hint: a second line, or None.
-    n_shapes: on how many shapes the function agreed with the reference (all of
-        them when it passed).
-    """
-
-    name: str
-    status: str
-    mistake: str | None
-    message: str
-    hint: str | None = None
-    n_shapes: int = 0
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "passed"
-
-    def lines(self) -> list[str]:
-        """What ``check`` prints: the verdict line, then the hint line if there is one."""
-        out = [f"{self.name}: {self.message}"]
-        if self.hint:
-            out.append(self.hint)
-        return out
-
-
-@dataclass(frozen=True)
-class Case:
-    """One call of the learner's function: the arguments, and named dimensions for messages."""
-
-    args: dict
-    dims: dict
-
-    @property
-    def label(self) -> str:
-        parts = []
-        for name, value in self.args.items():
-            if isinstance(value, np.ndarray):
-                parts.append(f"{name} of shape {value.shape}")
-            else:
-                parts.append(f"{name}={value!r}")
-        return ", ".join(parts)
-
-    @property
-    def fields(self) -> dict:
-        """What a message may name: the dimensions, their square roots, the call."""
-        roots = {f"{n}_sqrt": f"{math.sqrt(self.dims[n]):.3g}" for n in ("H", "Dh") if n in self.dims}
-        return {**self.dims, **roots, "label": self.label}
-
-
-@dataclass(frozen=True)
-class Mistake:
-    """A known mistake: what it computes, and the message that names it.
-
-    planted: the mistake written as a function with the exercise's signature; the
-        tests plant it and expect this message.
-    message: formatted with ``Case.fields`` (and whatever ``seen`` returns).
-    case: the index of the case it is looked for on.
-    seen: None when the mistake is recognised by results equal to ``planted``'s;
-        else ``seen(case, got)`` recognises it from a property of the learner's
-        results ``got`` and returns the message's extra fields (a dict), or None.
-    """
-
-    name: str
-    planted: Callable
-    message: str
-    case: int = 0
-    seen: Callable | None = None
-
-
-@dataclass(frozen=True)
-class Raised:
-    """A known mistake recognised by the exception it raises.
-
-    pattern: a regular expression searched in "ExceptionType: message".
-    source: a regular expression the function's source must contain too, or None.
-    later: only when the first case passed and a later case raised (numbers typed in).
-    planted: the mistake as a function, for the tests; None for the rows shared by
-        every exercise (the tests write those per exercise).
-    """
-
-    name: str
-    pattern: str
-    message: str
-    planted: Callable | None = None
-    source: str | None = None
-    later: bool = False
-
-    def fields(self, error: str, source: str, index: int) -> dict | None:
-        """The pattern's named groups when this row explains ``error``, else None."""
-        found = re.search(self.pattern, error)
-        if found is None or (self.source and not re.search(self.source, source)) or (self.later and index == 0):
-            return None
-        return found.groupdict()
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """One exercise: its solution, its reference, its cases and its mistake tables."""
-
-    name: str
-    notebook: str
-    solution: Callable
-    reference: Callable
-    positional: tuple
-    keyword: tuple
-    results: tuple  # names of the results, e.g. ("output", "weights")
-    result_dims: tuple  # per result, the dimension names of a full-rank result
-    cases: Callable  # () -> list[Case], the first the one most mistakes are named on
-    mistakes: tuple  # Mistake rows, in the order they are looked for
-    raised: tuple = ()  # Raised rows, looked for before the ones every exercise shares
-    after_pass: Callable | None = None  # (exercise, fn) -> a note after a pass, or None
-
-    def call(self, fn, case: Case):
-        args = [case.args[n] for n in self.positional]
-        kwargs = {n: case.args[n] for n in self.keyword}
-        return fn(*args, **kwargs)
-
-    def expected(self, case: Case) -> tuple:
-        return as_tuple(self.call(self.reference, case))
-
-
-def as_tuple(result) -> tuple:
-    return result if isinstance(result, tuple) else (result,)
-
-
-def close(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=RTOL, atol=ATOL))
-
-
-def close_all(got: tuple, expected: tuple) -> bool:
-    return len(got) == len(expected) and all(close(g, e) for g, e in zip(got, expected))
+GENERAL_ERROR_HINT = (
+    "Hint: run your function by hand on arrays of those shapes, in a cell of its own, to see which line fails."
+)
 
 
 def hint(specific: str | None = None) -> str:
     return f"{specific} {CARRY_ON}" if specific else CARRY_ON
-
-
-def explain(ex: Exercise, m: Mistake, case: Case, got: tuple) -> str | None:
-    """The mistake's message when the learner's results ``got`` show it on ``case``, else None."""
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            if m.seen is not None:
-                extra = m.seen(case, got)
-            else:
-                extra = {} if close_all(got, as_tuple(ex.call(m.planted, case))) else None
-    except Exception:  # a mistake that cannot apply to this result (another shape)
-        return None
-    return None if extra is None else m.message.format(**case.fields, **extra)
 
 
 # --- running the learner's function -------------------------------------------------
@@ -244,7 +87,8 @@ def run(ex: Exercise, fn, case: Case) -> Outcome:
     changed = tuple(
         n
         for n, a in case.args.items()
-        if isinstance(a, np.ndarray) and not (copies[n].shape == a.shape and np.array_equal(copies[n], a, equal_nan=True))
+        if isinstance(a, np.ndarray)
+        and not (copies[n].shape == a.shape and np.array_equal(copies[n], a, equal_nan=True))
     )
     results, form = _as_arrays(ex, returned)
     return Outcome(results=results, form=form, changed=changed)
@@ -265,12 +109,12 @@ def _shape_text(names: tuple, shape: tuple) -> str:
 # --- steps 1-3: exceptions, form, shape, inputs left unchanged --------------------
 
 
-def _exception_verdict(ex: Exercise, fn, index: int, case: Case, exc: BaseException, n_ok: int, shared: tuple):
+def _exception_verdict(ex: Exercise, fn, index: int, case: Case, exc: BaseException, n_ok: int):
     if isinstance(exc, NotImplementedError) and index == 0:
         return CheckResult(ex.name, "not_attempted", None, NOT_ATTEMPTED, None, 0)
     error = f"{type(exc).__name__}: {exc}"
     source = source_of(fn)
-    for row in (*ex.raised, *shared):
+    for row in (*ex.raised, *SHARED):
         extra = row.fields(error, source, index)
         if extra is not None:
             message = f"{row.message.format(**case.fields, **extra)} (Your function raised {error}.)"
@@ -279,27 +123,26 @@ def _exception_verdict(ex: Exercise, fn, index: int, case: Case, exc: BaseExcept
     return CheckResult(ex.name, "error", None, message, hint(GENERAL_ERROR_HINT), n_ok)
 
 
-GENERAL_ERROR_HINT = (
-    "Hint: run your function by hand on arrays of those shapes, in a cell of its own, to see which line fails."
-)
-
-
-def screen(ex: Exercise, fn, index: int, case: Case, outcome: Outcome, expected: tuple, n_ok: int, shared: tuple):
+def screen(ex: Exercise, fn, index: int, case: Case, outcome: Outcome, expected: tuple, n_ok: int):
     """Steps 1-3 on one case: the verdict if the call raised, has the wrong form or shape, or changed an input."""
     if outcome.exception is not None:
-        return _exception_verdict(ex, fn, index, case, outcome.exception, n_ok, shared)
+        return _exception_verdict(ex, fn, index, case, outcome.exception, n_ok)
     if outcome.form is not None:
         mistake, message = outcome.form
         return CheckResult(ex.name, "mistake", mistake, message, hint(), n_ok)
     got = outcome.results
     if any(g.shape != e.shape for g, e in zip(got, expected)):
         for m in ex.mistakes:
-            message = explain(ex, m, case, got) if m.case == index and m.seen is None else None
+            message = m.explain(ex, case, got) if m.case == index and m.seen is None else None
             if message:
                 return CheckResult(ex.name, "mistake", m.name, message, hint(), n_ok)
-        label, dims, g, e = next(item for item in zip(ex.results, ex.result_dims, got, expected) if item[2].shape != item[3].shape)
-        message = f"Your {label} has shape {tuple(g.shape)}; expected {_shape_text(dims, e.shape)} (called with {case.label})"
-        return CheckResult(ex.name, "wrong", "wrong_shape", message, hint(), n_ok)
+        for label, dims, g, e in zip(ex.results, ex.result_dims, got, expected):
+            if g.shape != e.shape:
+                message = (
+                    f"Your {label} has shape {tuple(g.shape)}; expected {_shape_text(dims, e.shape)} "
+                    f"(called with {case.label})"
+                )
+                return CheckResult(ex.name, "wrong", "wrong_shape", message, hint(), n_ok)
     if outcome.changed:
         message = (
             f"Your function changed its input {' and '.join(outcome.changed)} in place, so the caller's array is "
@@ -339,7 +182,6 @@ class _Attempts:
 
     ex: Exercise
     fn: Callable
-    shared: tuple
     cases: list = field(init=False)
     expected: list = field(init=False)
     outcomes: dict = field(default_factory=dict)
@@ -353,7 +195,7 @@ class _Attempts:
         if i not in self.outcomes:
             self.outcomes[i] = run(self.ex, self.fn, self.cases[i])
         outcome = self.outcomes[i]
-        verdict = screen(self.ex, self.fn, i, self.cases[i], outcome, self.expected[i], n_ok, self.shared)
+        verdict = screen(self.ex, self.fn, i, self.cases[i], outcome, self.expected[i], n_ok)
         return outcome.results, verdict
 
 
@@ -366,7 +208,7 @@ def _named_mistake(attempts: _Attempts) -> CheckResult | None:
             return verdict
         if close_all(got, attempts.expected[m.case]):
             continue
-        message = explain(ex, m, attempts.cases[m.case], got)
+        message = m.explain(ex, attempts.cases[m.case], got)
         if message:
             return CheckResult(ex.name, "mistake", m.name, message, hint(), 0)
     return None
@@ -376,23 +218,25 @@ def _general(attempts: _Attempts) -> CheckResult | None:
     """Step 5: every case against the reference."""
     for i, case in enumerate(attempts.cases):
         got, verdict = attempts.get(i, i)
-        problem = verdict or compare(attempts.ex, case, got, attempts.expected[i])
-        if isinstance(problem, str):
+        if verdict is not None:
+            return verdict
+        problem = compare(attempts.ex, case, got, attempts.expected[i])
+        if problem:
             return CheckResult(attempts.ex.name, "wrong", None, problem, hint(), i)
-        if problem is not None:
-            return problem
     return None
 
 
-def evaluate(ex: Exercise, fn, shared: tuple = ()) -> CheckResult:
-    """The verdict on ``fn`` for exercise ``ex``; ``shared`` are the Raised rows every exercise uses."""
+def evaluate(ex: Exercise, fn) -> CheckResult:
+    """The verdict on ``fn`` for exercise ``ex``."""
     if not callable(fn):
-        message = f"check expects your function (for example {ex.solution.__name__}); got {type(fn).__name__} {fn!r:.60}"
+        example, given = ex.solution.__name__, f"{type(fn).__name__} {fn!r:.60}"
+        message = f"check expects your function (for example {example}); got {given}"
         return CheckResult(ex.name, "error", None, message, hint(), 0)
-    attempts = _Attempts(ex, fn, shared)
+    attempts = _Attempts(ex, fn)
     verdict = attempts.get(0, 0)[1] or _named_mistake(attempts) or _general(attempts)
     if verdict is not None:
         return verdict
     n = len(attempts.cases)
     note = ex.after_pass(ex, fn) if ex.after_pass else None
-    return CheckResult(ex.name, "passed", None, f"passed on {n} shapes. From here on the notebook uses your function.", note, n)
+    message = f"passed on {n} shapes. From here on the notebook uses your function."
+    return CheckResult(ex.name, "passed", None, message, note, n)

@@ -6,7 +6,7 @@ is a field of its message (``{attr}``, ``{undefined}``).
 
 from __future__ import annotations
 
-from ._runner import Raised
+from ._tables import Raised
 
 TORCH_TRANSPOSE = (
     "NumPy's transpose takes the new order of every axis, for example x.transpose(0, 2, 1, 3); "

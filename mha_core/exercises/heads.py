@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from .. import attention, solutions
-from ._runner import Case, Exercise, Mistake
+from ._tables import Case, Exercise, Mistake
 
 #: (B, T, H, Dh) layouts for the cases of notebooks 03 and 04; the first is the one the
 #: mistakes are named on (T, H and Dh all differ, so each mix-up shows).
@@ -25,7 +25,9 @@ def dims(B, T, H, Dh) -> dict:
 @functools.cache
 def split_cases() -> list[Case]:
     rng = np.random.default_rng(2025)
-    return [Case({"x": rng.normal(size=(B, T, H * Dh)), "n_heads": H}, dims(B, T, H, Dh)) for B, T, H, Dh in HEAD_LAYOUTS]
+    return [
+        Case({"x": rng.normal(size=(B, T, H * Dh)), "n_heads": H}, dims(B, T, H, Dh)) for B, T, H, Dh in HEAD_LAYOUTS
+    ]
 
 
 @functools.cache

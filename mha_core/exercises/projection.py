@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from .. import attention, solutions
-from ._runner import Case, Exercise, Mistake, Raised
+from ._tables import Case, Exercise, Mistake, Raised
 from .heads import CONCATENATIONS, HEAD_LAYOUTS, dims
 
 

@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from .. import attention, solutions
-from ._runner import Case, Exercise, Mistake, Raised, close_all, run
+from ._runner import run
+from ._tables import Case, Exercise, Mistake, Raised, close_all
 
 
 def reference_attention(q, k, v, attn_mask=None):
@@ -100,7 +101,7 @@ def cases() -> list[Case]:
     return out
 
 
-PLAIN, MASKED, LARGE = 0, 1, 7  # the cases the mistakes are named on
+MASKED, LARGE = 1, 7  # the cases the mask and overflow mistakes are named on (the others: case 0)
 
 
 # --- planted mistakes: the core's attention with one step swapped --------------------
@@ -112,7 +113,9 @@ def _weigh(scores, v, softmax=attention.softmax):
     return attention.mix_values(weights, v), weights
 
 
-def _attend(q, k, v, attn_mask=None, *, scores=attention.attention_scores, block=attention.apply_mask, softmax=attention.softmax):
+def _attend(
+    q, k, v, attn_mask=None, *, scores=attention.attention_scores, block=attention.apply_mask, softmax=attention.softmax
+):
     """Attention made of the core's steps, any of which a mistake replaces."""
     s = scores(q, k)  # (..., Tq, Tk)
     if attn_mask is not None:
@@ -123,6 +126,16 @@ def _attend(q, k, v, attn_mask=None, *, scores=attention.attention_scores, block
 def planted(**step):
     """The reference attention with the named steps replaced, e.g. ``planted(block=...)``."""
     return lambda q, k, v, attn_mask=None: _attend(q, k, v, attn_mask, **step)
+
+
+def _right_weights(output):
+    """The reference's weights with a wrong output: ``output(weights, q, k, v)`` instead of weights @ v."""
+
+    def fn(q, k, v, attn_mask=None):
+        weights = reference_attention(q, k, v, attn_mask)[1]  # (..., Tq, Tk)
+        return output(weights, q, k, v), weights
+
+    return fn
 
 
 def _d_model_of(q) -> int:
@@ -239,7 +252,6 @@ def _wrong_scale(case, got):
 
 # --- the tables ------------------------------------------------------------------------------
 
-_ref = reference_attention
 _BLOCK = "np.where(attn_mask, -np.inf, scores)"
 
 MISTAKES = (
@@ -253,7 +265,7 @@ MISTAKES = (
     ),
     Mistake(
         "outputs_swapped",
-        lambda q, k, v, attn_mask=None: _ref(q, k, v, attn_mask)[::-1],
+        lambda q, k, v, attn_mask=None: reference_attention(q, k, v, attn_mask)[::-1],
         "You returned (weights, output); return them in the order (output, weights).",
     ),
     Mistake(
@@ -289,7 +301,7 @@ MISTAKES = (
     ),
     Mistake(
         "returned_scores",
-        lambda q, k, v, attn_mask=None: (_ref(q, k, v, attn_mask)[0], attention.attention_scores(q, k)),
+        lambda q, k, v, attn_mask=None: (reference_attention(q, k, v, attn_mask)[0], attention.attention_scores(q, k)),
         "Your weights are the scores, from before the softmax: apply the softmax over the "
         "keys so that each row of weights is positive and sums to 1, and mix v with those.",
         seen=_returned_scores,
@@ -312,31 +324,31 @@ MISTAKES = (
     ),
     Mistake(
         "weights_transposed_in_mix",
-        lambda q, k, v, attn_mask=None: (np.swapaxes(_ref(q, k, v, attn_mask)[1], -1, -2) @ v, _ref(q, k, v, attn_mask)[1]),
+        _right_weights(lambda weights, q, k, v: np.swapaxes(weights, -1, -2) @ v),
         "Your weights are right, but your output uses them transposed (weights^T @ v): use "
         "weights @ v, so that each query's row of weights averages the value vectors.",
     ),
     Mistake(
         "v_not_mixed",
-        lambda q, k, v, attn_mask=None: (v, _ref(q, k, v, attn_mask)[1]),
+        _right_weights(lambda weights, q, k, v: v),
         "Your weights are right, but your output is v itself: each query's output is the weighted "
         "average of the value vectors, weights @ v.",
     ),
     Mistake(
         "v_not_mixed",
-        lambda q, k, v, attn_mask=None: (_ref(q, k, v, attn_mask)[1],) * 2,
+        _right_weights(lambda weights, q, k, v: weights),
         "Your weights are right, but your output is the weights again: mix the value vectors with "
         "them, output = weights @ v.",
     ),
     Mistake(
         "v_not_mixed",
-        lambda q, k, v, attn_mask=None: (_ref(q, k, v, attn_mask)[1] @ k, _ref(q, k, v, attn_mask)[1]),
+        _right_weights(lambda weights, q, k, v: weights @ k),
         "Your weights are right, but your output mixes the keys (weights @ k): mix the values, "
         "weights @ v.",
     ),
     Mistake(
         "v_not_mixed",
-        lambda q, k, v, attn_mask=None: (_ref(q, k, v, attn_mask)[1] @ q, _ref(q, k, v, attn_mask)[1]),
+        _right_weights(lambda weights, q, k, v: weights @ q),
         "Your weights are right, but your output mixes the queries (weights @ q): mix the values, "
         "weights @ v.",
     ),

@@ -477,6 +477,19 @@ def test_any_exception_gives_a_verdict_and_the_reference(name, exc, capsys):
     assert "Traceback" not in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("name", exercises.EXERCISES)
+@pytest.mark.parametrize(
+    "returned",
+    ["text", {"a": 1}, [[1.0, 2.0], [3.0]], np.array(["a"]), np.ones((2, 2)) * 1j, (x for x in "ab")],
+    ids=["str", "dict", "ragged", "strings", "complex", "generator"],
+)
+def test_a_return_value_that_is_not_real_numbers_is_named(name, returned):
+    n = len(exercises._EXERCISES[name].results)
+    result = exercises.evaluate(name, lambda *args, **kwargs: (returned,) * n if n > 1 else returned)
+    assert (result.status, result.mistake) == ("mistake", "wrong_return"), result.message
+    assert "not an array of real numbers" in result.message
+
+
 def test_hard_coded_shape_is_named_on_a_later_shape():
     result = exercises.evaluate("split_heads", split_hard_coded)
     assert (result.status, result.mistake, result.n_shapes) == ("mistake", "hard_coded_shape", 1)

@@ -69,9 +69,13 @@ def _as_arrays(ex: Exercise, returned) -> tuple[tuple | None, tuple | None]:
     arrays = []
     for label, item in zip(ex.results, items):
         try:
-            arrays.append(np.asarray(item, dtype=np.float64))
-        except Exception:
-            return None, ("wrong_return", f"Your {label} is a {type(item).__name__}, not an array of numbers.")
+            array = np.asarray(item)
+        except Exception:  # a ragged list, for example
+            array = np.asarray(None)
+        if array.dtype.kind not in "biuf":  # bool, integers, floats
+            what = f"an array of {array.dtype}" if isinstance(item, np.ndarray) else f"a {type(item).__name__}"
+            return None, ("wrong_return", f"Your {label} is {what}, not an array of real numbers.")
+        arrays.append(array.astype(np.float64))
     return tuple(arrays), None
 
 

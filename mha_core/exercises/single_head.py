@@ -101,7 +101,7 @@ def cases() -> list[Case]:
     return out
 
 
-MASKED, LARGE = 1, 7  # the cases the mask and overflow mistakes are named on (the others: case 0)
+MASKED, ONE_HEAD, LARGE = 1, 5, 7  # cases some mistakes are named on; the others use case 0
 
 
 # --- planted mistakes: the core's attention with one step swapped --------------------
@@ -253,14 +253,18 @@ def _wrong_scale(case, got):
 # --- the tables ------------------------------------------------------------------------------
 
 _BLOCK = "np.where(attn_mask, -np.inf, scores)"
+_TYPED_SCALE = (
+    "Your scores are divided by {divisor}{as_sqrt} instead of sqrt(d_head) = sqrt({Dh}) = {Dh_sqrt}: "
+    "take d_head from q.shape[-1] rather than typing a number (the check uses other shapes than the notebook)."
+)
 
 MISTAKES = (
     # the plain case: B=2, H=4, Tq=Tk=5, Dh=3, no mask
     Mistake(
         "mask_none_not_handled",
         _mask_as_index_unguarded,
-        "With attn_mask=None (no mask) your function blocks every key, so all weights are 0 or NaN: "
-        "scores[None] selects every score in NumPy. Put the masking step under if attn_mask is not None:.",
+        "With attn_mask=None (no mask) all your weights are 0 or NaN, as if every key were blocked: did you "
+        "mask without if attn_mask is not None:? In NumPy scores[None] selects every score.",
         seen=_mask_none_blocks_all,
     ),
     Mistake(
@@ -355,9 +359,7 @@ MISTAKES = (
     Mistake(
         "wrong_scale",
         planted(scores=_rescaled(lambda d_head, d_model: math.sqrt(d_head / 8))),
-        "Your scores are divided by {divisor}{as_sqrt} instead of sqrt(d_head) = sqrt({Dh}) = {Dh_sqrt}: "
-        "take d_head from q.shape[-1] rather than typing a number (the check uses other shapes than "
-        "the notebook).",
+        _TYPED_SCALE,
         seen=_wrong_scale,
     ),
     # the masked case: the same arrays with a mask that blocks some keys in every row
@@ -419,6 +421,14 @@ MISTAKES = (
         f"{_BLOCK}, which never multiplies by inf.",
         case=MASKED,
         seen=_has_nan,
+    ),
+    # one head, (T, Dh) = (6, 2): a number typed in that happens to fit the first case
+    Mistake(
+        "wrong_scale",
+        planted(scores=_rescaled(lambda d_head, d_model: math.sqrt(d_head / 3))),
+        _TYPED_SCALE,
+        case=ONE_HEAD,
+        seen=_wrong_scale,
     ),
     # large scores, 786 to 814, no mask
     Mistake(

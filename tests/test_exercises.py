@@ -1,12 +1,14 @@
 """Tests for mha_core.exercises: stubs, checks that name mistakes, hidden solutions.
 
-Each catalogued mistake is written here as a small wrong function, the way a learner
-might write it, and the check must name it.
+Every row of the mistake tables is planted and must get its own message; mistakes
+written the way a learner writes them must be named too.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
+import string
 import subprocess
 import sys
 
@@ -15,7 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mha_core import attention, exercises, solutions
+from mha_core import attention, exercises, solutions, softmax
+from mha_core.exercises._tables import Mistake
+from mha_core.exercises._shared import SHARED
 
 SOLUTIONS = {
     "scaled_dot_product_attention": solutions.my_attention,
@@ -37,54 +41,63 @@ def stub_function(name):
     return namespace[SOLUTIONS[name].__name__]
 
 
-# --- attention: learner-style wrong functions, one per catalogued mistake ---------------
+# --- every row of the mistake tables, planted ---------------------------------------------
+#
+# The tables in mha_core/exercises/{single_head,heads,projection}.py hold each mistake as a
+# function; planting it must give that row's message and no other (an earlier row must not
+# shadow it). Below them, mistakes written the way a learner writes them.
 
 
-def att_sqrt_d_model(q, k, v, attn_mask=None):
-    d_model = q.shape[-3] * q.shape[-1]  # H * Dh
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d_model)
-    if attn_mask is not None:
-        scores = np.where(attn_mask, -np.inf, scores)
-    weights = learner_softmax(scores)
+def template_pattern(template):
+    """A regular expression for a message template: its words exactly, any text for its fields."""
+    parts = []
+    for literal, field, _, _ in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if field is not None:
+            parts.append(".+?")
+    return "".join(parts)
+
+
+def catalogue_rows():
+    for name in exercises.EXERCISES:
+        ex = exercises._EXERCISES[name]
+        for row in (*ex.mistakes, *ex.raised):
+            yield pytest.param(name, row, id=f"{name}-{row.name}-{len(row.message)}")
+
+
+@pytest.mark.parametrize("name, row", list(catalogue_rows()))
+def test_each_planted_mistake_gets_its_own_message(name, row, capsys):
+    result = exercises.evaluate(name, row.planted)
+    assert (result.status, result.mistake) == ("mistake", row.name), result.message
+    if isinstance(row, Mistake) and row.seen is None:
+        case = exercises._EXERCISES[name].cases()[row.case]
+        assert result.message == row.message.format(**case.fields)
+    elif isinstance(row, Mistake):
+        assert re.fullmatch(template_pattern(row.message), result.message), result.message
+    else:
+        assert re.fullmatch(template_pattern(row.message) + r" \(Your function raised \w+: .+\.\)", result.message)
+    assert exercises.check(name, row.planted) is exercises.reference(name)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [f"{name}: {result.message}", result.hint]
+    assert "carries on with the reference" in result.hint
+
+
+def learner_attention(block=None, scale=np.sqrt, softmax=learner_softmax):
+    """A learner's attention; ``block(scores, attn_mask)`` is their masking line."""
+
+    def my_attention(q, k, v, attn_mask=None):
+        scores = q @ np.swapaxes(k, -1, -2) / scale(q.shape[-1])
+        if attn_mask is not None:
+            scores = block(scores, attn_mask) if block else np.where(attn_mask, -np.inf, scores)
+        weights = softmax(scores)
+        return weights @ v, weights
+
+    return my_attention
+
+
+def att_mixes_q_with_weights_from_heads(q, k, v, attn_mask=None):
+    weights = learner_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), axis=1)
     return weights @ v, weights
-
-
-def att_not_scaled(q, k, v, attn_mask=None):
-    scores = q @ np.swapaxes(k, -1, -2)
-    if attn_mask is not None:
-        scores = np.where(attn_mask, -np.inf, scores)
-    weights = learner_softmax(scores)
-    return weights @ v, weights
-
-
-def att_divided_by_d_head(q, k, v, attn_mask=None):
-    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1]
-    if attn_mask is not None:
-        scores = np.where(attn_mask, -np.inf, scores)
-    weights = learner_softmax(scores)
-    return weights @ v, weights
-
-
-def att_hard_coded_scale(q, k, v, attn_mask=None):
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(8)  # the notebook's d_model, typed in
-    if attn_mask is not None:
-        scores = np.where(attn_mask, -np.inf, scores)
-    weights = learner_softmax(scores)
-    return weights @ v, weights
-
-
-def att_scores_transposed(q, k, v, attn_mask=None):
-    scores = k @ np.swapaxes(q, -1, -2) / np.sqrt(q.shape[-1])
-    if attn_mask is not None:
-        scores = np.where(attn_mask, -np.inf, scores)
-    weights = learner_softmax(scores)
-    return weights @ v, weights
-
-
-def att_returns_scores(q, k, v, attn_mask=None):
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    weights = learner_softmax(scores)
-    return weights @ v, scores
 
 
 def att_no_softmax(q, k, v, attn_mask=None):
@@ -92,70 +105,37 @@ def att_no_softmax(q, k, v, attn_mask=None):
     return scores @ v, scores
 
 
-def att_softmax_over_queries(q, k, v, attn_mask=None):
+def att_torch_transpose(q, k, v, attn_mask=None):
+    weights = learner_softmax(q @ k.transpose(-1, -2) / np.sqrt(q.shape[-1]))
+    return weights @ v, weights
+
+
+def att_masked_fill(q, k, v, attn_mask=None):
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     if attn_mask is not None:
-        scores = np.where(attn_mask, -np.inf, scores)
-    weights = learner_softmax(scores, axis=-2)
+        scores = scores.masked_fill(attn_mask, -np.inf)
+    return learner_softmax(scores) @ v, learner_softmax(scores)
+
+
+def att_softmax_dim(q, k, v, attn_mask=None):
+    weights = softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), dim=-1)
     return weights @ v, weights
 
 
-def att_softmax_over_heads(q, k, v, attn_mask=None):
+def att_size_call(q, k, v, attn_mask=None):
+    weights = learner_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.size(-1)))
+    return weights @ v, weights
+
+
+def att_undefined_name(q, k, v, attn_mask=None):
+    weights = softmx(q @ np.swapaxes(k, -1, -2))  # noqa: F821 - the typo is the point
+    return weights @ v, weights
+
+
+def att_mask_unguarded(q, k, v, attn_mask=None):
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    weights = learner_softmax(scores, axis=1)
-    return weights @ v, weights
-
-
-def att_not_normalised(q, k, v, attn_mask=None):
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    weights = np.exp(scores)
-    return weights @ v, weights
-
-
-def att_weights_transposed(q, k, v, attn_mask=None):
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    weights = learner_softmax(scores)
-    return np.swapaxes(weights, -1, -2) @ v, weights
-
-
-def att_output_is_v(q, k, v, attn_mask=None):
-    weights = learner_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
-    return v, weights
-
-
-def att_output_is_weights(q, k, v, attn_mask=None):
-    weights = learner_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
-    return weights, weights
-
-
-def att_mixes_keys(q, k, v, attn_mask=None):
-    weights = learner_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
-    return weights @ k, weights
-
-
-def att_returns_weights_first(q, k, v, attn_mask=None):
-    output, weights = solutions.my_attention(q, k, v, attn_mask)
-    return weights, output
-
-
-def att_mask_ignored(q, k, v, attn_mask=None):
-    weights = learner_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
-    return weights @ v, weights
-
-
-def att_mask_inverted(q, k, v, attn_mask=None):
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    if attn_mask is not None:
-        scores = np.where(attn_mask, scores, -np.inf)  # True treated as allowed
-    weights = learner_softmax(scores)
-    return weights @ v, weights
-
-
-def att_mask_after_softmax(q, k, v, attn_mask=None):
-    weights = learner_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
-    if attn_mask is not None:
-        weights = weights * ~attn_mask
-    return weights @ v, weights
+    scores[attn_mask] = -np.inf  # with None: every score
+    return learner_softmax(scores) @ v, learner_softmax(scores)
 
 
 def att_returns_output_only(q, k, v, attn_mask=None):
@@ -166,108 +146,49 @@ def att_forgot_return(q, k, v, attn_mask=None):
     solutions.my_attention(q, k, v, attn_mask)
 
 
-ATTENTION_MISTAKES = [
-    (att_sqrt_d_model, "scaled_by_sqrt_d_model", ["too small", "sqrt(4)", "sqrt(d_model)", "sqrt(d_head)"]),
-    (att_not_scaled, "not_scaled", ["too large", "sqrt(3)", "forget", "sqrt(d_head)"]),
-    (att_divided_by_d_head, "divided_by_d_head", ["too small", "sqrt(3)", "divide by d_head instead of sqrt(d_head)"]),
-    (att_hard_coded_scale, "wrong_scale", ["divided by 2.828", "sqrt(8)", "q.shape[-1]"]),
-    (att_scores_transposed, "scores_transposed", ["transposed", "q @ k^T"]),
-    (att_returns_scores, "returned_scores", ["weights are the scores", "softmax"]),
-    (att_no_softmax, "returned_scores", ["weights are the scores", "softmax"]),
-    (att_softmax_over_queries, "softmax_wrong_axis", ["wrong axis", "axis 2", "queries", "axis=-1"]),
-    (att_softmax_over_heads, "softmax_wrong_axis", ["wrong axis", "axis 1", "heads", "axis=-1"]),
-    (att_not_normalised, "weights_not_normalised", ["not normalised", "sum to 1", "row sums run from"]),
-    (att_weights_transposed, "weights_transposed_in_mix", ["transposed", "weights @ v"]),
-    (att_output_is_v, "v_not_mixed", ["output is v itself", "weights @ v"]),
-    (att_output_is_weights, "v_not_mixed", ["output is the weights", "weights @ v"]),
-    (att_mixes_keys, "v_not_mixed", ["mixes the keys", "weights @ v"]),
-    (att_returns_weights_first, "outputs_swapped", ["(weights, output)", "(output, weights)"]),
-    (att_mask_ignored, "mask_ignored", ["ignores attn_mask", "-inf"]),
-    (att_mask_inverted, "mask_inverted", ["inverted", "True means blocked"]),
-    (att_mask_after_softmax, "mask_after_softmax", ["after the softmax", "sum to 1", "before the softmax"]),
-    (att_returns_output_only, "wrong_return", ["returned one value", "return output, weights"]),
-    (att_forgot_return, "no_return", ["returned None", "return output, weights"]),
-]
-
-
-# --- split_heads, merge_heads, output_projection: wrong functions --------------------------
-
-
-def split_no_transpose(x, n_heads):
+def split_torch_transpose(x, n_heads):
     B, T, D = x.shape
-    return x.reshape(B, n_heads, T, D // n_heads)
+    return x.reshape(B, T, n_heads, D // n_heads).transpose(1, 2)
 
 
-def split_reshape_only(x, n_heads):
+def split_view(x, n_heads):
     B, T, D = x.shape
-    return x.reshape(B, T, n_heads, D // n_heads)
+    return x.view(B, T, n_heads, D // n_heads).transpose(0, 2, 1, 3)
 
 
-def split_swapped_order(x, n_heads):
+def split_permute(x, n_heads):
     B, T, D = x.shape
-    return x.reshape(B, T, D // n_heads, n_heads).transpose(0, 3, 1, 2)
+    return x.reshape(B, T, n_heads, D // n_heads).permute(0, 2, 1, 3)
 
 
-def split_swapped_shape(x, n_heads):
+def split_hard_coded(x, n_heads):
+    return x.reshape(2, 5, 4, 3).transpose(0, 2, 1, 3)
+
+
+def split_wrong_sizes(x, n_heads):
     B, T, D = x.shape
-    return x.reshape(B, T, D // n_heads, n_heads).transpose(0, 2, 1, 3)
+    return x.reshape(B, T, n_heads, D).transpose(0, 2, 1, 3)
 
 
-def split_wrong_transpose(x, n_heads):
-    B, T, D = x.shape
-    return x.reshape(B, T, n_heads, D // n_heads).transpose(0, 2, 3, 1)
-
-
-SPLIT_MISTAKES = [
-    (split_no_transpose, "reshape_without_transpose", ["without a transpose", "heads and tokens", "transpose(0, 2, 1, 3)"]),
-    (split_reshape_only, "reshape_without_transpose", ["(B, T, H, Dh) = (2, 5, 4, 3)", "transpose(0, 2, 1, 3)"]),
-    (split_swapped_order, "split_order_swapped", ["every 4th feature", "(Dh, H) instead of (H, Dh)"]),
-    (split_swapped_shape, "split_order_swapped", ["(B, Dh, T, H) = (2, 3, 5, 4)", "H and Dh swapped"]),
-    (split_wrong_transpose, "wrong_transpose", ["(B, H, Dh, T)", "transpose(0, 2, 1, 3)"]),
-]
-
-
-def merge_no_transpose(x):
+def merge_dot_t(x):
     B, H, T, Dh = x.shape
-    return x.reshape(B, T, H * Dh)
+    return x.T.reshape(B, T, H * Dh)
 
 
-def merge_interleaved(x):
+def merge_swapaxes_last_two(x):
     B, H, T, Dh = x.shape
-    return x.transpose(0, 2, 3, 1).reshape(B, T, H * Dh)
+    return np.swapaxes(x, -1, -2).reshape(B, T, H * Dh)
 
 
-def merge_no_reshape(x):
-    return x.transpose(0, 2, 1, 3)
+def merge_torch_transpose(x):
+    B, H, T, Dh = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * Dh)
 
 
-def merge_summed(x):
-    return x.sum(axis=1)
-
-
-MERGE_MISTAKES = [
-    (merge_no_transpose, "reshape_without_transpose", ["without a transpose", "heads and tokens", "transpose(0, 2, 1, 3)"]),
-    (merge_interleaved, "heads_interleaved", ["interleaved", "(B, T, Dh, H)"]),
-    (merge_no_reshape, "missing_reshape", ["(B, T, H, Dh) = (2, 5, 4, 3)", "reshape to (B, T, H*Dh)"]),
-    (merge_summed, "heads_summed", ["summed the heads", "(B, T, Dh) = (2, 5, 3)", "concatenates"]),
-]
-
-
-def concat_heads(head_outputs):
+def proj_interleaved(head_outputs, w_o, b_o):
     B, H, T, Dh = head_outputs.shape
-    return head_outputs.transpose(0, 2, 1, 3).reshape(B, T, H * Dh)
-
-
-def proj_missing(head_outputs, w_o, b_o):
-    return concat_heads(head_outputs)
-
-
-def proj_missing_with_bias(head_outputs, w_o, b_o):
-    return concat_heads(head_outputs) + b_o
-
-
-def proj_no_bias(head_outputs, w_o, b_o):
-    return concat_heads(head_outputs) @ w_o
+    concat = np.stack([head_outputs[:, h] for h in range(H)], axis=-1).reshape(B, T, H * Dh)  # (B, T, Dh, H) flattened
+    return concat @ w_o + b_o
 
 
 def proj_bias_per_head(head_outputs, w_o, b_o):
@@ -275,45 +196,69 @@ def proj_bias_per_head(head_outputs, w_o, b_o):
     return sum(head_outputs[:, h] @ w_o[h * Dh : (h + 1) * Dh] + b_o for h in range(head_outputs.shape[1]))
 
 
-def proj_w_o_transposed(head_outputs, w_o, b_o):
-    return concat_heads(head_outputs) @ w_o.T + b_o
+def proj_not_concatenated(head_outputs, w_o, b_o):
+    return head_outputs @ w_o + b_o
 
 
-def proj_heads_reversed(head_outputs, w_o, b_o):
-    return concat_heads(head_outputs[:, ::-1]) @ w_o + b_o
-
-
-def proj_heads_summed(head_outputs, w_o, b_o):
-    Dh = head_outputs.shape[-1]
-    return head_outputs.sum(axis=1) @ w_o[:Dh] + b_o
-
-
-def proj_heads_summed_only(head_outputs, w_o, b_o):
-    return head_outputs.sum(axis=1)
-
-
-def proj_merge_without_transpose(head_outputs, w_o, b_o):
-    B, H, T, Dh = head_outputs.shape
-    return head_outputs.reshape(B, T, H * Dh) @ w_o + b_o
-
-
-PROJECTION_MISTAKES = [
-    (proj_missing, "projection_missing", ["concatenation", "projection is missing", "concat @ w_o + b_o"]),
-    (proj_missing_with_bias, "projection_missing", ["concatenation of the heads plus b_o", "multiply by w_o"]),
-    (proj_no_bias, "bias_missing", ["lacks the bias", "b_o"]),
-    (proj_bias_per_head, "bias_added_per_head", ["once per head", "4 times"]),
-    (proj_w_o_transposed, "w_o_transposed", ["w_o transposed", "(H*Dh, D)"]),
-    (proj_heads_reversed, "heads_reversed", ["reverse order", "block of w_o"]),
-    (proj_heads_summed, "heads_summed", ["summed the head outputs", "concatenat", "same block of w_o"]),
-    (proj_heads_summed_only, "heads_summed", ["summed the head outputs", "(B, T, Dh) = (2, 5, 3)"]),
-    (proj_merge_without_transpose, "merge_without_transpose", ["without a transpose", "transpose(0, 2, 1, 3)"]),
+A = "scaled_dot_product_attention"
+LEARNER_MISTAKES = [
+    # scale
+    (A, learner_attention(scale=lambda d_head: np.sqrt(8)), "wrong_scale", ["divided by 2.828", "sqrt(8)", "q.shape[-1]"]),
+    (A, learner_attention(scale=lambda d_head: 1 / np.sqrt(d_head)), "multiplied_by_sqrt_d_head",
+     ["too large by a factor of d_head = 3", "multiplied q @ k^T by sqrt(d_head) = 1.73 instead of dividing"]),
+    (A, learner_attention(scale=lambda d_head: 1.0), "not_scaled", ["too large", "sqrt(3)", "forget"]),
+    # softmax
+    (A, att_mixes_q_with_weights_from_heads, "softmax_wrong_axis", ["wrong axis", "axis 1", "heads", "axis=-1"]),
+    (A, att_no_softmax, "returned_scores", ["weights are the scores", "softmax"]),
+    (A, learner_attention(softmax=lambda s: np.exp(s) / np.exp(s).sum(-1, keepdims=True)), "softmax_overflow",
+     ["overflows on large scores", "exp(800) is inf", "Subtract each row's largest score"]),
+    # masks
+    (A, learner_attention(block=lambda s, m: s * ~m), "mask_filled_with_zero", ["blocked scores are 0, not -inf", "exp(0) = 1"]),
+    (A, learner_attention(block=lambda s, m: np.where(m, 0, s)), "mask_filled_with_zero", ["blocked scores are 0, not -inf"]),
+    (A, learner_attention(block=lambda s, m: s * m), "mask_multiplied", ["multiplied the scores by attn_mask", "cannot block"]),
+    (A, learner_attention(block=lambda s, m: s + m), "bool_mask_added", ["added the bool mask", "True counts as 1"]),
+    (A, learner_attention(block=lambda s, m: s - m), "bool_mask_subtracted", ["subtracted the bool mask"]),
+    (A, learner_attention(block=lambda s, m: s + m * -np.inf), "mask_makes_nan", ["NaN", "0 * inf", "attn_mask * -np.inf"]),
+    (A, learner_attention(block=lambda s, m: s + m * -np.inf, softmax=softmax), "mask_makes_nan",
+     ["softmax refuses", "attn_mask * -np.inf is NaN", "ValueError: softmax got x containing NaN"]),
+    (A, learner_attention(block=lambda s, m: np.where(m, np.inf, s), softmax=softmax), "mask_plus_inf", ["+inf", "must be -inf"]),
+    (A, learner_attention(block=lambda s, m: np.where(m, s, -np.inf)), "mask_inverted", ["inverted", "True means blocked"]),
+    (A, learner_attention(block=lambda s, m: s), "mask_ignored", ["ignores attn_mask", "-inf"]),
+    (A, att_mask_unguarded, "mask_none_not_handled", ["attn_mask=None", "if attn_mask is not None"]),
+    # PyTorch habits and other exceptions
+    (A, att_torch_transpose, "torch_transpose", ["k.transpose(-1, -2) is PyTorch's", "np.swapaxes(k, -1, -2)", "axes don't match array"]),
+    (A, att_masked_fill, "torch_method", ["no .masked_fill(...)", "np.where(mask, value, x)"]),
+    (A, att_softmax_dim, "torch_keyword", ["dim= is PyTorch's spelling", "axis=-1"]),
+    (A, att_size_call, "torch_size", ["x.size(-1) is PyTorch's", "x.shape[-1]"]),
+    (A, att_undefined_name, "undefined_name", ["uses softmx", "check the spelling"]),
+    (A, att_returns_output_only, "wrong_return", ["returned one value", "return output, weights"]),
+    (A, att_forgot_return, "no_return", ["returned None", "return output, weights"]),
+    ("split_heads", split_torch_transpose, "torch_transpose", ["PyTorch's x.transpose(1, 2)", "np.swapaxes(x, 1, 2)"]),
+    ("split_heads", split_view, "torch_view", ["PyTorch's reshape", "x.reshape(...)"]),
+    ("split_heads", split_permute, "torch_method", ["no .permute(...)", "x.transpose(...)"]),
+    ("split_heads", split_wrong_sizes, "reshape_sizes", ["keeps the number of entries", "D = H * Dh"]),
+    ("merge_heads", merge_dot_t, "transposed_all_axes", [".T", "(Dh, T, H, B)", "transpose(0, 2, 1, 3)"]),
+    ("merge_heads", merge_swapaxes_last_two, "swapped_last_two_axes", ["transpose(0, 1, 3, 2)", "(B, H, Dh, T)"]),
+    ("merge_heads", merge_torch_transpose, "torch_transpose", ["PyTorch's x.transpose(1, 2)"]),
+    ("output_projection", proj_interleaved, "heads_interleaved", ["concatenation before w_o is wrong", "interleaved"]),
+    ("output_projection", proj_bias_per_head, "bias_added_per_head", ["once per head", "4 times"]),
+    ("output_projection", proj_not_concatenated, "not_concatenated", ["(H*Dh, D) = (12, 12)", "Concatenate head_outputs"]),
 ]
 
-ALL_MISTAKES = [
-    ("scaled_dot_product_attention", fn, mistake, words) for fn, mistake, words in ATTENTION_MISTAKES
-] + [("split_heads", fn, mistake, words) for fn, mistake, words in SPLIT_MISTAKES] + [
-    ("merge_heads", fn, mistake, words) for fn, mistake, words in MERGE_MISTAKES
-] + [("output_projection", fn, mistake, words) for fn, mistake, words in PROJECTION_MISTAKES]
+
+@pytest.mark.parametrize(
+    "name, fn, mistake, words", LEARNER_MISTAKES, ids=[f"{n}-{m}-{i}" for i, (n, _, m, _) in enumerate(LEARNER_MISTAKES)]
+)
+def test_learner_written_mistake_is_named(name, fn, mistake, words):
+    result = exercises.evaluate(name, fn)
+    assert (result.status, result.mistake) == ("mistake", mistake), result.message
+    for word in words:
+        assert word in result.message, (word, result.message)
+
+
+def test_every_shared_exception_row_is_met_by_a_learner_mistake_here():
+    tested = {mistake for _, _, mistake, _ in LEARNER_MISTAKES} | {"hard_coded_shape"}
+    assert {row.name for row in SHARED} <= tested
 
 
 # --- passing ----------------------------------------------------------------------------
@@ -460,31 +405,16 @@ def test_solution_source_runs_on_its_own_and_passes(name):
     assert exercises.evaluate(name, fn).status == "passed"
 
 
-# --- named mistakes ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "name, fn, mistake, words", ALL_MISTAKES, ids=[f"{n}-{fn.__name__}" for n, fn, _, _ in ALL_MISTAKES]
-)
-def test_catalogued_mistake_is_named(name, fn, mistake, words, capsys):
-    result = exercises.evaluate(name, fn)
-    assert (result.status, result.mistake) == ("mistake", mistake), result.message
-    for word in words:
-        assert word in result.message, (word, result.message)
-    assert exercises.check(name, fn) is exercises.reference(name)
-    out = capsys.readouterr().out.strip().splitlines()
-    assert out[0] == f"{name}: {result.message}"
-    assert len(out) == 2 and "carries on with the reference" in out[1]
-
-
-def test_every_catalogued_mistake_has_a_wrong_function_here():
-    tested = {(name, mistake) for name, _, mistake, _ in ALL_MISTAKES}
-    catalogued = {(name, m.name) for name in exercises.EXERCISES for m in exercises._EXERCISES[name].mistakes()}
-    assert catalogued <= tested
+# --- named mistakes: the style guide, the check order, exceptions ---------------------------------
 
 
 def test_sqrt_d_model_message_reads_as_in_the_style_guide():
-    message = exercises.evaluate("scaled_dot_product_attention", att_sqrt_d_model).message
+    def my_attention(q, k, v, attn_mask=None):
+        d_model = q.shape[-3] * q.shape[-1]  # H * Dh
+        weights = learner_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(d_model))
+        return weights @ v, weights
+
+    message = exercises.evaluate("scaled_dot_product_attention", my_attention).message
     assert message.startswith(
         "Your scores are too small by a factor of sqrt(4) = 2: did you divide by sqrt(d_model) = sqrt(12) "
         "instead of sqrt(d_head) = sqrt(3)?"
@@ -512,47 +442,74 @@ def test_changing_head_outputs_in_place_is_caught():
     def my_output_projection(head_outputs, w_o, b_o):
         head_outputs[:] = head_outputs * 1.0 + 0.0
         head_outputs += 1.0
-        return concat_heads(head_outputs - 1.0) @ w_o + b_o
+        return attention.merge_heads(head_outputs - 1.0) @ w_o + b_o
 
     result = exercises.evaluate("output_projection", my_output_projection)
     assert (result.status, result.mistake) == ("mistake", "changed_input")
     assert "head_outputs" in result.message and "in place" in result.message
 
 
-def test_exception_in_learner_code_is_reported_without_traceback(capsys):
+def test_unknown_exception_is_reported_by_type_and_message_without_traceback(capsys):
     def my_split_heads(x, n_heads):
         raise KeyError("oops")
 
     result = exercises.evaluate("split_heads", my_split_heads)
     assert result.status == "error" and result.mistake is None
-    assert "KeyError" in result.message and "oops" in result.message
+    assert result.message == "Your function raised KeyError: 'oops' (called with x of shape (2, 5, 12), n_heads=4)"
+    assert "which line fails" in result.hint
     assert exercises.check("split_heads", my_split_heads) is exercises.reference("split_heads")
     out = capsys.readouterr()
     assert "Traceback" not in out.out + out.err
     assert len(out.out.strip().splitlines()) == 2
 
 
-def test_hard_coded_shape_fails_on_a_later_shape_with_a_hint():
-    def my_split_heads(x, n_heads):
-        return x.reshape(2, 5, 4, 3).transpose(0, 2, 1, 3)
+@pytest.mark.parametrize("name", exercises.EXERCISES)
+@pytest.mark.parametrize(
+    "exc", [TypeError("t"), ValueError("v"), IndexError("i"), AttributeError("a"), ZeroDivisionError("z"), RuntimeError("r")]
+)
+def test_any_exception_gives_a_verdict_and_the_reference(name, exc, capsys):
+    def raises(*args, **kwargs):
+        raise exc
 
-    result = exercises.evaluate("split_heads", my_split_heads)
-    assert result.status == "error" and result.n_shapes == 1
-    assert "ValueError" in result.message and "x of shape (1, 6, 8)" in result.message
-    assert "rather than typing numbers" in result.hint
+    result = exercises.evaluate(name, raises)
+    assert result.status == "error" and type(exc).__name__ in result.message
+    assert exercises.check(name, raises) is exercises.reference(name)
+    assert "Traceback" not in capsys.readouterr().out
 
 
-def test_k_dot_t_on_four_axes_gets_a_swapaxes_hint():
+@pytest.mark.parametrize("name", exercises.EXERCISES)
+@pytest.mark.parametrize(
+    "returned",
+    ["text", {"a": 1}, [[1.0, 2.0], [3.0]], np.array(["a"]), np.ones((2, 2)) * 1j, (x for x in "ab")],
+    ids=["str", "dict", "ragged", "strings", "complex", "generator"],
+)
+def test_a_return_value_that_is_not_real_numbers_is_named(name, returned):
+    n = len(exercises._EXERCISES[name].results)
+    result = exercises.evaluate(name, lambda *args, **kwargs: (returned,) * n if n > 1 else returned)
+    assert (result.status, result.mistake) == ("mistake", "wrong_return"), result.message
+    assert "not an array of real numbers" in result.message
+
+
+def test_hard_coded_shape_is_named_on_a_later_shape():
+    result = exercises.evaluate("split_heads", split_hard_coded)
+    assert (result.status, result.mistake, result.n_shapes) == ("mistake", "hard_coded_shape", 1)
+    assert "worked on the first shape but not on x of shape (1, 6, 8), n_heads=2" in result.message
+    assert "rather than typing numbers" in result.message
+    assert "ValueError: cannot reshape" in result.message
+
+
+def test_k_dot_t_on_four_axes_is_named():
     def my_attention(q, k, v, attn_mask=None):
         weights = learner_softmax(q @ k.T / np.sqrt(q.shape[-1]))
         return weights @ v, weights
 
     result = exercises.evaluate("scaled_dot_product_attention", my_attention)
-    assert result.status == "error" and "ValueError" in result.message
-    assert "np.swapaxes(k, -1, -2)" in result.hint
+    assert (result.status, result.mistake) == ("mistake", "k_dot_T")
+    assert "(B, H, Tk, Dh) = (2, 4, 5, 3) becomes (3, 5, 4, 2)" in result.message
+    assert "np.swapaxes(k, -1, -2)" in result.message
 
 
-def test_mask_as_boolean_index_gets_a_where_hint():
+def test_mask_as_boolean_index_is_named():
     def my_attention(q, k, v, attn_mask=None):
         scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
         if attn_mask is not None:
@@ -561,9 +518,43 @@ def test_mask_as_boolean_index_gets_a_where_hint():
         return weights @ v, weights
 
     result = exercises.evaluate("scaled_dot_product_attention", my_attention)
-    assert result.status == "error" and "IndexError" in result.message
+    assert (result.status, result.mistake) == ("mistake", "mask_as_index")
     assert result.n_shapes == 0  # it never got past the masked case the mistakes use
-    assert "np.where(attn_mask, -np.inf, scores)" in result.hint
+    assert "np.where(attn_mask, -np.inf, scores)" in result.message and "IndexError" in result.message
+
+
+def test_large_scores_overflow_exp_and_a_max_subtracting_softmax_passes():
+    case = exercises._EXERCISES[A].cases()[-1]
+    scores = attention.attention_scores(case.args["q"], case.args["k"])
+    assert scores.min() > 709  # exp overflows float64 on every score
+    assert exercises.evaluate(A, learner_attention()).status == "passed"
+
+
+# --- the check order: shape, input unchanged, named mistakes, general ------------------------
+
+
+def test_a_wrong_shape_is_reported_before_a_changed_input():
+    def my_merge_heads(x):
+        out = x.sum(axis=1)  # heads_summed
+        x += 1.0  # and changes the input
+        return out
+
+    assert exercises.evaluate("merge_heads", my_merge_heads).mistake == "heads_summed"
+
+
+def test_a_changed_input_is_reported_before_a_named_mistake():
+    def my_merge_heads(x):
+        B, H, T, Dh = x.shape
+        out = x.reshape(B, T, H * Dh).copy()  # reshape_without_transpose
+        x *= 1.0 + 1e-3  # and changes the input
+        return out
+
+    assert exercises.evaluate("merge_heads", my_merge_heads).mistake == "changed_input"
+
+
+def test_a_named_mistake_is_reported_before_the_general_comparison():
+    result = exercises.evaluate(A, learner_attention(block=lambda s, m: s + m))
+    assert (result.status, result.mistake, result.n_shapes) == ("mistake", "bool_mask_added", 0)
 
 
 def test_not_implemented_after_the_first_case_is_an_error_not_not_attempted():
@@ -616,9 +607,13 @@ def test_not_a_function_is_an_error_not_an_exception():
 
 
 def test_fixing_the_mistake_turns_the_verdict_to_passed():
-    assert exercises.evaluate("merge_heads", merge_no_transpose).status == "mistake"
-
     def my_merge_heads(x):
+        B, H, T, Dh = x.shape
+        return x.reshape(B, T, H * Dh)
+
+    assert exercises.evaluate("merge_heads", my_merge_heads).mistake == "reshape_without_transpose"
+
+    def my_merge_heads(x):  # noqa: F811 - the fixed version
         B, H, T, Dh = x.shape
         return x.transpose(0, 2, 1, 3).reshape(B, T, H * Dh)
 

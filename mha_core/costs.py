@@ -11,6 +11,7 @@ negative, a float, a bool) raises ``ValueError``/``TypeError`` naming the parame
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from math import isqrt
 
@@ -37,6 +38,14 @@ class ModelShape:
     vocab_size: int
     context: int
     source: str
+    #: Total parameters of the published checkpoint, rounded to three significant digits (model card).
+    n_parameters: int | None = None
+
+    def weights_bytes(self, bytes_per_value: int = 2) -> int:
+        """Bytes of the model's weights at ``bytes_per_value`` each (2 for 16-bit)."""
+        if self.n_parameters is None:
+            raise ValueError(f"{self.name} has no published parameter count in MODEL_SHAPES")
+        return self.n_parameters * _size(bytes_per_value, "bytes_per_value")
 
     def kv_cache_bytes_per_token(self, bytes_per_value: int = 2) -> int:
         return kv_cache_bytes_per_token(self.n_layers, self.n_kv_heads, self.d_head, bytes_per_value)
@@ -54,17 +63,17 @@ class ModelShape:
 MODEL_SHAPES: dict[str, ModelShape] = {
     m.name: m
     for m in (
-        ModelShape("GPT-2 small", 12, 768, 12, 64, 12, 3072, 50257, 1024, "openai-community/gpt2 config.json"),
-        ModelShape("BERT-base", 12, 768, 12, 64, 12, 3072, 30522, 512, "google-bert/bert-base-uncased config.json"),
-        ModelShape("all-MiniLM-L6-v2", 6, 384, 12, 32, 12, 1536, 30522, 512, "sentence-transformers/all-MiniLM-L6-v2 config.json"),
-        ModelShape("Llama-2-7B", 32, 4096, 32, 128, 32, 11008, 32000, 4096, "meta-llama/Llama-2-7b-hf config.json"),
-        ModelShape("Llama-2-70B", 80, 8192, 64, 128, 8, 28672, 32000, 4096, "meta-llama/Llama-2-70b-hf config.json"),
-        ModelShape("Mistral-7B v0.1", 32, 4096, 32, 128, 8, 14336, 32000, 8192, "mistralai/Mistral-7B-v0.1 config.json"),
-        ModelShape("Llama-3-8B", 32, 4096, 32, 128, 8, 14336, 128256, 8192, "meta-llama/Meta-Llama-3-8B config.json"),
+        ModelShape("GPT-2 small", 12, 768, 12, 64, 12, 3072, 50257, 1024, "openai-community/gpt2 config.json", 124_000_000),
+        ModelShape("BERT-base", 12, 768, 12, 64, 12, 3072, 30522, 512, "google-bert/bert-base-uncased config.json", 110_000_000),
+        ModelShape("all-MiniLM-L6-v2", 6, 384, 12, 32, 12, 1536, 30522, 512, "sentence-transformers/all-MiniLM-L6-v2 config.json", 22_700_000),
+        ModelShape("Llama-2-7B", 32, 4096, 32, 128, 32, 11008, 32000, 4096, "meta-llama/Llama-2-7b-hf config.json", 6_740_000_000),
+        ModelShape("Llama-2-70B", 80, 8192, 64, 128, 8, 28672, 32000, 4096, "meta-llama/Llama-2-70b-hf config.json", 69_000_000_000),
+        ModelShape("Mistral-7B v0.1", 32, 4096, 32, 128, 8, 14336, 32000, 8192, "mistralai/Mistral-7B-v0.1 config.json", 7_240_000_000),
+        ModelShape("Llama-3-8B", 32, 4096, 32, 128, 8, 14336, 128256, 8192, "meta-llama/Meta-Llama-3-8B config.json", 8_030_000_000),
         # d_head = 256 is not d_model / H here: 16 heads x 256 = 4096 on a 3072-wide model.
-        ModelShape("Gemma-7B", 28, 3072, 16, 256, 16, 24576, 256000, 8192, "google/gemma-7b config.json"),
+        ModelShape("Gemma-7B", 28, 3072, 16, 256, 16, 24576, 256000, 8192, "google/gemma-7b config.json", 8_540_000_000),
         # One key/value head shared by all 8 query heads: multi-query attention.
-        ModelShape("Gemma-2B", 18, 2048, 8, 256, 1, 16384, 256000, 8192, "google/gemma-2b config.json"),
+        ModelShape("Gemma-2B", 18, 2048, 8, 256, 1, 16384, 256000, 8192, "google/gemma-2b config.json", 2_510_000_000),
     )
 }
 
@@ -211,6 +220,21 @@ def kv_cache_bytes_per_token(n_layers: int, n_kv_heads: int, d_head: int, bytes_
     n_layers, n_kv_heads = _size(n_layers, "n_layers"), _size(n_kv_heads, "n_kv_heads")
     d_head, bytes_per_value = _size(d_head, "d_head"), _size(bytes_per_value, "bytes_per_value")
     return 2 * n_layers * n_kv_heads * d_head * bytes_per_value
+
+
+def concurrent_sequences(memory_bytes: int, kv_bytes_per_sequence: int, *, reserved_bytes: int = 0) -> int:
+    """How many sequences' KV caches fit in ``memory_bytes`` after ``reserved_bytes`` (the weights, say).
+
+    0 when the reserved part alone fills the memory. Exact integer division: a
+    sequence either fits whole or it does not.
+    """
+    memory_bytes = _size(memory_bytes, "memory_bytes")
+    kv_bytes_per_sequence = _size(kv_bytes_per_sequence, "kv_bytes_per_sequence")
+    if isinstance(reserved_bytes, bool) or not isinstance(reserved_bytes, numbers.Integral):
+        raise TypeError(f"reserved_bytes must be a whole number of at least 0; got {reserved_bytes!r} ({type(reserved_bytes).__name__})")
+    if reserved_bytes < 0:
+        raise ValueError(f"reserved_bytes={reserved_bytes} is negative; reserved_bytes must be at least 0")
+    return max(0, memory_bytes - int(reserved_bytes)) // kv_bytes_per_sequence
 
 
 def kv_cache_bytes(n_layers: int, n_tokens: int, n_kv_heads: int, d_head: int, *, batch: int = 1, bytes_per_value: int = 2) -> int:

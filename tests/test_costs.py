@@ -440,3 +440,49 @@ def test_a_d_model_too_large_to_search_is_refused_not_searched():
         costs.valid_head_counts(10**17 + 1)
     # A head count that divides needs no search, whatever the size.
     assert costs.d_head(2**80, 2**10) == 2**70
+
+
+# --- what fits in a GPU ------------------------------------------------------------------------------
+
+
+def test_concurrent_sequences_divide_the_memory_left_after_the_weights():
+    GiB = 2**30
+    llama = costs.MODEL_SHAPES["Llama-2-7B"]
+    per_sequence = llama.kv_cache_bytes(4096)  # 2 GiB
+    assert costs.concurrent_sequences(80 * GiB, per_sequence) == 40
+    weights = llama.weights_bytes()  # 6.74e9 x 2 bytes
+    assert weights == 13_480_000_000
+    assert costs.concurrent_sequences(80 * GiB, per_sequence, reserved_bytes=weights) == (80 * GiB - weights) // (2 * GiB) == 33
+    # With 8 KV heads instead of 32 (GQA), four times as many.
+    gqa = llama.kv_cache_bytes(4096, n_kv_heads=8)
+    assert costs.concurrent_sequences(80 * GiB, gqa, reserved_bytes=weights) == (80 * GiB - weights) // (GiB // 2) == 134
+    # Weights larger than the memory: nothing fits (not a negative count).
+    assert costs.concurrent_sequences(80 * GiB, per_sequence, reserved_bytes=200 * GiB) == 0
+
+
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (1.0, TypeError), (True, TypeError), (None, TypeError)])
+def test_concurrent_sequences_refuse_bad_sizes(bad, error):
+    for param in ("memory_bytes", "kv_bytes_per_sequence", "reserved_bytes"):
+        kwargs = {"memory_bytes": 2**30, "kv_bytes_per_sequence": 2**20, "reserved_bytes": 0, param: bad}
+        with pytest.raises(error, match=rf"^{param}\b"):
+            costs.concurrent_sequences(kwargs.pop("memory_bytes"), kwargs.pop("kv_bytes_per_sequence"), **kwargs)
+    assert costs.concurrent_sequences(np.int64(2**62), np.int64(3), reserved_bytes=np.int64(1)) == (2**62 - 1) // 3
+
+
+def _llama_style_parameters(m: costs.ModelShape) -> int:
+    """Parameters of a Llama-style decoder from its shape: untied embeddings and output, gated FFN, RMS norms."""
+    kv_width = m.n_kv_heads * m.d_head
+    attention = 2 * m.d_model * m.n_heads * m.d_head + 2 * m.d_model * kv_width
+    layer = attention + 3 * m.d_model * m.d_ffn + 2 * m.d_model
+    return m.n_layers * layer + 2 * m.vocab_size * m.d_model + m.d_model
+
+
+@pytest.mark.parametrize("name", ["Llama-2-7B", "Llama-2-70B", "Mistral-7B v0.1", "Llama-3-8B"])
+def test_published_parameter_counts_agree_with_the_shapes(name):
+    m = costs.MODEL_SHAPES[name]
+    assert abs(m.n_parameters - _llama_style_parameters(m)) / m.n_parameters < 0.005
+
+
+def test_every_model_has_a_parameter_count_and_weights_bytes():
+    for m in costs.MODEL_SHAPES.values():
+        assert m.n_parameters and m.weights_bytes(4) == 2 * m.weights_bytes() == 4 * m.n_parameters

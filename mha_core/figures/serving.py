@@ -190,13 +190,17 @@ def calculator_rows(model: costs.ModelShape, *, n_tokens: int, batch: int, bytes
     )
 
 
-def calculator_figure(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH,
-                      validate: bool = True) -> go.Figure:
+def calculator_figure(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH) -> go.Figure:
     """Two bar charts over the key/value head counts (H ... 1): the batch's KV cache, and how many sequences fit.
 
     The chosen count is drawn in another colour and labelled with its value; a dashed
     line marks the memory left for the cache once the weights are loaded.
     """
+    return go.Figure(calculator_spec(rows, n_kv_heads, width=width))
+
+
+def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH) -> dict:
+    """``calculator_figure`` as a plain ``{"data", "layout"}`` dict, for the control that redraws it on every move."""
     x = [f"{h} {kv_kind(h, rows.n_heads)}" if h in (rows.n_heads, 1) else str(h) for h in rows.kv_head_counts]
     k = rows.kv_head_counts.index(n_kv_heads) if n_kv_heads in rows.kv_head_counts else None
     colors = [CHOSEN_COLOR if i == k else OTHER_COLOR for i in range(len(x))]
@@ -239,7 +243,7 @@ def calculator_figure(rows: CalculatorRows, n_kv_heads: int, *, width: int | Non
         layout[f"xaxis{i}"] = dict(domain=domain, anchor=_ref("y", i), type="category",
                                    title=dict(text="key/value heads Hkv"))
         layout[f"yaxis{i}"] = dict(anchor=_ref("x", i), range=[0, top], gridcolor="#dddddd", tickformat="~s")
-    return go.Figure(data=data, layout=layout, _validate=validate)
+    return {"data": data, "layout": layout}
 
 
 def _ref(letter: str, panel: int) -> str:

@@ -75,7 +75,9 @@ def growth_figure(rows: GrowthRows) -> go.Figure:
     data = [
         dict(type="scatter", mode="lines+markers+text", x=x, y=np.array(y, dtype=float) / GiB, name=name,
              xaxis=_ref("x", i), yaxis=_ref("y", i), line=dict(color=color, width=3), marker=dict(size=9),
-             text=[bytes_text(v) for v in y], textposition="top left", textfont=dict(size=FONT_SIZE - 2),
+             # Labels on the larger points only: the small ones would collide near zero.
+             text=[bytes_text(v) if v >= max(y) / 8 else "" for v in y], textposition="top left",
+             textfont=dict(size=FONT_SIZE - 2),
              showlegend=False, hovertemplate="T = %{x:,}: %{text}<extra></extra>")
         for i, y, name, _, color in panels
     ]
@@ -128,8 +130,8 @@ def head_sweep_figure(sweep) -> go.Figure:
     domains = ([0.0, 0.26], [0.37, 0.63], [0.74, 1.0])
     layout = base_layout(
         f"d_model = {sweep.d_model} fixed, head count H varied: what moves and what stays flat",
-        height=460, margin=dict(l=70, r=20, t=120, b=120),
-        legend=dict(orientation="h", x=0.74, y=-0.22, yanchor="top", font=dict(size=FONT_SIZE)),
+        height=480, margin=dict(l=70, r=20, t=120, b=140),
+        legend=dict(orientation="h", x=0.74, y=-0.3, yanchor="top", font=dict(size=FONT_SIZE)),
         annotations=[dict(text=t, xref="paper", yref="paper", x=d[0], y=1.0, xanchor="left", yanchor="bottom",
                           showarrow=False, align="left", font=dict(size=FONT_SIZE - 1)) for t, d in zip(titles, domains)],
     )
@@ -209,7 +211,8 @@ def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None 
     # changes two short arrays, not the layout's list of annotations.
     bytes_labels = [f"<b>{bytes_text(b)}</b>" if i == k else "" for i, b in enumerate(rows.batch_bytes)]
     fit_labels = [f"<b>{n:,}</b>" if i == k else "" for i, n in enumerate(rows.sequences_that_fit)]
-    bar = dict(type="bar", showlegend=False, textposition="outside", cliponaxis=False, textfont=dict(size=FONT_SIZE))
+    bar = dict(type="bar", showlegend=False, textposition="outside", cliponaxis=False, constraintext="none",
+               textfont=dict(size=FONT_SIZE))
     data = [
         dict(bar, x=x, y=np.array(rows.batch_bytes, dtype=float) / GiB, xaxis="x", yaxis="y", name="KV cache",
              marker=dict(color=colors), text=bytes_labels,

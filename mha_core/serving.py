@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import costs
+from . import _validate, costs
 from .examples import TOKENS
 
 #: The running sentence, carried on into a longer text (words only; no tokenizer needed).
@@ -43,7 +43,7 @@ def has_kv_cache() -> bool:
 
 def longer_text(n_tokens: int) -> list[str]:
     """``n_tokens`` words: the running sentence, then ``LONGER_TEXT`` repeated as often as needed."""
-    n_tokens = costs._size(n_tokens, "n_tokens")
+    n_tokens = _validate.positive_int(n_tokens, "n_tokens")
     words = LONGER_TEXT.split()
     assert tuple(words[: len(TOKENS)]) == tuple(TOKENS)  # it starts with the running sentence
     return [words[i % len(words)] for i in range(n_tokens)]
@@ -55,7 +55,7 @@ def text_vectors(words, d_model: int = 64, *, seed: int = 0) -> np.ndarray:
     Shapes:
         returns: (T, D) = (len(words), d_model), float32
     """
-    d_model = costs._size(d_model, "d_model")
+    d_model = _validate.positive_int(d_model, "d_model")
     vocabulary = sorted(set(words))
     table = np.random.default_rng(seed).standard_normal((len(vocabulary), d_model)).astype(np.float32)  # (V, D)
     index = {w: i for i, w in enumerate(vocabulary)}
@@ -115,10 +115,10 @@ def head_count_sweep(d_model: int = 128, head_counts=(1, 4, 16, 64), token_count
 
     from .torch_attention import TorchMultiHeadAttention
 
-    d_model = costs._size(d_model, "d_model")
-    head_counts = tuple(costs._size(h, "head_counts") for h in head_counts)
-    token_counts = tuple(costs._size(t, "token_counts") for t in token_counts)
-    batch, repeats = costs._size(batch, "batch"), costs._size(repeats, "repeats")
+    d_model = _validate.positive_int(d_model, "d_model")
+    head_counts = tuple(_validate.positive_int(h, "head_counts") for h in head_counts)
+    token_counts = tuple(_validate.positive_int(t, "token_counts") for t in token_counts)
+    batch, repeats = _validate.positive_int(batch, "batch"), _validate.positive_int(repeats, "repeats")
     for h in head_counts:
         costs.d_head(d_model, h)  # a clear error for a head count that does not divide d_model
     layers = {h: TorchMultiHeadAttention(d_model, h, seed=seed) for h in head_counts}
@@ -128,7 +128,7 @@ def head_count_sweep(d_model: int = 128, head_counts=(1, 4, 16, 64), token_count
     times: dict[tuple[int, int], list[float]] = {c: [] for c in cells}
     previous_threads = torch.get_num_threads()
     if threads is not None:
-        torch.set_num_threads(costs._size(threads, "threads"))
+        torch.set_num_threads(_validate.positive_int(threads, "threads"))
     try:
         with torch.inference_mode():
             for r in range(repeats + 1):
@@ -176,7 +176,7 @@ def decode_cached(layer, x, *, chunk: int = 1, cache=None):
 
     _require_cache(layer)
     B, T, _ = x.shape
-    chunk = costs._size(chunk, "chunk")
+    chunk = _validate.positive_int(chunk, "chunk")
     if cache is None:
         cache = layer.new_kv_cache(batch=B, max_tokens=T, dtype=x.dtype, device=x.device)
     outputs = []

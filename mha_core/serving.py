@@ -18,6 +18,7 @@ ratios much less. Torch is imported when a function here is first called, never 
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,25 @@ def text_vectors(words, d_model: int = 64, *, seed: int = 0) -> np.ndarray:
     table = np.random.default_rng(seed).standard_normal((len(vocabulary), d_model)).astype(np.float32)  # (V, D)
     index = {w: i for i, w in enumerate(vocabulary)}
     return table[[index[w] for w in words]]  # (T, D)
+
+
+@contextmanager
+def torch_threads(threads: int | None):
+    """Run the block with ``threads`` torch threads, then restore the setting (None: leave it alone).
+
+    One thread keeps timings steady on a shared machine: with two or more, each of the
+    many small operations of decoding can wait for a thread that another process holds
+    (on a loaded two-core machine, cached decoding ran ten to thirty times slower).
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(_validate.positive_int(threads, "threads"))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _median_seconds(fn, repeats: int) -> float:
@@ -126,21 +146,15 @@ def head_count_sweep(d_model: int = 128, head_counts=(1, 4, 16, 64), token_count
     inputs = {t: torch.randn(batch, t, d_model, generator=generator) for t in token_counts}  # (B, T, D)
     cells = [(i, j) for i in range(len(token_counts)) for j in range(len(head_counts))]
     times: dict[tuple[int, int], list[float]] = {c: [] for c in cells}
-    previous_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(_validate.positive_int(threads, "threads"))
-    try:
-        with torch.inference_mode():
-            for r in range(repeats + 1):
-                shift = r % len(cells)
-                for i, j in cells[shift:] + cells[:shift]:
-                    layer, x = layers[head_counts[j]], inputs[token_counts[i]]
-                    start = time.perf_counter()
-                    layer(x, is_causal=True)
-                    if r:  # round 0 warms up
-                        times[(i, j)].append(time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(previous_threads)
+    with torch_threads(threads), torch.inference_mode():
+        for r in range(repeats + 1):
+            shift = r % len(cells)
+            for i, j in cells[shift:] + cells[:shift]:
+                layer, x = layers[head_counts[j]], inputs[token_counts[i]]
+                start = time.perf_counter()
+                layer(x, is_causal=True)
+                if r:  # round 0 warms up
+                    times[(i, j)].append(time.perf_counter() - start)
     shape = (len(token_counts), len(head_counts))
     seconds = np.zeros(shape)
     flops = np.zeros(shape, dtype=object)  # exact Python ints
@@ -220,39 +234,49 @@ class DecodeComparison:
         return self.uncached_s / self.cached_s
 
 
-def compare_decoding(layer, x, *, repeats: int = 3) -> DecodeComparison:
+def compare_decoding(layer, x, *, repeats: int = 3, threads: int | None = 1) -> DecodeComparison:
     """Decode ``x`` with and without the cache; compare both with one full causal pass.
+
+    Times are medians of ``repeats`` runs with ``threads`` torch threads (see ``torch_threads``).
 
     Shapes:
         x: (B, T, D) torch tensor
     """
+    _require_cache(layer)
+    with torch_threads(threads):
+        return _compare_decoding(layer, x, repeats)
+
+
+def _compare_decoding(layer, x, repeats: int) -> DecodeComparison:
     import torch
 
-    _require_cache(layer)
     B, T, _ = x.shape
+    repeats = _validate.positive_int(repeats, "repeats")
     with torch.inference_mode():
         full = layer(x, is_causal=True)[0]  # (B, T, D)
     cache = layer.new_kv_cache(batch=B, max_tokens=T, dtype=x.dtype, device=x.device)
-    cached, _ = decode_cached(layer, x, cache=cache)
-    uncached = decode_uncached(layer, x)
-
-    def run_cached():
+    times: dict[str, list[float]] = {"cached": [], "uncached": [], "full": []}
+    # Every run is timed, the first included (it also gives the outputs compared below);
+    # the three ways alternate, so a burst of load from elsewhere hits all of them.
+    for _ in range(repeats):
+        start = time.perf_counter()
         cache.reset()
-        decode_cached(layer, x, cache=cache)
-
-    def run_full():
+        cached, _ = decode_cached(layer, x, cache=cache)  # (B, T, D)
+        times["cached"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        uncached = decode_uncached(layer, x)  # (B, T, D)
+        times["uncached"].append(time.perf_counter() - start)
+        start = time.perf_counter()
         with torch.inference_mode():
             layer(x, is_causal=True)
-
-    cached_s = _median_seconds(run_cached, repeats)
-    uncached_s = _median_seconds(lambda: decode_uncached(layer, x), repeats)
+        times["full"].append(time.perf_counter() - start)
     return DecodeComparison(
         n_tokens=T,
         max_abs_diff_cached=float((cached - full).abs().max()),
         max_abs_diff_uncached=float((uncached - full).abs().max()),
-        cached_s=cached_s,
-        uncached_s=uncached_s,
-        full_pass_s=_median_seconds(run_full, repeats),
+        cached_s=float(np.median(times["cached"])),
+        uncached_s=float(np.median(times["uncached"])),
+        full_pass_s=float(np.median(times["full"])),
         cache_nbytes=int(cache.nbytes),
         calculated_nbytes=costs.kv_cache_bytes(1, cache.max_tokens, layer.n_kv_heads, layer.d_head, batch=B,
                                                bytes_per_value=x.element_size()),
@@ -260,7 +284,7 @@ def compare_decoding(layer, x, *, repeats: int = 3) -> DecodeComparison:
 
 
 def cache_shrink(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16, 4, 1), n_tokens: int = 512, *,
-                 repeats: int = 3, seed: int = 0) -> list[dict]:
+                 repeats: int = 3, seed: int = 0, threads: int | None = 1) -> list[dict]:
     """For MHA, GQA and MQA layers: the cache's measured bytes, the calculator's, and the cached decoding time.
 
     One row per key/value head count: ``n_kv_heads``, ``cache_nbytes`` (summed from the
@@ -283,8 +307,9 @@ def cache_shrink(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16, 4, 1
             cache.reset()
             decode_cached(layer, x, cache=cache)
 
-        run()  # warm-up, and fills the cache
-        seconds = _median_seconds(run, repeats)
+        with torch_threads(threads):
+            run()  # warm-up, and fills the cache
+            seconds = _median_seconds(run, repeats)
         rows.append(dict(
             n_kv_heads=layer.n_kv_heads,
             kind="MHA" if n_kv == n_heads else ("MQA" if n_kv == 1 else "GQA"),

@@ -91,7 +91,9 @@ def test_head_count_sweep_refuses_a_head_count_that_does_not_divide_d_model():
 def test_cached_and_uncached_decoding_equal_the_full_causal_pass(layer_class, n_kv_heads, bias):
     layer = layer_class(32, 8, n_kv_heads=n_kv_heads, bias=bias, seed=0)
     x = torch.from_numpy(serving.text_vectors(serving.longer_text(24), 32))[None]  # (1, T, D)
+    threads = torch.get_num_threads()
     result = serving.compare_decoding(layer, x, repeats=1)
+    assert torch.get_num_threads() == threads  # timed on one thread, then restored
     assert result.n_tokens == 24
     assert result.max_abs_diff_cached < 1e-5 and result.max_abs_diff_uncached < 1e-5
     assert result.cache_nbytes == result.calculated_nbytes == costs.kv_cache_bytes(

@@ -207,38 +207,38 @@ def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None 
     k = rows.kv_head_counts.index(n_kv_heads) if n_kv_heads in rows.kv_head_counts else None
     colors = [CHOSEN_COLOR if i == k else OTHER_COLOR for i in range(len(x))]
     left = max(0, rows.memory_bytes - rows.weights_bytes)
-    # The chosen bar carries its value as bar text (not an annotation): a control that moves it then
-    # changes two short arrays, not the layout's list of annotations.
-    bytes_labels = [f"<b>{bytes_text(b)}</b>" if i == k else "" for i, b in enumerate(rows.batch_bytes)]
-    fit_labels = [f"<b>{n:,}</b>" if i == k else "" for i, n in enumerate(rows.sequences_that_fit)]
-    bar = dict(type="bar", showlegend=False, textposition="outside", cliponaxis=False, constraintext="none",
-               textfont=dict(size=FONT_SIZE))
     data = [
-        dict(bar, x=x, y=np.array(rows.batch_bytes, dtype=float) / GiB, xaxis="x", yaxis="y", name="KV cache",
-             marker=dict(color=colors), text=bytes_labels,
+        dict(type="bar", x=x, y=np.array(rows.batch_bytes, dtype=float) / GiB, xaxis="x", yaxis="y",
+             marker=dict(color=colors), name="KV cache", showlegend=False,
              hovertemplate="Hkv = %{x}: %{y:.3g} GiB<extra>KV cache of the batch</extra>"),
-        dict(bar, x=x, y=np.array(rows.sequences_that_fit, dtype=float), xaxis="x2", yaxis="y2", name="sequences",
-             marker=dict(color=colors), text=fit_labels,
+        dict(type="bar", x=x, y=np.array(rows.sequences_that_fit, dtype=float), xaxis="x2", yaxis="y2",
+             marker=dict(color=colors), name="sequences", showlegend=False,
              hovertemplate="Hkv = %{x}: %{y:,} sequences<extra>that fit</extra>"),
     ]
     annotations = [
-        dict(text="KV cache of the batch (GiB)", xref="paper", yref="paper", x=0.0, y=1.0,
+        dict(text=f"KV cache of {rows.batch} × {rows.n_tokens:,} tokens (GiB)", xref="paper", yref="paper", x=0.0, y=1.0,
              xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE - 1)),
-        dict(text="sequences that fit", xref="paper", yref="paper", x=0.56, y=1.0,
+        dict(text=f"sequences of {rows.n_tokens:,} tokens that fit", xref="paper", yref="paper", x=0.56, y=1.0,
              xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE - 1)),
+        dict(text=f"memory left after the weights: {bytes_text(left)}" if left else "the weights alone fill the memory",
+             xref="x domain", yref="y", x=1.0, y=left / GiB, xanchor="right", yanchor="bottom", showarrow=False,
+             font=dict(size=FONT_SIZE - 2)),
     ]
-    memory_label = f"memory left after the weights: {bytes_text(left)}" if left else "the weights alone fill the memory"
+    if k is not None:
+        annotations += [
+            dict(text=f"<b>{bytes_text(rows.batch_bytes[k])}</b>", xref="x", yref="y", x=x[k], y=rows.batch_bytes[k] / GiB,
+                 yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)"),
+            dict(text=f"<b>{rows.sequences_that_fit[k]:,}</b>", xref="x2", yref="y2", x=x[k], y=rows.sequences_that_fit[k],
+                 yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)"),
+        ]
     shapes = [dict(type="line", xref="x domain", yref="y", x0=0, x1=1, y0=left / GiB, y1=left / GiB,
-                   line=dict(color="black", width=2, dash="dash"),
-                   label=dict(text=memory_label, textposition="end", yanchor="bottom", font=dict(size=FONT_SIZE - 2)))]
-    chosen = "" if k is None else f", {n_kv_heads} KV heads ({kv_kind(n_kv_heads, rows.n_heads)})"
+                   line=dict(color="black", width=2, dash="dash"))]
+    chosen = "" if k is None else f": {n_kv_heads} KV heads ({kv_kind(n_kv_heads, rows.n_heads)})"
     layout = base_layout(
-        f"{rows.model}: {rows.batch} × {rows.n_tokens:,} tokens, {8 * rows.bytes_per_value}-bit, "
-        f"{bytes_text(rows.memory_bytes)} GPU{chosen}",
+        f"{rows.model}, {8 * rows.bytes_per_value}-bit, {bytes_text(rows.memory_bytes)} GPU{chosen}",
         width=width, height=400, margin=dict(l=70, r=20, t=90, b=70), bargap=0.25,
         annotations=annotations, shapes=shapes,
     )
-    layout["title"]["font"] = dict(size=FONT_SIZE)  # a long title: one line at 800 px
     top_bytes = 1.25 * max(max(rows.batch_bytes), left) / GiB
     top_fit = 1.25 * max(max(rows.sequences_that_fit), 1)
     for i, domain, top in ((1, [0.0, 0.44], top_bytes), (2, [0.56, 1.0], top_fit)):

@@ -80,6 +80,12 @@ def _head_sizing():
     return head_sizing()
 
 
+def _kv_cache_calculator():
+    from mha_core.widgets.serving import kv_cache_calculator
+
+    return kv_cache_calculator(model="Llama-2-7B", n_tokens=4096, batch=1, bytes_per_value=2, memory_gib=80)
+
+
 GROUPS: dict[str, Group] = {
     "welcome": Group("mha_core.widgets.welcome", _welcome, {"slider": [0.0, 0.5, 1.0, 2.0, 3.0, 4.0]}, notebook="00"),
     "qkv.token_explorer": Group("mha_core.widgets.qkv", _token_explorer, {"token": None}, notebook="01"),
@@ -94,5 +100,12 @@ GROUPS: dict[str, Group] = {
     "sizing.head_sizing": Group(
         "mha_core.widgets.sizing", _head_sizing,
         {"d_model": None, "n_heads": [1, 2, 4, 5, 8, 12, 16, 7, 32, 64], "n_tokens": None}, notebook="05",
+    ),
+    # Llama-2-70B's weights do not fit in 80 GiB, and a batch of 256 does not fit either: both message paths are timed.
+    "serving.kv_cache_calculator": Group(
+        "mha_core.widgets.serving", _kv_cache_calculator,
+        {"model": ["Llama-2-7B", "Llama-2-70B", "Gemma-2B", "GPT-2 small", "Mistral-7B v0.1"], "n_tokens": None,
+         "batch": [1, 8, 64, 256], "dtype": None, "memory": None, "n_kv_heads": None},
+        notebook="09",
     ),
 }

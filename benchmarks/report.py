@@ -12,6 +12,7 @@ TITLES = {
     "controls": "Live controls: Python-side update time",
     "notebooks": "Notebooks in a fresh kernel",
     "memory": "Peak memory of a kernel running the whole course",
+    "serving": "Serving cost (notebook 09): head counts, cached decoding, the calculator",
 }
 
 
@@ -113,6 +114,13 @@ def derive(sections: dict) -> dict:
              "torch imported" if imp["torch_imported"] else "not imported", not imp["torch_imported"], "import")
     else:
         goal("`import mha_core` in a fresh process", "< 0.30 s", _missing(sections, "import"), None, "import")
+
+    srv = _result(sections, "serving")
+    if srv:
+        from .bench_serving import goals as serving_goals
+
+        for row in serving_goals(srv):
+            goal(row["goal"], row["target"], row["measured"], row["met"], "serving")
 
     cross = {}
     num = _result(sections, "numpy")
@@ -345,4 +353,9 @@ def render_markdown(report: dict) -> str:
             "Largest cumulative import times (`python -X importtime -c 'import mha_core'`, one run): "
             + ", ".join(f"{row['module']} {row['cumulative_ms']:.0f} ms" for row in imp["importtime_top"]) + ".",
         ]
+    srv = _section_head(lines, sections, "serving", 7)
+    if srv:
+        from .bench_serving import markdown as serving_markdown
+
+        lines += serving_markdown(srv)
     return "\n".join(lines) + "\n"

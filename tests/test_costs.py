@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import re
+import signal
+from contextlib import contextmanager
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,7 +26,11 @@ COURSE_TABLE = {
     "Llama-2-70B": (80, 8192, 64, 128, 8, 28672, 32000, 4096),
     "Mistral-7B v0.1": (32, 4096, 32, 128, 8, 14336, 32000, 8192),
     "Llama-3-8B": (32, 4096, 32, 128, 8, 14336, 128256, 8192),
+    "Gemma-7B": (28, 3072, 16, 256, 16, 24576, 256000, 8192),
+    "Gemma-2B": (18, 2048, 8, 256, 1, 16384, 256000, 8192),
 }
+#: Models whose d_head is not d_model / H (COURSE.md: a convention, not a law).
+D_HEAD_NOT_D_MODEL_OVER_H = {"Gemma-7B"}
 
 
 # --- parameters --------------------------------------------------------------------------
@@ -212,7 +219,270 @@ def test_model_shapes_match_the_course_table():
 @pytest.mark.parametrize("name", sorted(COURSE_TABLE))
 def test_model_shapes_are_consistent(name):
     m = costs.MODEL_SHAPES[name]
-    assert m.d_head * m.n_heads == m.d_model
-    assert costs.d_head(m.d_model, m.n_heads) == m.d_head
+    if name in D_HEAD_NOT_D_MODEL_OVER_H:
+        # Gemma-7B: 16 heads of 256 = 4096 on a 3072-wide model.
+        assert m.d_head * m.n_heads != m.d_model
+    else:
+        assert m.d_head * m.n_heads == m.d_model
+        assert costs.d_head(m.d_model, m.n_heads) == m.d_head
     assert m.n_heads % m.n_kv_heads == 0
     assert "config" in m.source
+
+
+# --- the KV cache of a whole context ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model, kib",
+    [
+        ("GPT-2 small", 36), ("Llama-2-7B", 512), ("Llama-2-70B", 320), ("Mistral-7B v0.1", 128), ("Llama-3-8B", 128),
+        ("Gemma-7B", 448), ("Gemma-2B", 18),
+    ],
+)
+def test_kv_cache_bytes_of_one_token_are_the_published_per_token_figures(model, kib):
+    m = costs.MODEL_SHAPES[model]
+    assert costs.kv_cache_bytes(m.n_layers, 1, m.n_kv_heads, m.d_head) == kib * KIB
+    assert m.kv_cache_bytes(1) == kib * KIB
+
+
+def test_kv_cache_bytes_are_the_per_token_figure_times_tokens_and_batch():
+    assert costs.kv_cache_bytes(12, 1024, 12, 64) == 1024 * 36 * KIB == 36 * 2**20  # GPT-2 small, full context
+    # Llama-2-7B at its 4,096-token context: 2 GiB per sequence; 8 sequences 16 GiB.
+    assert costs.MODEL_SHAPES["Llama-2-7B"].kv_cache_bytes(4096) == 2 * 2**30
+    assert costs.MODEL_SHAPES["Llama-2-7B"].kv_cache_bytes(4096, batch=8) == 16 * 2**30
+    assert costs.kv_cache_bytes(32, 4096, 32, 128, bytes_per_value=4) == 4 * 2**30
+
+
+def test_opt_13b_kv_cache_of_one_token_is_800_kb_as_in_the_vllm_paper():
+    assert costs.kv_cache_bytes(40, 1, 40, 128) == 819_200 == 800 * KIB
+
+
+@given(
+    n_layers=st.integers(1, 100), n_tokens=st.integers(1, 10**6), n_kv_heads=st.integers(1, 128),
+    d_head=st.integers(1, 512), batch=st.integers(1, 1024), bytes_per_value=st.sampled_from([1, 2, 4, 8]),
+)
+def test_kv_cache_bytes_law(n_layers, n_tokens, n_kv_heads, d_head, batch, bytes_per_value):
+    total = costs.kv_cache_bytes(n_layers, n_tokens, n_kv_heads, d_head, batch=batch, bytes_per_value=bytes_per_value)
+    per_token = costs.kv_cache_bytes_per_token(n_layers, n_kv_heads, d_head, bytes_per_value)
+    assert total == per_token * n_tokens * batch == 2 * n_layers * n_tokens * n_kv_heads * d_head * batch * bytes_per_value
+    assert type(total) is int
+
+
+def test_sharing_key_value_heads_shrinks_the_cache_by_h_over_hkv():
+    m = costs.MODEL_SHAPES["Llama-2-70B"]
+    mha = costs.kv_cache_bytes(m.n_layers, 4096, m.n_heads, m.d_head)
+    for n_kv_heads in costs.valid_head_counts(m.n_heads):  # 1 (MQA), 2, 4, 8 (GQA), ..., 64 (MHA)
+        assert costs.kv_cache_bytes(m.n_layers, 4096, n_kv_heads, m.d_head) * (m.n_heads // n_kv_heads) == mha
+
+
+# --- score tables in bytes ------------------------------------------------------------------------
+
+
+def test_score_table_bytes_are_entries_times_bytes_per_value():
+    assert costs.score_table_bytes(12, 1024) == 12 * 1024**2 * 4 == 48 * 2**20  # GPT-2 small, fp32, one layer
+    assert costs.score_table_bytes(12, 1024, batch=8, bytes_per_value=2) == 8 * 12 * 1024**2 * 2
+    assert costs.score_table_bytes(32, 4096) == costs.score_table_entries(32, 4096) * 4
+
+
+@given(
+    shape=st.sampled_from([(8, 1), (8, 2), (8, 4), (12, 3), (16, 8), (16, 16)]),
+    n_tokens=st.integers(1, 9),
+    batch=st.integers(1, 3),
+)
+def test_score_table_bytes_equal_the_numpy_layers_weights(shape, n_tokens, batch):
+    d_model, n_heads = shape
+    x = np.random.default_rng(0).standard_normal((batch, n_tokens, d_model))  # (B, T, D)
+    weights = MultiHeadAttention(d_model, n_heads, seed=0)(x).weights  # (B, H, T, T) float64
+    assert weights.nbytes == costs.score_table_bytes(n_heads, n_tokens, batch=batch, bytes_per_value=8)
+
+
+@pytest.mark.parametrize("d_model, n_heads, n_kv_heads, n_tokens, batch", [(16, 4, None, 7, 2), (16, 4, 1, 5, 1), (32, 8, 2, 12, 3)])
+def test_score_table_bytes_equal_the_torch_layers_weights(d_model, n_heads, n_kv_heads, n_tokens, batch):
+    torch = pytest.importorskip("torch")
+    from mha_core.torch_attention import TorchMultiHeadAttention
+
+    layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, seed=0)
+    x = torch.randn(batch, n_tokens, d_model)  # (B, T, D) fp32
+    _, weights = layer(x, need_weights=True)  # (B, H, T, T)
+    assert weights.dtype == torch.float32
+    assert weights.numel() * weights.element_size() == costs.score_table_bytes(n_heads, n_tokens, batch=batch)
+
+
+# --- the KV cache the torch layer really builds ---------------------------------------------------
+
+
+def _torch_layer_with_cache():
+    torch = pytest.importorskip("torch")
+    from mha_core.torch_attention import TorchMultiHeadAttention
+
+    if not hasattr(TorchMultiHeadAttention, "new_kv_cache"):
+        pytest.skip("needs TorchMultiHeadAttention.new_kv_cache (helper 'core' adds it)")
+    return torch, TorchMultiHeadAttention
+
+
+@pytest.mark.parametrize("d_model, n_heads, n_kv_heads, max_tokens, batch", [(16, 4, None, 10, 1), (32, 8, 2, 33, 3), (64, 8, 1, 128, 2)])
+def test_kv_cache_bytes_equal_the_bytes_of_the_cache_the_torch_layer_builds(d_model, n_heads, n_kv_heads, max_tokens, batch):
+    torch, TorchMultiHeadAttention = _torch_layer_with_cache()
+    layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, seed=0)
+    Hkv, Dh = layer.n_kv_heads, layer.d_head
+    for dtype, bytes_per_value in ((torch.float32, 4), (torch.float64, 8), (torch.bfloat16, 2)):
+        cache = layer.new_kv_cache(batch=batch, max_tokens=max_tokens, dtype=dtype)
+        assert tuple(cache.k.shape) == tuple(cache.v.shape) == (batch, Hkv, max_tokens, Dh)
+        measured = cache.k.numel() * cache.k.element_size() + cache.v.numel() * cache.v.element_size()
+        expected = costs.kv_cache_bytes(1, max_tokens, Hkv, Dh, batch=batch, bytes_per_value=bytes_per_value)
+        assert measured == cache.nbytes == expected
+
+
+# --- bad input: every calculator, every parameter ---------------------------------------------------
+
+#: Each calculator with good arguments (all keyword), the names of its size parameters.
+CALCULATORS = {
+    "kv_cache_bytes": (costs.kv_cache_bytes, dict(n_layers=12, n_tokens=1024, n_kv_heads=12, d_head=64, batch=2, bytes_per_value=2)),
+    "kv_cache_bytes_per_token": (costs.kv_cache_bytes_per_token, dict(n_layers=12, n_kv_heads=12, d_head=64, bytes_per_value=2)),
+    "score_table_bytes": (costs.score_table_bytes, dict(n_heads=12, n_tokens=1024, batch=2, bytes_per_value=4)),
+    "score_table_entries": (costs.score_table_entries, dict(n_heads=12, n_tokens=1024, batch=2)),
+    "attention_flops": (costs.attention_flops, dict(d_model=768, n_heads=12, n_tokens=1024)),
+    "attention_parameters": (costs.attention_parameters, dict(d_model=768, n_heads=12, n_kv_heads=4)),
+    "d_head": (costs.d_head, dict(d_model=768, n_heads=12)),
+    "valid_head_counts": (costs.valid_head_counts, dict(d_model=768)),
+    "nearest_valid_head_counts": (costs.nearest_valid_head_counts, dict(d_model=768, n_heads=10)),
+}
+CASES = [(name, param) for name, (_, kwargs) in CALCULATORS.items() for param in kwargs]
+
+
+@pytest.mark.parametrize("name, param", CASES)
+@pytest.mark.parametrize("bad, error", [(0, ValueError), (-3, ValueError), (2.0, TypeError), (1.5, TypeError),
+                                        (True, TypeError), ("12", TypeError), (None, TypeError), (np.float64(4), TypeError)])
+def test_every_calculator_refuses_a_bad_size_naming_the_parameter(name, param, bad, error):
+    function, kwargs = CALCULATORS[name]
+    if param == "n_kv_heads" and bad is None:
+        pytest.skip("n_kv_heads=None means ordinary multi-head attention")
+    with pytest.raises(error, match=rf"^{param}\b"):
+        function(**{**kwargs, param: bad})
+
+
+@pytest.mark.parametrize("name", CALCULATORS)
+@pytest.mark.parametrize("np_int", [np.int64, np.int32, np.uint16])
+def test_numpy_integers_give_the_same_exact_python_integers(name, np_int):
+    function, kwargs = CALCULATORS[name]
+    expected = function(**kwargs)
+    got = function(**{k: np_int(v) for k, v in kwargs.items()})
+    assert got == expected
+    values = got.values() if isinstance(got, dict) else got if isinstance(got, list) else [got]
+    assert all(type(v) is int for v in values)
+
+
+def test_numpy_integers_never_wrap_around():
+    # 2 * 2**80 does not fit in int64: NumPy arithmetic would wrap it to 0.
+    assert costs.kv_cache_bytes_per_token(*[np.int64(2**20)] * 4) == 2 * 2**80
+    assert costs.kv_cache_bytes(*[np.int64(2**20)] * 4, batch=np.int64(2**20)) == 2 * 2**100 * 2  # 16-bit: 2 bytes
+    flops = costs.attention_flops(np.int64(4096), np.int64(32), 10**12)
+    assert flops["projections"] == 8 * 10**12 * 4096**2
+    assert flops["total"] == costs.attention_flops(4096, 32, 10**12)["total"] > 2**63
+
+
+def test_absurd_sizes_give_exact_integers():
+    # 10**12 tokens: no overflow, no float rounding of a byte count.
+    assert costs.kv_cache_bytes(80, 10**12, 8, 128) == 327_680 * 10**12
+    assert costs.score_table_bytes(64, 10**12, batch=10**3) == 64 * 10**24 * 10**3 * 4
+    assert costs.score_table_entries(64, 10**12) == 64 * 10**24
+    assert costs.kv_cache_bytes(80, 10**12 + 1, 8, 128) - costs.kv_cache_bytes(80, 10**12, 8, 128) == 327_680
+
+
+# --- divisors in O(sqrt(n)) ------------------------------------------------------------------------
+
+
+@contextmanager
+def answers_within(seconds: int):
+    """Fail (instead of hanging) if the block takes longer than ``seconds``: a search that counts to n would."""
+    def stop(signum, frame):
+        raise TimeoutError(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_huge_odd_d_model_is_refused_with_its_nearest_head_counts_at_once():
+    # 10**12 + 1 = 73 x 137 x 99,990,001: counting up to it would take hours.
+    with answers_within(10), pytest.raises(ValueError, match=r"n_heads=2 does not divide d_model=1000000000001; valid head counts are 1, 73, 137, "):
+        costs.d_head(10**12 + 1, 2)
+    with answers_within(10):
+        assert costs.nearest_valid_head_counts(10**12 + 1, 2) == [1, 73]
+        assert costs.valid_head_counts(10**12 + 1) == [1, 73, 137, 10001, 99990001, 7299270073, 13698630137, 10**12 + 1]
+
+
+def test_valid_head_counts_of_a_billion_are_its_hundred_divisors():
+    with answers_within(10):
+        heads = costs.valid_head_counts(10**9)  # 2**9 x 5**9: 10 x 10 divisors
+    assert len(heads) == 100 and heads == sorted(heads)
+    assert heads == sorted(2**a * 5**b for a in range(10) for b in range(10))
+
+
+def test_a_prime_d_model_has_two_head_counts():
+    p = 999_999_999_989  # the largest prime below 10**12
+    with answers_within(10):
+        assert costs.valid_head_counts(p) == [1, p]
+        assert costs.nearest_valid_head_counts(p, 12) == [1, p]
+
+
+@given(st.integers(1, 3000))
+def test_valid_head_counts_are_exactly_the_divisors(n):
+    assert costs.valid_head_counts(n) == [d for d in range(1, n + 1) if n % d == 0]
+
+
+def test_a_d_model_too_large_to_search_is_refused_not_searched():
+    with answers_within(10), pytest.raises(ValueError, match=r"^d_model=10{16}1 is too large"):
+        costs.valid_head_counts(10**17 + 1)
+    # A head count that divides needs no search, whatever the size.
+    assert costs.d_head(2**80, 2**10) == 2**70
+
+
+# --- what fits in a GPU ------------------------------------------------------------------------------
+
+
+def test_concurrent_sequences_divide_the_memory_left_after_the_weights():
+    GiB = 2**30
+    llama = costs.MODEL_SHAPES["Llama-2-7B"]
+    per_sequence = llama.kv_cache_bytes(4096)  # 2 GiB
+    assert costs.concurrent_sequences(80 * GiB, per_sequence) == 40
+    weights = llama.weights_bytes()  # 6.74e9 x 2 bytes
+    assert weights == 13_480_000_000
+    assert costs.concurrent_sequences(80 * GiB, per_sequence, reserved_bytes=weights) == (80 * GiB - weights) // (2 * GiB) == 33
+    # With 8 KV heads instead of 32 (GQA), four times as many.
+    gqa = llama.kv_cache_bytes(4096, n_kv_heads=8)
+    assert costs.concurrent_sequences(80 * GiB, gqa, reserved_bytes=weights) == (80 * GiB - weights) // (GiB // 2) == 134
+    # Weights larger than the memory: nothing fits (not a negative count).
+    assert costs.concurrent_sequences(80 * GiB, per_sequence, reserved_bytes=200 * GiB) == 0
+
+
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (1.0, TypeError), (True, TypeError), (None, TypeError)])
+def test_concurrent_sequences_refuse_bad_sizes(bad, error):
+    for param in ("memory_bytes", "kv_bytes_per_sequence", "reserved_bytes"):
+        kwargs = {"memory_bytes": 2**30, "kv_bytes_per_sequence": 2**20, "reserved_bytes": 0, param: bad}
+        with pytest.raises(error, match=rf"^{param}\b"):
+            costs.concurrent_sequences(kwargs.pop("memory_bytes"), kwargs.pop("kv_bytes_per_sequence"), **kwargs)
+    assert costs.concurrent_sequences(np.int64(2**62), np.int64(3), reserved_bytes=np.int64(1)) == (2**62 - 1) // 3
+
+
+def _llama_style_parameters(m: costs.ModelShape) -> int:
+    """Parameters of a Llama-style decoder from its shape: untied embeddings and output, gated FFN, RMS norms."""
+    kv_width = m.n_kv_heads * m.d_head
+    attention = 2 * m.d_model * m.n_heads * m.d_head + 2 * m.d_model * kv_width
+    layer = attention + 3 * m.d_model * m.d_ffn + 2 * m.d_model
+    return m.n_layers * layer + 2 * m.vocab_size * m.d_model + m.d_model
+
+
+@pytest.mark.parametrize("name", ["Llama-2-7B", "Llama-2-70B", "Mistral-7B v0.1", "Llama-3-8B"])
+def test_published_parameter_counts_agree_with_the_shapes(name):
+    m = costs.MODEL_SHAPES[name]
+    assert abs(m.n_parameters - _llama_style_parameters(m)) / m.n_parameters < 0.005
+
+
+def test_every_model_has_a_parameter_count_and_weights_bytes():
+    for m in costs.MODEL_SHAPES.values():
+        assert m.n_parameters and m.weights_bytes(4) == 2 * m.weights_bytes() == 4 * m.n_parameters

@@ -384,6 +384,47 @@ def sizing_controls(page, lab) -> dict:
     return report
 
 
+# --------------------------------------------------------------------------- 09 serving cost
+
+
+def serving_calculator(page, lab) -> dict:
+    """09: the KV-cache calculator. Key/value heads (arrow keys), model and memory (drop-downs), number format
+    (buttons) and tokens (arrow keys) redraw the bars from mha_core.costs; weights that do not fit show a plain message."""
+    from mha_core import costs
+    from mha_core.figures.serving import calculator_figure, calculator_rows
+
+    def build(model, T, B, b, memory, Hkv):
+        rows = calculator_rows(costs.MODEL_SHAPES[model], n_tokens=T, batch=B, bytes_per_value=b, memory_bytes=memory * 2**30)
+        return calculator_figure(rows, Hkv)
+
+    kv_heads, plot, group = _group(page, ".mha-serving-kv-heads")
+    tokens = group.locator(".mha-serving-tokens").first
+    message = group.locator("[role=status]")
+    name = "09 KV-cache calculator"
+    state = {"model": "Llama-2-7B", "T": 4096, "B": 1, "b": 2, "memory": 80, "Hkv": 32}
+    wait_for_figure(plot, build(**state), what=f"{name}: the figure as the notebook draws it")
+    report = {"control": name, "settings": [], "latency_s": []}
+
+    def step(what, act):
+        act()
+        report["settings"].append(f"{what} -> {state}")
+        report["latency_s"].append(wait_for_figure(plot, build(**state), what=f"{name}: {report['settings'][-1]}"))
+
+    step("KV heads ArrowRight", lambda: state.update(Hkv=int(press_slider_key(kv_heads, "ArrowRight"))))
+    assert state["Hkv"] == 16, f"{name}: one step right from 32 KV heads should read 16, reads {state['Hkv']}"
+    step("KV heads ArrowRight", lambda: state.update(Hkv=int(press_slider_key(kv_heads, "ArrowRight"))))
+    step("model Llama-2-70B", lambda: (select_option(group, "Llama-2-70B"), state.update(model="Llama-2-70B", Hkv=8)))
+    wait_for_text(message.first, "The weights alone (129 GiB in 16-bit) do not fit in 80 GiB", what=f"{name}: Llama-2-70B on 80 GiB")
+    step("memory 141 GiB", lambda: (group.locator(".mha-serving-memory select").first.select_option(label="141 GiB", timeout=10_000),
+                                    state.update(memory=141)))
+    _, _, ok = poll_until(lambda: message.count() and message.first.inner_text().strip(), lambda t: not t, timeout_s=10)
+    assert ok, f"{name}: the message stays after choosing 141 GiB"
+    step("values 8-bit", lambda: (click_toggle_button(group, "8-bit"), state.update(b=1)))
+    step("tokens ArrowLeft", lambda: state.update(T=int(press_slider_key(tokens, "ArrowLeft"))))
+    assert state["T"] == 2048, f"{name}: one step left from 4096 tokens should read 2048, reads {state['T']}"
+    return report
+
+
 # --------------------------------------------------------------------------- 10 review
 
 
@@ -440,6 +481,8 @@ NOTEBOOKS: dict[str, Expect] = {
     "04": Expect(minimum={"plots": 3, "checkboxes": 4, "quizzes": 1}, controls=(head_switches,)),
     "05": Expect(minimum={"plots": 3, "sliders": 2, "dropdowns": 1, "quizzes": 1}, controls=(sizing_controls,)),
     "10": Expect(minimum={"quizzes": 2, "buttons": 2}, controls=(review_progress,)),
+    "09": Expect(minimum={"plots": 3, "sliders": 3, "dropdowns": 2, "toggle_buttons": 1, "quizzes": 1},
+                 controls=(serving_calculator,)),
 }
 
 

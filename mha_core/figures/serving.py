@@ -1,0 +1,253 @@
+"""Figures for notebook 09: what heads cost when a model serves.
+
+Builders are pure: numbers in, ``go.Figure`` out. The numbers come from
+``mha_core.costs`` (``growth_rows``, ``calculator_rows``) or from a measurement made
+beforehand (``mha_core.serving.HeadSweep``); no builder computes a cost itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .. import costs
+from ._style import COLORS, FONT_SIZE, base_layout
+
+GiB = 2**30
+#: Live figures stay under this width (JupyterLab at 1280 x 800 with the file browser open).
+CALCULATOR_WIDTH = 800
+CHOSEN_COLOR = COLORS[5]  # vermillion: the key/value head count you picked
+OTHER_COLOR = COLORS[0]  # blue
+
+
+def bytes_text(n: int) -> str:
+    """2147483648 -> '2.00 GiB'; binary units, three significant digits."""
+    n = int(n)
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:,.0f} {unit}"
+    return f"{n} bytes"
+
+
+def kv_kind(n_kv_heads: int, n_heads: int) -> str:
+    """'MHA' (every query head has its own keys and values), 'MQA' (one shared) or 'GQA' (groups)."""
+    if n_kv_heads == n_heads:
+        return "MHA"
+    return "MQA" if n_kv_heads == 1 else "GQA"
+
+
+# -- score tables (T^2) next to the KV cache (T) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class GrowthRows:
+    """For each length T: one layer's score-table bytes and the whole model's KV-cache bytes."""
+
+    model: str
+    n_heads: int
+    n_layers: int
+    bytes_per_value: int
+    token_counts: tuple[int, ...]
+    score_table_bytes: tuple[int, ...]  # one layer, H x T^2 x bytes
+    kv_cache_bytes: tuple[int, ...]  # every layer, T x per-token bytes
+
+
+def growth_rows(model: costs.ModelShape, token_counts, *, bytes_per_value: int = 2) -> GrowthRows:
+    token_counts = tuple(int(t) for t in token_counts)
+    return GrowthRows(
+        model=model.name, n_heads=model.n_heads, n_layers=model.n_layers, bytes_per_value=bytes_per_value,
+        token_counts=token_counts,
+        score_table_bytes=tuple(costs.score_table_bytes(model.n_heads, t, bytes_per_value=bytes_per_value) for t in token_counts),
+        kv_cache_bytes=tuple(model.kv_cache_bytes(t, bytes_per_value=bytes_per_value) for t in token_counts),
+    )
+
+
+def growth_figure(rows: GrowthRows) -> go.Figure:
+    """Two panels against T: one layer's score tables (grow as T^2) and the KV cache (grows as T), in GiB."""
+    x = list(rows.token_counts)
+    panels = (
+        (1, rows.score_table_bytes, "score tables", f"score tables of one layer:<br>{rows.n_heads} heads × T² × {rows.bytes_per_value} bytes", COLORS[1]),
+        (2, rows.kv_cache_bytes, "KV cache", f"KV cache of all {rows.n_layers} layers:<br>T × bytes per token", COLORS[0]),
+    )
+    data = [
+        dict(type="scatter", mode="lines+markers+text", x=x, y=np.array(y, dtype=float) / GiB, name=name,
+             xaxis=_ref("x", i), yaxis=_ref("y", i), line=dict(color=color, width=3), marker=dict(size=9),
+             # Labels on the larger points only: the small ones would collide near zero.
+             text=[bytes_text(v) if v >= max(y) / 8 else "" for v in y], textposition="top left",
+             textfont=dict(size=FONT_SIZE - 2),
+             showlegend=False, hovertemplate="T = %{x:,}: %{text}<extra></extra>")
+        for i, y, name, _, color in panels
+    ]
+    top = 1.15 * max(max(rows.score_table_bytes), max(rows.kv_cache_bytes)) / GiB
+    layout = base_layout(
+        f"{rows.model}, {8 * rows.bytes_per_value}-bit values: the score tables grow as T², the KV cache as T",
+        height=440, margin=dict(l=80, r=30, t=110, b=70),
+        annotations=[
+            dict(text=title, xref="paper", yref="paper",
+                 x=0.0 if i == 1 else 0.56, y=1.0, xanchor="left", yanchor="bottom", showarrow=False,
+                 font=dict(size=FONT_SIZE - 1), align="left")
+            for i, _, _, title, _ in panels
+        ],
+    )
+    for i, domain in ((1, [0.0, 0.44]), (2, [0.56, 1.0])):
+        layout[f"xaxis{i}"] = dict(domain=domain, anchor=_ref("y", i), title=dict(text="tokens T"),
+                                   tickvals=x, tickformat=",", gridcolor="#dddddd")
+        layout[f"yaxis{i}"] = dict(anchor=_ref("x", i), range=[0, top], title=dict(text="GiB" if i == 1 else ""),
+                                   gridcolor="#dddddd")
+    return go.Figure(data=data, layout=layout)
+
+
+# -- the head-count sweep: what stays flat, what moves -------------------------------------------
+
+
+def head_sweep_figure(sweep) -> go.Figure:
+    """Three panels against the head count at fixed d_model: KV bytes (flat), FLOPs (nearly flat), measured time.
+
+    ``sweep``: a ``mha_core.serving.HeadSweep`` (measured beforehand, in a notebook cell).
+    One line per sequence length T in the FLOPs and time panels.
+    """
+    x = [str(h) for h in sweep.head_counts]
+    data = [
+        dict(type="bar", x=x, y=np.array(sweep.kv_bytes_per_token, dtype=float), name="KV bytes per token",
+             xaxis="x", yaxis="y", marker=dict(color=OTHER_COLOR), showlegend=False,
+             text=[f"{int(b):,}" for b in sweep.kv_bytes_per_token], textposition="outside",
+             hovertemplate="H = %{x}: %{y:,} bytes<extra></extra>"),
+    ]
+    dashes = ("solid", "dash", "dot", "dashdot")
+    for i, T in enumerate(sweep.token_counts):
+        style = dict(color=COLORS[(i + 1) % len(COLORS)], width=3, dash=dashes[i % len(dashes)])
+        data.append(dict(type="scatter", mode="lines+markers", x=x, y=np.array(sweep.flops[i], dtype=float) / 1e9,
+                         name=f"T = {T}", legendgroup=f"T{T}", xaxis="x2", yaxis="y2", line=style, showlegend=False,
+                         hovertemplate=f"T = {T}, H = %{{x}}: %{{y:.3f}} GFLOP<extra></extra>"))
+        data.append(dict(type="scatter", mode="lines+markers", x=x, y=1000 * np.asarray(sweep.seconds[i], dtype=float),
+                         name=f"T = {T}", legendgroup=f"T{T}", xaxis="x3", yaxis="y3", line=style,
+                         hovertemplate=f"T = {T}, H = %{{x}}: %{{y:.2f}} ms<extra></extra>"))
+    titles = ("KV cache per token,<br>one layer, fp32 (flat)", "calculated FLOPs<br>(GFLOP, nearly flat)",
+              "measured forward time<br>(ms, here)")
+    domains = ([0.0, 0.26], [0.37, 0.63], [0.74, 1.0])
+    layout = base_layout(
+        f"d_model = {sweep.d_model} fixed, head count H varied: what moves and what stays flat",
+        height=480, margin=dict(l=70, r=20, t=120, b=140),
+        legend=dict(orientation="h", x=0.74, y=-0.3, yanchor="top", font=dict(size=FONT_SIZE)),
+        annotations=[dict(text=t, xref="paper", yref="paper", x=d[0], y=1.0, xanchor="left", yanchor="bottom",
+                          showarrow=False, align="left", font=dict(size=FONT_SIZE - 1)) for t, d in zip(titles, domains)],
+    )
+    kv_top = 1.3 * float(max(sweep.kv_bytes_per_token))
+    for i, domain in enumerate(domains, start=1):
+        layout[f"xaxis{i}"] = dict(domain=domain, anchor=_ref("y", i), type="category",
+                                   title=dict(text="heads H"), gridcolor="#dddddd")
+        layout[f"yaxis{i}"] = dict(anchor=_ref("x", i), rangemode="tozero", gridcolor="#dddddd")
+    layout["yaxis1"]["range"] = [0, kv_top]
+    return go.Figure(data=data, layout=layout)
+
+
+# -- the KV-cache calculator --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CalculatorRows:
+    """The calculator's numbers for one setting, for every key/value head count of the model.
+
+    ``kv_head_counts`` runs from H (MHA) down to 1 (MQA); the tuples have one entry each.
+    """
+
+    model: str
+    n_heads: int
+    n_layers: int
+    d_head: int
+    n_tokens: int
+    batch: int
+    bytes_per_value: int
+    memory_bytes: int
+    weights_bytes: int
+    kv_head_counts: tuple[int, ...]
+    bytes_per_token: tuple[int, ...]  # all layers
+    bytes_per_sequence: tuple[int, ...]
+    batch_bytes: tuple[int, ...]
+    sequences_that_fit: tuple[int, ...]
+
+
+def kv_head_choices(n_heads: int) -> list[int]:
+    """Key/value head counts a model with ``n_heads`` query heads can use: H (MHA), its divisors (GQA), 1 (MQA)."""
+    return costs.valid_head_counts(n_heads)[::-1]
+
+
+def calculator_rows(model: costs.ModelShape, *, n_tokens: int, batch: int, bytes_per_value: int,
+                    memory_bytes: int) -> CalculatorRows:
+    """Look up every number of the calculator in ``mha_core.costs``."""
+    kv_counts = tuple(kv_head_choices(model.n_heads))
+    weights = model.weights_bytes(bytes_per_value)
+    per_token = tuple(costs.kv_cache_bytes_per_token(model.n_layers, h, model.d_head, bytes_per_value) for h in kv_counts)
+    per_sequence = tuple(model.kv_cache_bytes(n_tokens, n_kv_heads=h, bytes_per_value=bytes_per_value) for h in kv_counts)
+    return CalculatorRows(
+        model=model.name, n_heads=model.n_heads, n_layers=model.n_layers, d_head=model.d_head,
+        n_tokens=int(n_tokens), batch=int(batch), bytes_per_value=int(bytes_per_value), memory_bytes=int(memory_bytes),
+        weights_bytes=weights, kv_head_counts=kv_counts, bytes_per_token=per_token,
+        bytes_per_sequence=per_sequence,
+        batch_bytes=tuple(p * int(batch) for p in per_sequence),
+        sequences_that_fit=tuple(costs.concurrent_sequences(memory_bytes, p, reserved_bytes=weights) for p in per_sequence),
+    )
+
+
+def calculator_figure(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH) -> go.Figure:
+    """Two bar charts over the key/value head counts (H ... 1): the batch's KV cache, and how many sequences fit.
+
+    The chosen count is drawn in another colour and labelled with its value; a dashed
+    line marks the memory left for the cache once the weights are loaded.
+    """
+    return go.Figure(calculator_spec(rows, n_kv_heads, width=width))
+
+
+def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH) -> dict:
+    """``calculator_figure`` as a plain ``{"data", "layout"}`` dict, for the control that redraws it on every move."""
+    x = [f"{h} {kv_kind(h, rows.n_heads)}" if h in (rows.n_heads, 1) else str(h) for h in rows.kv_head_counts]
+    k = rows.kv_head_counts.index(n_kv_heads) if n_kv_heads in rows.kv_head_counts else None
+    colors = [CHOSEN_COLOR if i == k else OTHER_COLOR for i in range(len(x))]
+    left = max(0, rows.memory_bytes - rows.weights_bytes)
+    data = [
+        dict(type="bar", x=x, y=np.array(rows.batch_bytes, dtype=float) / GiB, xaxis="x", yaxis="y",
+             marker=dict(color=colors), name="KV cache", showlegend=False,
+             hovertemplate="Hkv = %{x}: %{y:.3g} GiB<extra>KV cache of the batch</extra>"),
+        dict(type="bar", x=x, y=np.array(rows.sequences_that_fit, dtype=float), xaxis="x2", yaxis="y2",
+             marker=dict(color=colors), name="sequences", showlegend=False,
+             hovertemplate="Hkv = %{x}: %{y:,} sequences<extra>that fit</extra>"),
+    ]
+    annotations = [
+        dict(text=f"KV cache of {rows.batch} × {rows.n_tokens:,} tokens (GiB)", xref="paper", yref="paper", x=0.0, y=1.0,
+             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE - 1)),
+        dict(text=f"sequences of {rows.n_tokens:,} tokens that fit", xref="paper", yref="paper", x=0.56, y=1.0,
+             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE - 1)),
+        dict(text=f"memory left after the weights: {bytes_text(left)}" if left else "the weights alone fill the memory",
+             xref="x domain", yref="y", x=1.0, y=left / GiB, xanchor="right", yanchor="bottom", showarrow=False,
+             font=dict(size=FONT_SIZE - 2)),
+    ]
+    if k is not None:
+        annotations += [
+            dict(text=f"<b>{bytes_text(rows.batch_bytes[k])}</b>", xref="x", yref="y", x=x[k], y=rows.batch_bytes[k] / GiB,
+                 yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)"),
+            dict(text=f"<b>{rows.sequences_that_fit[k]:,}</b>", xref="x2", yref="y2", x=x[k], y=rows.sequences_that_fit[k],
+                 yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)"),
+        ]
+    shapes = [dict(type="line", xref="x domain", yref="y", x0=0, x1=1, y0=left / GiB, y1=left / GiB,
+                   line=dict(color="black", width=2, dash="dash"))]
+    chosen = "" if k is None else f": {n_kv_heads} KV heads ({kv_kind(n_kv_heads, rows.n_heads)})"
+    layout = base_layout(
+        f"{rows.model}, {8 * rows.bytes_per_value}-bit, {bytes_text(rows.memory_bytes)} GPU{chosen}",
+        width=width, height=400, margin=dict(l=70, r=20, t=90, b=70), bargap=0.25,
+        annotations=annotations, shapes=shapes,
+    )
+    top_bytes = 1.25 * max(max(rows.batch_bytes), left) / GiB
+    top_fit = 1.25 * max(max(rows.sequences_that_fit), 1)
+    for i, domain, top in ((1, [0.0, 0.44], top_bytes), (2, [0.56, 1.0], top_fit)):
+        layout[f"xaxis{i}"] = dict(domain=domain, anchor=_ref("y", i), type="category",
+                                   title=dict(text="key/value heads Hkv"))
+        layout[f"yaxis{i}"] = dict(anchor=_ref("x", i), range=[0, top], gridcolor="#dddddd", tickformat="~s")
+    return {"data": data, "layout": layout}
+
+
+def _ref(letter: str, panel: int) -> str:
+    """Plotly's axis reference: 'x' for the first panel, 'x2', 'x3', ... after it."""
+    return letter if panel == 1 else f"{letter}{panel}"

@@ -1,0 +1,321 @@
+"""Serving costs measured on this machine, with ``TorchMultiHeadAttention`` (notebook 09).
+
+``mha_core.costs`` says what a layer *should* cost (bytes, FLOPs). This module runs
+the package's torch layer and measures what it *does* cost here:
+
+* ``head_count_sweep``: forward time over head counts and sequence lengths at a
+  fixed d_model, beside the calculator's FLOPs and KV-cache bytes;
+* ``decode_cached`` / ``decode_uncached``: generating token by token with a key/value
+  cache against recomputing the whole prefix at every step; ``compare_decoding``
+  checks that both give the full causal pass's outputs and times them;
+* ``cache_shrink``: the cache's real bytes and the decoding time for MHA, GQA and MQA.
+
+Times are medians of a few runs; on a shared machine they move from run to run, the
+ratios much less. Torch is imported when a function here is first called, never by
+``import mha_core``. Keep these calls out of widget callbacks: they take seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate, costs
+from .examples import TOKENS
+
+#: The running sentence, carried on into a longer text (words only; no tokenizer needed).
+LONGER_TEXT = (
+    "the cache key changed after deploy so every request missed the cache and went to the database "
+    "which slowed down until the old key was restored and the cache filled again"
+)
+
+KV_CACHE_MISSING = "needs TorchMultiHeadAttention.new_kv_cache"
+
+
+def has_kv_cache() -> bool:
+    """Whether this version of ``TorchMultiHeadAttention`` has a key/value cache (``new_kv_cache``)."""
+    from .torch_attention import TorchMultiHeadAttention
+
+    return hasattr(TorchMultiHeadAttention, "new_kv_cache")
+
+
+def longer_text(n_tokens: int) -> list[str]:
+    """``n_tokens`` words: the running sentence, then ``LONGER_TEXT`` repeated as often as needed."""
+    n_tokens = _validate.positive_int(n_tokens, "n_tokens")
+    words = LONGER_TEXT.split()
+    assert tuple(words[: len(TOKENS)]) == tuple(TOKENS)  # it starts with the running sentence
+    return [words[i % len(words)] for i in range(n_tokens)]
+
+
+def text_vectors(words, d_model: int = 64, *, seed: int = 0) -> np.ndarray:
+    """Toy token vectors, one per word: the same word always gets the same seeded vector.
+
+    Shapes:
+        returns: (T, D) = (len(words), d_model), float32
+    """
+    d_model = _validate.positive_int(d_model, "d_model")
+    vocabulary = sorted(set(words))
+    table = np.random.default_rng(seed).standard_normal((len(vocabulary), d_model)).astype(np.float32)  # (V, D)
+    index = {w: i for i, w in enumerate(vocabulary)}
+    return table[[index[w] for w in words]]  # (T, D)
+
+
+@contextmanager
+def torch_threads(threads: int | None):
+    """Run the block with ``threads`` torch threads, then restore the setting (None: leave it alone).
+
+    One thread keeps timings steady on a shared machine: with two or more, each of the
+    many small operations of decoding can wait for a thread that another process holds
+    (on a loaded two-core machine, cached decoding ran ten to thirty times slower).
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(_validate.positive_int(threads, "threads"))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _median_seconds(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+# -- the head-count sweep ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeadSweep:
+    """Forward times and calculated costs of one layer, for each head count and length.
+
+    ``seconds``, ``flops`` and ``score_entries`` are arrays of shape (len(token_counts),
+    len(head_counts)); ``kv_bytes_per_token`` (one layer, fp32) has one entry per head count.
+    """
+
+    d_model: int
+    head_counts: tuple[int, ...]
+    token_counts: tuple[int, ...]
+    seconds: np.ndarray
+    flops: np.ndarray
+    score_entries: np.ndarray
+    kv_bytes_per_token: np.ndarray
+    repeats: int
+
+    def rows(self) -> list[dict]:
+        """One dict per (T, H): the table the notebook prints and the benchmark reports."""
+        return [
+            dict(n_tokens=T, n_heads=H, d_head=self.d_model // H, ms=1000 * float(self.seconds[i, j]),
+                 gflops=float(self.flops[i, j]) / 1e9, score_entries=int(self.score_entries[i, j]),
+                 kv_bytes_per_token=int(self.kv_bytes_per_token[j]))
+            for i, T in enumerate(self.token_counts) for j, H in enumerate(self.head_counts)
+        ]
+
+
+def head_count_sweep(d_model: int = 128, head_counts=(1, 4, 16, 64), token_counts=(128, 512), *,
+                     batch: int = 1, repeats: int = 5, seed: int = 0, threads: int | None = 1) -> HeadSweep:
+    """Time one causal self-attention forward (``TorchMultiHeadAttention``, fp32) for every (T, H).
+
+    Each round runs every (T, H) once, in an order that turns from round to round, so a
+    burst of load from elsewhere hits all of them alike; the first round is a warm-up.
+    Returns medians over ``repeats`` rounds, and the calculator's numbers for the same shapes.
+    ``threads``: torch threads while timing (restored afterwards); one thread keeps the
+    times steady on a shared machine. None leaves torch's setting alone.
+    """
+    import torch
+
+    from .torch_attention import TorchMultiHeadAttention
+
+    d_model = _validate.positive_int(d_model, "d_model")
+    head_counts = tuple(_validate.positive_int(h, "head_counts") for h in head_counts)
+    token_counts = tuple(_validate.positive_int(t, "token_counts") for t in token_counts)
+    batch, repeats = _validate.positive_int(batch, "batch"), _validate.positive_int(repeats, "repeats")
+    for h in head_counts:
+        costs.d_head(d_model, h)  # a clear error for a head count that does not divide d_model
+    layers = {h: TorchMultiHeadAttention(d_model, h, seed=seed) for h in head_counts}
+    generator = torch.Generator().manual_seed(seed)
+    inputs = {t: torch.randn(batch, t, d_model, generator=generator) for t in token_counts}  # (B, T, D)
+    cells = [(i, j) for i in range(len(token_counts)) for j in range(len(head_counts))]
+    times: dict[tuple[int, int], list[float]] = {c: [] for c in cells}
+    with torch_threads(threads), torch.inference_mode():
+        for r in range(repeats + 1):
+            shift = r % len(cells)
+            for i, j in cells[shift:] + cells[:shift]:
+                layer, x = layers[head_counts[j]], inputs[token_counts[i]]
+                start = time.perf_counter()
+                layer(x, is_causal=True)
+                if r:  # round 0 warms up
+                    times[(i, j)].append(time.perf_counter() - start)
+    shape = (len(token_counts), len(head_counts))
+    seconds = np.zeros(shape)
+    flops = np.zeros(shape, dtype=object)  # exact Python ints
+    entries = np.zeros(shape, dtype=object)
+    for i, j in cells:
+        T, H = token_counts[i], head_counts[j]
+        seconds[i, j] = np.median(times[(i, j)])
+        flops[i, j] = batch * costs.attention_flops(d_model, H, T)["total"]
+        entries[i, j] = costs.score_table_entries(H, T, batch=batch)
+    kv = np.array([costs.kv_cache_bytes_per_token(1, h, d_model // h, 4) for h in head_counts], dtype=object)
+    return HeadSweep(d_model, head_counts, token_counts, seconds, flops, entries, kv, repeats)
+
+
+# -- decoding with and without a KV cache -------------------------------------------------
+
+
+def _require_cache(layer) -> None:
+    if not hasattr(layer, "new_kv_cache"):
+        raise NotImplementedError(f"decoding with a cache {KV_CACHE_MISSING} (a newer mha_core)")
+
+
+def decode_cached(layer, x, *, chunk: int = 1, cache=None):
+    """Feed ``x`` through ``layer`` ``chunk`` tokens at a time, keeping keys and values in a cache.
+
+    Each step projects only the new tokens; their queries attend to every cached key.
+    Returns ``(output, cache)``.
+
+    Shapes:
+        x: (B, T, D)
+        returns: output (B, T, D); cache.k and cache.v (B, Hkv, max_tokens, Dh)
+    """
+    import torch
+
+    _require_cache(layer)
+    B, T, _ = x.shape
+    chunk = _validate.positive_int(chunk, "chunk")
+    if cache is None:
+        cache = layer.new_kv_cache(batch=B, max_tokens=T, dtype=x.dtype, device=x.device)
+    outputs = []
+    with torch.inference_mode():
+        for start in range(0, T, chunk):
+            output, _ = layer(x[:, start:start + chunk], kv_cache=cache)  # (B, Tc, D)
+            outputs.append(output)
+    return torch.cat(outputs, dim=1), cache  # (B, T, D)
+
+
+def decode_uncached(layer, x):
+    """Generate token by token without a cache: step t recomputes the whole prefix x[:, :t+1].
+
+    Shapes:
+        x: (B, T, D)
+        returns: output (B, T, D), row t taken from the pass over the first t + 1 tokens
+    """
+    import torch
+
+    T = x.shape[1]
+    with torch.inference_mode():
+        outputs = [layer(x[:, : t + 1], is_causal=True)[0][:, -1:] for t in range(T)]  # (B, 1, D) each
+    return torch.cat(outputs, dim=1)  # (B, T, D)
+
+
+@dataclass(frozen=True)
+class DecodeComparison:
+    """Cached against uncached decoding of one text: equal outputs, different cost."""
+
+    n_tokens: int
+    max_abs_diff_cached: float  # against the full causal pass
+    max_abs_diff_uncached: float
+    cached_s: float
+    uncached_s: float
+    full_pass_s: float
+    cache_nbytes: int
+    calculated_nbytes: int  # costs.kv_cache_bytes for the same shape
+
+    @property
+    def speedup(self) -> float:
+        return self.uncached_s / self.cached_s
+
+
+def compare_decoding(layer, x, *, repeats: int = 3, threads: int | None = 1) -> DecodeComparison:
+    """Decode ``x`` with and without the cache; compare both with one full causal pass.
+
+    Times are medians of ``repeats`` runs with ``threads`` torch threads (see ``torch_threads``).
+
+    Shapes:
+        x: (B, T, D) torch tensor
+    """
+    _require_cache(layer)
+    with torch_threads(threads):
+        return _compare_decoding(layer, x, repeats)
+
+
+def _compare_decoding(layer, x, repeats: int) -> DecodeComparison:
+    import torch
+
+    B, T, _ = x.shape
+    repeats = _validate.positive_int(repeats, "repeats")
+    with torch.inference_mode():
+        full = layer(x, is_causal=True)[0]  # (B, T, D)
+    cache = layer.new_kv_cache(batch=B, max_tokens=T, dtype=x.dtype, device=x.device)
+    times: dict[str, list[float]] = {"cached": [], "uncached": [], "full": []}
+    # Every run is timed, the first included (it also gives the outputs compared below);
+    # the three ways alternate, so a burst of load from elsewhere hits all of them.
+    for _ in range(repeats):
+        start = time.perf_counter()
+        cache.reset()
+        cached, _ = decode_cached(layer, x, cache=cache)  # (B, T, D)
+        times["cached"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        uncached = decode_uncached(layer, x)  # (B, T, D)
+        times["uncached"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            layer(x, is_causal=True)
+        times["full"].append(time.perf_counter() - start)
+    return DecodeComparison(
+        n_tokens=T,
+        max_abs_diff_cached=float((cached - full).abs().max()),
+        max_abs_diff_uncached=float((uncached - full).abs().max()),
+        cached_s=float(np.median(times["cached"])),
+        uncached_s=float(np.median(times["uncached"])),
+        full_pass_s=float(np.median(times["full"])),
+        cache_nbytes=int(cache.nbytes),
+        calculated_nbytes=costs.kv_cache_bytes(1, cache.max_tokens, layer.n_kv_heads, layer.d_head, batch=B,
+                                               bytes_per_value=x.element_size()),
+    )
+
+
+def cache_shrink(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16, 4, 1), n_tokens: int = 512, *,
+                 repeats: int = 3, seed: int = 0, threads: int | None = 1) -> list[dict]:
+    """For MHA, GQA and MQA layers: the cache's measured bytes, the calculator's, and the cached decoding time.
+
+    One row per key/value head count: ``n_kv_heads``, ``cache_nbytes`` (summed from the
+    cache's tensors), ``calculated_nbytes`` (``costs.kv_cache_bytes``), ``decode_s`` and
+    ``ms_per_token``.
+    """
+    import torch
+
+    from .torch_attention import TorchMultiHeadAttention
+
+    words = longer_text(n_tokens)
+    x = torch.from_numpy(text_vectors(words, d_model, seed=seed))[None]  # (1, T, D)
+    rows = []
+    for n_kv in kv_head_counts:
+        layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv, seed=seed)
+        _require_cache(layer)
+        cache = layer.new_kv_cache(batch=1, max_tokens=n_tokens, dtype=x.dtype)
+
+        def run():
+            cache.reset()
+            decode_cached(layer, x, cache=cache)
+
+        with torch_threads(threads):
+            run()  # warm-up, and fills the cache
+            seconds = _median_seconds(run, repeats)
+        rows.append(dict(
+            n_kv_heads=layer.n_kv_heads,
+            kind="MHA" if n_kv == n_heads else ("MQA" if n_kv == 1 else "GQA"),
+            cache_nbytes=int(cache.nbytes),
+            calculated_nbytes=costs.kv_cache_bytes(1, n_tokens, layer.n_kv_heads, layer.d_head, bytes_per_value=4),
+            decode_s=seconds,
+            ms_per_token=1000 * seconds / n_tokens,
+        ))
+    return rows

@@ -1,0 +1,165 @@
+"""Notebook 09's control group: the KV-cache calculator with real-model presets.
+
+Model, context length, batch, number format, GPU memory and the key/value head count
+(from H, ordinary multi-head attention, through grouped-query to 1, multi-query) redraw
+one figure in place. Every number comes from ``mha_core.costs`` through
+``figures.serving.calculator_rows``; nothing here runs a model or times anything.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+
+from .. import costs
+from ..figures.serving import bytes_text, calculator_rows, calculator_spec, kv_head_choices, kv_kind
+from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
+
+TOKEN_CHOICES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: GPU memory sizes on sale (GiB): 24 (consumer), 40 and 80 (A100), 141 (H200).
+MEMORY_CHOICES_GIB = (24, 40, 80, 141)
+#: Number formats for weights and cache: label -> bytes per value.
+DTYPE_CHOICES = (("32-bit", 4), ("16-bit", 2), ("8-bit", 1))
+
+
+def calculator_readout(rows, n_kv_heads: int) -> str:
+    """The numbers of one setting as short HTML lines (all read from ``rows``, i.e. from ``mha_core.costs``)."""
+    k = rows.kv_head_counts.index(n_kv_heads)
+    mha = rows.kv_head_counts.index(rows.n_heads)
+    per_token = rows.bytes_per_token[k]
+    left = max(0, rows.memory_bytes - rows.weights_bytes)
+    kind = kv_kind(n_kv_heads, rows.n_heads)
+    lines = [
+        f"KV cache per token: 2 (K and V) &times; {rows.n_layers} layers &times; {n_kv_heads} KV heads &times; "
+        f"{rows.d_head} &times; {rows.bytes_per_value} bytes = <b>{bytes_text(per_token)}</b> ({per_token:,} bytes)",
+        f"for {rows.batch} &times; {rows.n_tokens:,} tokens: <b>{bytes_text(rows.batch_bytes[k])}</b> "
+        f"({rows.batch_bytes[k]:,} bytes)",
+        f"weights: {rows.weights_bytes // rows.bytes_per_value / 1e9:.3g} billion parameters &times; {rows.bytes_per_value} bytes "
+        f"= {bytes_text(rows.weights_bytes)}; left for the cache: <b>{bytes_text(left)}</b> of {bytes_text(rows.memory_bytes)}",
+        f"sequences of {rows.n_tokens:,} tokens that fit: <b>{rows.sequences_that_fit[k]:,}</b> with {kind}"
+        + ("" if k == mha else f" (with every head's own K and V, MHA: {rows.sequences_that_fit[mha]:,})"),
+    ]
+    return '<div style="font-size:16px;line-height:1.5">' + "<br>".join(lines) + "</div>"
+
+
+def calculator_message(rows, n_kv_heads: int, context: int) -> tuple[str, str]:
+    """A plain message for a setting that cannot serve (or goes past the model's context); '' when all is well."""
+    k = rows.kv_head_counts.index(n_kv_heads)
+    if rows.weights_bytes >= rows.memory_bytes:
+        return (f"The weights alone ({bytes_text(rows.weights_bytes)} in {8 * rows.bytes_per_value}-bit) do not fit in "
+                f"{bytes_text(rows.memory_bytes)}, so no sequence fits. Choose more memory or fewer bits per value."), "warning"
+    fit = rows.sequences_that_fit[k]
+    if fit < rows.batch:
+        return (f"A batch of {rows.batch} needs {bytes_text(rows.batch_bytes[k])} of cache, but only {fit:,} "
+                f"sequence{'s' if fit != 1 else ''} of {rows.n_tokens:,} tokens fit. Choose a smaller batch, fewer tokens, "
+                f"fewer KV heads or fewer bits per value."), "warning"
+    if rows.n_tokens > context:
+        return (f"{rows.model} was trained with a context of {context:,} tokens; the arithmetic holds for longer "
+                f"sequences, the model's answers may not."), "info"
+    return "", "info"
+
+
+class KVCacheCalculator(ControlGroup):
+    """The KV-cache calculator: six controls, a readout, a message line and one ``FigureWidget``.
+
+    Attributes: ``model``, ``n_tokens``, ``batch``, ``dtype``, ``memory``, ``n_kv_heads``
+    (the controls), ``readout`` (HTML), ``message`` (HTML), ``figure``.
+    """
+
+    def __init__(self, model: str = "Llama-2-7B", n_tokens: int = 4096, batch: int = 1, bytes_per_value: int = 2,
+                 memory_gib: int = 80, n_kv_heads: int | None = None):
+        if model not in costs.MODEL_SHAPES:
+            raise ValueError(f"model={model!r} is not a known shape; valid models are {', '.join(costs.MODEL_SHAPES)}")
+        for name, value, choices in (("n_tokens", n_tokens, TOKEN_CHOICES), ("batch", batch, BATCH_CHOICES),
+                                     ("bytes_per_value", bytes_per_value, [b for _, b in DTYPE_CHOICES]),
+                                     ("memory_gib", memory_gib, MEMORY_CHOICES_GIB)):
+            if isinstance(value, bool) or value not in choices:
+                raise ValueError(f"{name}={value!r} is not one of the choices; valid values are {', '.join(map(str, choices))}")
+        shape = costs.MODEL_SHAPES[model]
+        n_kv_heads = shape.n_kv_heads if n_kv_heads is None else n_kv_heads
+        kv_choices = kv_head_choices(shape.n_heads)
+        if isinstance(n_kv_heads, bool) or n_kv_heads not in kv_choices:
+            raise ValueError(f"n_kv_heads={n_kv_heads!r} does not divide {model}'s {shape.n_heads} query heads; "
+                             f"valid key/value head counts are {', '.join(map(str, kv_choices))}")
+        style = {"description_width": "initial"}
+        self.model = widgets.Dropdown(options=list(costs.MODEL_SHAPES), value=model, description="model",
+                                      style=style, layout=widgets.Layout(width="260px"))
+        self.memory = widgets.Dropdown(options=[(f"{g} GiB", g) for g in MEMORY_CHOICES_GIB], value=memory_gib,
+                                       description="GPU memory", style=style, layout=widgets.Layout(width="210px"))
+        self.dtype = widgets.ToggleButtons(options=list(DTYPE_CHOICES), value=bytes_per_value, description="values",
+                                           style={**style, "button_width": "70px"})
+        self.n_tokens = widgets.SelectionSlider(options=TOKEN_CHOICES, value=n_tokens, description="tokens T",
+                                                continuous_update=True, style=style, layout=widgets.Layout(width="400px"))
+        self.batch = widgets.SelectionSlider(options=BATCH_CHOICES, value=batch, description="batch",
+                                             style=style, layout=widgets.Layout(width="380px"))
+        self.n_kv_heads = widgets.SelectionSlider(options=kv_choices, value=n_kv_heads,
+                                                  description="key/value heads (H = MHA ... 1 = MQA)",
+                                                  style=style, layout=widgets.Layout(width="560px"))
+        for control, name in ((self.model, "model"), (self.memory, "memory"), (self.dtype, "dtype"),
+                              (self.n_tokens, "tokens"), (self.batch, "batch"), (self.n_kv_heads, "kv-heads")):
+            control.add_class(f"mha-serving-{name}")
+        self.readout = widgets.HTML()
+        self.message = message_box()
+        self._switching_model = False
+        self.figure = figure_widget(self._build())
+        self._show_numbers()
+        for control in (self.memory, self.dtype, self.n_tokens, self.batch, self.n_kv_heads):
+            control.observe(self._on_change, names="value")
+        self.model.observe(self._on_model, names="value")
+
+    @property
+    def shape(self) -> costs.ModelShape:
+        return costs.MODEL_SHAPES[self.model.value]
+
+    def rows(self):
+        """The calculator's numbers for the current setting (``figures.serving.CalculatorRows``)."""
+        return calculator_rows(self.shape, n_tokens=self.n_tokens.value, batch=self.batch.value,
+                               bytes_per_value=self.dtype.value, memory_bytes=self.memory.value * 2**30)
+
+    def _build(self, rows=None):
+        # A go.Figure, which update_in_place reads; where _base takes a builder's plain spec,
+        # passing calculator_spec(...) itself saves plotly's checks (about 5 ms a move).
+        return go.Figure(calculator_spec(rows or self.rows(), self.n_kv_heads.value))
+
+    def _show_numbers(self, rows=None):
+        rows = rows or self.rows()
+        self.readout.value = calculator_readout(rows, self.n_kv_heads.value)
+        text, kind = calculator_message(rows, self.n_kv_heads.value, self.shape.context)
+        show_message(self.message, text, kind=kind)
+
+    def _redraw(self):
+        rows = self.rows()
+        update_in_place(self.figure, self._build(rows))
+        self._show_numbers(rows)
+
+    def _on_change(self, change):
+        if not self._switching_model:
+            self._redraw()
+
+    def _on_model(self, change):
+        # A new model has its own head count: its key/value choices, starting at its published Hkv.
+        self._switching_model = True
+        try:
+            shape = self.shape
+            self.n_kv_heads.options = kv_head_choices(shape.n_heads)
+            self.n_kv_heads.value = shape.n_kv_heads
+        finally:
+            self._switching_model = False
+        self._redraw()
+
+    @property
+    def box(self) -> widgets.VBox:
+        controls = widgets.VBox([
+            widgets.HBox([self.model, self.memory]),
+            self.dtype,
+            widgets.HBox([self.n_tokens, self.batch]),
+            self.n_kv_heads,
+        ])
+        return widgets.VBox([controls, self.message, self.readout, self.figure])
+
+
+def kv_cache_calculator(model: str = "Llama-2-7B", n_tokens: int = 4096, batch: int = 1, bytes_per_value: int = 2,
+                        memory_gib: int = 80, n_kv_heads: int | None = None) -> KVCacheCalculator:
+    """Build the KV-cache calculator; display the result to see it."""
+    return KVCacheCalculator(model, n_tokens, batch, bytes_per_value, memory_gib, n_kv_heads)

@@ -1,0 +1,101 @@
+"""Tests for mha_core.figures.serving: every number drawn is the one mha_core.costs computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha_core import costs
+from mha_core.figures import serving as fs
+
+GiB = 2**30
+
+
+def test_growth_figure_draws_score_tables_as_t_squared_and_the_cache_as_t():
+    llama = costs.MODEL_SHAPES["Llama-2-7B"]
+    rows = fs.growth_rows(llama, [512, 1024, 2048, 4096])
+    fig = fs.growth_figure(rows)
+    tables, cache = fig.data
+    np.testing.assert_allclose(tables.y * GiB, [costs.score_table_bytes(32, t, bytes_per_value=2) for t in rows.token_counts])
+    np.testing.assert_allclose(cache.y * GiB, [costs.kv_cache_bytes(32, t, 32, 128) for t in rows.token_counts])
+    # Twice the tokens: four times the tables, twice the cache.
+    assert tables.y[-1] == 4 * tables.y[-2] and cache.y[-1] == 2 * cache.y[-2]
+    assert tables.y[-1] == 1.0 and cache.y[-1] == 2.0  # 1 GiB of tables per layer, 2 GiB of cache at T = 4096
+    assert "1 GiB" in tables.text[-1] and "2 GiB" in cache.text[-1]
+    assert "Llama-2-7B" in fig.layout.title.text
+
+
+def test_bytes_text_uses_binary_units():
+    assert fs.bytes_text(36 * 1024) == "36 KiB"
+    assert fs.bytes_text(2 * GiB) == "2 GiB"
+    assert fs.bytes_text(327_680) == "320 KiB"
+    assert fs.bytes_text(1536 * 2**20) == "1.5 GiB"
+    assert fs.bytes_text(12) == "12 bytes"
+
+
+def test_kv_head_choices_run_from_mha_to_mqa():
+    assert fs.kv_head_choices(32) == [32, 16, 8, 4, 2, 1]
+    assert fs.kv_head_choices(12) == [12, 6, 4, 3, 2, 1]
+    assert [fs.kv_kind(h, 64) for h in (64, 8, 1)] == ["MHA", "GQA", "MQA"]
+
+
+@pytest.mark.parametrize("model, n_tokens, batch, bytes_per_value, memory_gib",
+                         [("Llama-2-7B", 4096, 1, 2, 80), ("Llama-2-70B", 4096, 8, 2, 141), ("Gemma-2B", 8192, 4, 1, 24)])
+def test_calculator_rows_are_the_costs_numbers(model, n_tokens, batch, bytes_per_value, memory_gib):
+    m = costs.MODEL_SHAPES[model]
+    rows = fs.calculator_rows(m, n_tokens=n_tokens, batch=batch, bytes_per_value=bytes_per_value, memory_bytes=memory_gib * GiB)
+    for h, per_token, per_seq, fit in zip(rows.kv_head_counts, rows.bytes_per_token, rows.bytes_per_sequence, rows.sequences_that_fit):
+        assert per_token == costs.kv_cache_bytes_per_token(m.n_layers, h, m.d_head, bytes_per_value)
+        assert per_seq == costs.kv_cache_bytes(m.n_layers, n_tokens, h, m.d_head, bytes_per_value=bytes_per_value)
+        assert fit == costs.concurrent_sequences(memory_gib * GiB, per_seq, reserved_bytes=m.weights_bytes(bytes_per_value))
+    assert rows.batch_bytes == tuple(batch * p for p in rows.bytes_per_sequence)
+
+
+def test_calculator_figure_draws_the_rows_and_marks_the_chosen_head_count():
+    m = costs.MODEL_SHAPES["Llama-2-7B"]
+    rows = fs.calculator_rows(m, n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
+    fig = fs.calculator_figure(rows, 8)
+    cache, fit = fig.data
+    assert list(cache.x) == ["32 MHA", "16", "8", "4", "2", "1 MQA"]
+    np.testing.assert_allclose(cache.y * GiB, rows.batch_bytes)
+    np.testing.assert_array_equal(fit.y, rows.sequences_that_fit)
+    assert list(fit.y) == [33, 67, 134, 269, 539, 1079]
+    assert [c == fs.CHOSEN_COLOR for c in cache.marker.color] == [False, False, True, False, False, False]
+    texts = [a.text for a in fig.layout.annotations]
+    assert "<b>512 MiB</b>" in texts and "<b>134</b>" in texts
+    assert "8 KV heads (GQA)" in fig.layout.title.text
+    left = 80 * GiB - m.weights_bytes()
+    assert fig.layout.shapes[0].y0 == pytest.approx(left / GiB)
+    assert fig.layout.width <= 820
+
+
+def test_calculator_figure_when_the_weights_fill_the_memory():
+    m = costs.MODEL_SHAPES["Llama-2-70B"]
+    rows = fs.calculator_rows(m, n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
+    fig = fs.calculator_figure(rows, 8)
+    assert set(fig.data[1].y) == {0}
+    assert "the weights alone fill the memory" in [a.text for a in fig.layout.annotations]
+
+
+class _Sweep:
+    """A measured sweep's shape without measuring (the builder takes any object with these fields)."""
+
+    d_model = 128
+    head_counts = (1, 4, 16)
+    token_counts = (128, 512)
+    seconds = np.array([[0.001, 0.0011, 0.002], [0.01, 0.012, 0.04]])
+    flops = np.array([[costs.attention_flops(128, h, t)["total"] for h in (1, 4, 16)] for t in (128, 512)], dtype=object)
+    kv_bytes_per_token = np.array([costs.kv_cache_bytes_per_token(1, h, 128 // h, 4) for h in (1, 4, 16)], dtype=object)
+
+
+def test_head_sweep_figure_shows_flat_kv_bytes_and_the_measured_times():
+    sweep = _Sweep()
+    fig = fs.head_sweep_figure(sweep)
+    kv = fig.data[0]
+    assert list(kv.x) == ["1", "4", "16"] and set(kv.y) == {1024.0}  # 2 x 128 x 4 bytes, whatever H
+    flops_128, time_128, flops_512, time_512 = fig.data[1:]
+    np.testing.assert_allclose(flops_512.y * 1e9, np.asarray(sweep.flops[1], dtype=float))
+    np.testing.assert_allclose(time_512.y, [10, 12, 40])
+    np.testing.assert_allclose(time_128.y, [1, 1.1, 2])
+    assert flops_128.name == time_128.name == "T = 128"
+    assert "d_model = 128" in fig.layout.title.text

@@ -1,0 +1,134 @@
+"""Tests for mha_core.serving: the measured head-count sweep and cached against uncached decoding.
+
+The decoding helpers are written against ``TorchMultiHeadAttention``'s KV-cache API
+(``new_kv_cache``; ``layer(x_chunk, kv_cache=cache)``). ``_RecomputingLayer`` below fakes
+that API by recomputing the prefix, so the helpers are tested even where the real
+cache is missing; the tests marked ``real_cache`` run against the real one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mha_core import costs, serving  # noqa: E402
+from mha_core.examples import TOKENS  # noqa: E402
+from mha_core.torch_attention import TorchMultiHeadAttention  # noqa: E402
+
+HAS_CACHE = hasattr(TorchMultiHeadAttention, "new_kv_cache")
+real_cache = pytest.mark.skipif(not HAS_CACHE, reason="needs TorchMultiHeadAttention.new_kv_cache (helper 'core' adds it)")
+
+
+class _FakeCache:
+    def __init__(self, batch, n_kv_heads, max_tokens, d_head, dtype):
+        self.k = torch.zeros(batch, n_kv_heads, max_tokens, d_head, dtype=dtype)  # (B, Hkv, max_tokens, Dh)
+        self.v = torch.zeros_like(self.k)
+        self.max_tokens, self.length, self.inputs = max_tokens, 0, []
+
+    @property
+    def nbytes(self):
+        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
+
+    def reset(self):
+        self.length, self.inputs = 0, []
+
+
+class _RecomputingLayer(TorchMultiHeadAttention):
+    """The cache API on top of full causal passes: slow, but obviously right."""
+
+    def new_kv_cache(self, batch=1, max_tokens=16, dtype=None, device=None):
+        return _FakeCache(batch, self.n_kv_heads, max_tokens, self.d_head, dtype or self.qkv.weight.dtype)
+
+    def forward(self, query, *args, kv_cache=None, **kwargs):
+        if kv_cache is None:
+            return super().forward(query, *args, **kwargs)
+        Tc = query.shape[1]
+        kv_cache.inputs.append(query)
+        x = torch.cat(kv_cache.inputs, dim=1)  # (B, T, D)
+        kv_cache.length += Tc
+        output = super().forward(x, is_causal=True).output[:, -Tc:]  # (B, Tc, D)
+        return output, None
+
+
+def test_the_longer_text_starts_with_the_running_sentence():
+    words = serving.longer_text(40)
+    assert len(words) == 40 and tuple(words[: len(TOKENS)]) == tuple(TOKENS)
+    assert serving.longer_text(3) == ["the", "cache", "key"]
+    with pytest.raises(ValueError, match="^n_tokens=0"):
+        serving.longer_text(0)
+
+
+def test_text_vectors_give_one_vector_per_word():
+    words = serving.longer_text(30)
+    x = serving.text_vectors(words, 8, seed=0)  # (T, D)
+    assert x.shape == (30, 8) and x.dtype == np.float32
+    first, again = words.index("cache"), words.index("cache", words.index("cache") + 1)
+    np.testing.assert_array_equal(x[first], x[again])
+    assert not np.array_equal(x[0], x[1])
+
+
+def test_head_count_sweep_times_every_shape_and_carries_the_calculators_numbers():
+    threads = torch.get_num_threads()
+    sweep = serving.head_count_sweep(16, head_counts=(1, 4, 16), token_counts=(8, 32), repeats=2)
+    assert torch.get_num_threads() == threads  # restored
+    assert sweep.seconds.shape == (2, 3) and (sweep.seconds > 0).all()
+    assert sweep.flops[1, 2] == costs.attention_flops(16, 16, 32)["total"]
+    assert sweep.score_entries[0, 1] == 4 * 8 * 8
+    assert set(sweep.kv_bytes_per_token) == {2 * 16 * 4}  # one layer, fp32: 2 x D x 4 bytes for every H
+    rows = sweep.rows()
+    assert len(rows) == 6 and rows[0]["n_tokens"] == 8 and rows[0]["n_heads"] == 1 and rows[0]["d_head"] == 16
+
+
+def test_head_count_sweep_refuses_a_head_count_that_does_not_divide_d_model():
+    with pytest.raises(ValueError, match="n_heads=3 does not divide d_model=16"):
+        serving.head_count_sweep(16, head_counts=(1, 3), token_counts=(8,), repeats=1)
+
+
+@pytest.mark.parametrize("layer_class", [_RecomputingLayer, pytest.param(TorchMultiHeadAttention, marks=real_cache)])
+@pytest.mark.parametrize("n_kv_heads, bias", [(None, True), (2, False), (1, True)])
+def test_cached_and_uncached_decoding_equal_the_full_causal_pass(layer_class, n_kv_heads, bias):
+    layer = layer_class(32, 8, n_kv_heads=n_kv_heads, bias=bias, seed=0)
+    x = torch.from_numpy(serving.text_vectors(serving.longer_text(24), 32))[None]  # (1, T, D)
+    threads = torch.get_num_threads()
+    result = serving.compare_decoding(layer, x, repeats=1)
+    assert torch.get_num_threads() == threads  # timed on one thread, then restored
+    assert result.n_tokens == 24
+    assert result.max_abs_diff_cached < 1e-5 and result.max_abs_diff_uncached < 1e-5
+    assert result.cache_nbytes == result.calculated_nbytes == costs.kv_cache_bytes(
+        1, 24, layer.n_kv_heads, 4, bytes_per_value=4)
+    assert result.cached_s > 0 and result.uncached_s > 0 and result.speedup == result.uncached_s / result.cached_s
+
+
+@pytest.mark.parametrize("layer_class", [_RecomputingLayer, pytest.param(TorchMultiHeadAttention, marks=real_cache)])
+@pytest.mark.parametrize("chunk", [1, 3, 7, 24])
+def test_decoding_in_chunks_gives_the_same_outputs(layer_class, chunk):
+    layer = layer_class(16, 4, n_kv_heads=2, seed=1)
+    x = torch.randn(2, 24, 16, generator=torch.Generator().manual_seed(0))  # (B, T, D)
+    with torch.inference_mode():
+        full = layer(x, is_causal=True)[0]  # (B, T, D)
+    cached, cache = serving.decode_cached(layer, x, chunk=chunk)
+    assert cached.shape == (2, 24, 16) and cache.length == 24
+    torch.testing.assert_close(cached, full, atol=1e-5, rtol=0)
+
+
+def test_cache_shrink_reports_measured_and_calculated_bytes(monkeypatch):
+    import mha_core.torch_attention as ta
+
+    if not HAS_CACHE:
+        monkeypatch.setattr(ta, "TorchMultiHeadAttention", _RecomputingLayer)
+    rows = serving.cache_shrink(32, 8, (8, 2, 1), n_tokens=16, repeats=1)
+    assert [r["kind"] for r in rows] == ["MHA", "GQA", "MQA"]
+    assert [r["cache_nbytes"] for r in rows] == [r["calculated_nbytes"] for r in rows] == [
+        costs.kv_cache_bytes(1, 16, h, 4, bytes_per_value=4) for h in (8, 2, 1)]
+    assert rows[0]["cache_nbytes"] == 8 * rows[2]["cache_nbytes"]
+    assert all(r["ms_per_token"] > 0 for r in rows)
+
+
+@pytest.mark.skipif(HAS_CACHE, reason="the real cache exists")
+def test_without_the_cache_api_decoding_says_what_it_needs():
+    layer = TorchMultiHeadAttention(16, 4, seed=0)
+    with pytest.raises(NotImplementedError, match="needs TorchMultiHeadAttention.new_kv_cache"):
+        serving.decode_cached(layer, torch.zeros(1, 4, 16))
+    assert not serving.has_kv_cache()

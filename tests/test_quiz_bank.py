@@ -6,6 +6,7 @@ import copy
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -383,15 +384,23 @@ def break_set_name(s):
 def test_validator_rejects_broken_data_with_a_clear_message(tmp_path, breaker, message):
     sets = good_sets()
     breaker(sets)
+    directory = write_bank(tmp_path / "quizzes", sets)
     with pytest.raises(BankError, match=message):
-        load_bank(write_bank(tmp_path / "quizzes", sets))
+        load_bank(directory, strict=True)
+    # Without strict, the broken set alone is left out, and asking for it gives the same message.
+    bank = load_bank(directory)
+    (broken,) = bank.problems  # the review keeps going without a repeated question of a broken set
+    assert re.search(message, bank.problems[broken]) and bank.problems[broken].startswith(f"{broken}.json")
+    assert set(bank.sets) == set(SET_IDS) - {broken}
+    with pytest.raises(BankError, match=f"quiz {broken} cannot be shown: {broken}.json"):
+        bank.questions(broken)
 
 
-def test_validator_names_the_file_of_invalid_json(tmp_path):
+def test_validator_names_the_file_and_line_of_invalid_json(tmp_path):
     directory = write_bank(tmp_path / "quizzes", good_sets())
-    (directory / "04.json").write_text("{not json")
-    with pytest.raises(BankError, match="04.json: not valid JSON"):
-        load_bank(directory)
+    (directory / "04.json").write_text('{"set": "04",\n  "title": "x",\n  not json')
+    with pytest.raises(BankError, match="04.json line 3: not valid JSON"):
+        load_bank(directory, strict=True)
 
 
 def test_a_good_copy_of_the_bank_loads(tmp_path):

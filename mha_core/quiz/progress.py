@@ -227,7 +227,10 @@ class ProgressStore:
             self._say_busy(exc)
         except _Unusable as exc:
             self._give_up_on_file(str(exc))
-        except (sqlite3.Error, OSError) as exc:
+        except sqlite3.Error as exc:
+            damaged = _error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or type(exc) is sqlite3.DatabaseError
+            self._give_up_on_file(f"it is damaged ({exc})" if damaged else f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - whatever the file does, the quiz goes on
             self._give_up_on_file(f"{type(exc).__name__}: {exc}")
 
     def _check_path(self) -> bool:
@@ -275,7 +278,7 @@ class ProgressStore:
         self._check_path()
         if self.path.stat().st_size and not _has_sqlite_header(self.path):
             raise _Unusable("it is not a SQLite database (its first bytes say something else)")
-        conn = sqlite3.connect(str(self.path), timeout=self._timeout, isolation_level=None, check_same_thread=False)
+        conn = _connect(str(self.path), timeout=self._timeout)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             try:
@@ -318,38 +321,63 @@ class ProgressStore:
         return conn
 
     def _open_read_only(self, why: BaseException) -> None:
-        """Read what the file holds without writing anything (not even a -shm file), then go on in memory."""
-        uri = Path(os.path.realpath(self.path)).as_uri()
+        """Read what the file holds without writing anything next to it, then go on in memory.
+
+        First from a private copy of the file and its write-ahead log (so answers still in
+        the log show too), then read-only in place, then as an immutable file.
+        """
         rows: list[Attempt] | None = None
         last: BaseException = why
-        for mode in ("mode=ro", "immutable=1"):
+        for attempt in (self._read_copy, self._read_in_place("mode=ro"), self._read_in_place("immutable=1")):
             try:
-                conn = sqlite3.connect(f"{uri}?{mode}", uri=True, isolation_level=None, check_same_thread=False, timeout=1.0)
-            except sqlite3.Error as exc:
-                last = exc
-                continue
-            try:
-                kind = _classify(conn)
-                if kind in ("current", "old"):
-                    _check_readable(conn)
-                    rows = _read_attempts(conn)
-                    self._meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-                else:
-                    rows = []
+                rows = attempt()
                 break
             except _Unusable:
-                conn.close()
                 raise
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, OSError) as exc:
                 last = exc
-            finally:
-                conn.close()
         if rows is None:
             raise _Unusable(f"it cannot be read or written ({last})")
         self._snapshot = rows
         self.read_only = True
         self._give_up_on_file(f"it cannot be written ({why})", kept=len(rows))
         return None
+
+    def _read_from(self, conn: sqlite3.Connection) -> list[Attempt]:
+        kind = _classify(conn)
+        if kind == "empty":
+            return []
+        _check_readable(conn)
+        self._meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        return _read_attempts(conn)
+
+    def _read_copy(self) -> list[Attempt]:
+        import shutil
+        import tempfile
+
+        source = Path(os.path.realpath(self.path))
+        with tempfile.TemporaryDirectory(prefix="mha_progress_") as folder:
+            copy = Path(folder) / "progress.sqlite3"
+            shutil.copyfile(source, copy)
+            wal = source.with_name(source.name + "-wal")
+            if wal.exists():
+                shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+            conn = _connect(str(copy))
+            try:
+                return self._read_from(conn)
+            finally:
+                conn.close()
+
+    def _read_in_place(self, mode: str):
+        def read() -> list[Attempt]:
+            uri = Path(os.path.realpath(self.path)).as_uri()
+            conn = _connect(f"{uri}?{mode}", uri=True, timeout=1.0)
+            try:
+                return self._read_from(conn)
+            finally:
+                conn.close()
+
+        return read
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """Bring a version-0 file to version 1, after writing a backup copy next to it."""
@@ -538,6 +566,13 @@ class ProgressStore:
         return stats
 
 
+def _connect(target: str, **options) -> sqlite3.Connection:
+    """A connection that reads damaged text as text (U+FFFD), never as a UnicodeDecodeError."""
+    conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, **options)
+    conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+    return conn
+
+
 def _has_sqlite_header(path) -> bool:
     try:
         with open(path, "rb") as f:
@@ -602,7 +637,15 @@ def _read_attempts(conn: sqlite3.Connection) -> list[Attempt]:
     answer = "answer" if "answer" in columns else "''"
     source = "source" if "source" in columns else "'notebook'"
     rows = conn.execute(f"SELECT question_id, set_id, correct, {answer}, {source}, created FROM attempts ORDER BY id").fetchall()
-    return [Attempt(str(q), str(s), bool(c), str(a), str(src), float(t)) for q, s, c, a, src, t in rows]
+    return [Attempt(str(q), str(s), c == 1, str(a), str(src), _as_time(t)) for q, s, c, a, src, t in rows]
+
+
+def _as_time(value) -> float:
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return t if t == t and abs(t) != float("inf") else 0.0
 
 
 class _transaction:

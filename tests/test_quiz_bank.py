@@ -427,3 +427,188 @@ def test_an_installed_copy_finds_its_bank_without_a_checkout(tmp_path):
     where, count = result.stdout.split()
     assert Path(where) == site / "mha_core" / "data" / "quizzes"
     assert int(count) == len(load_bank().all_questions())
+
+
+# --------------------------------------------------------------------------- hostile files cost only their set
+
+
+def break_typo_misconception(s):
+    q = next(q for q in s["05"]["questions"] if q["kind"] == "numeric")
+    q["misconception"] = q.pop("misconceptions")
+
+
+def break_typo_includes(s):
+    s["10"]["includes"] = s["10"].pop("include")
+
+
+def break_typo_units(s):
+    q = next(q for q in s["03"]["questions"] if q["kind"] == "numeric")
+    q["units"] = q.pop("unit")
+
+
+def break_answer_on_single(s):
+    q = next(q for q in s["01"]["questions"] if q["kind"] == "single")
+    q["answer"] = 2
+
+
+def break_unknown_function(s):
+    q = next(q for q in s["05"]["questions"] if q["kind"] == "numeric")
+    q["computed_by"]["function"] = "parameter_count"
+
+
+def break_unknown_option_key(s):
+    s["02"]["questions"][0]["options"][0]["corect"] = True
+
+
+def break_include_outside_the_review(s):
+    s["04"]["include"] = ["03-d-head"]
+
+
+@pytest.mark.parametrize(
+    "breaker, message",
+    [
+        (break_typo_misconception, "unknown key 'misconception' in a numeric question \\(did you mean 'misconceptions'\\?\\)"),
+        (break_typo_includes, "unknown key 'includes' in a set \\(did you mean 'include'\\?\\)"),
+        (break_typo_units, "unknown key 'units' in a numeric question \\(did you mean 'unit'\\?\\)"),
+        (break_answer_on_single, "unknown key 'answer' in a single question"),
+        (break_unknown_function, "computed_by names function 'parameter_count', which mha_core.costs does not have"),
+        (break_unknown_option_key, "unknown key 'corect' in an option \\(did you mean 'correct'\\?\\)"),
+        (break_include_outside_the_review, "only the review \\(10.json\\) repeats questions"),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
+def test_the_schema_refuses_unknown_keys_and_names(tmp_path, breaker, message):
+    sets = good_sets()
+    breaker(sets)
+    directory = write_bank(tmp_path / "quizzes", sets)
+    with pytest.raises(BankError, match=message):
+        load_bank(directory, strict=True)
+    assert len(load_bank(directory).problems) == 1
+
+
+def test_a_schema_error_names_the_file_and_the_line(tmp_path):
+    sets = good_sets()
+    directory = tmp_path / "quizzes"
+    directory.mkdir()
+    for set_id, data in sets.items():
+        (directory / f"{set_id}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False))
+    text = (directory / "03.json").read_text()
+    data = json.loads(text)
+    data["questions"][2]["kind"] = "essay"
+    (directory / "03.json").write_text(json.dumps(data, indent=2, ensure_ascii=False))
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if json.dumps(data["questions"][2]["id"]) in row)
+    with pytest.raises(BankError, match=f"03.json line {line}, question 2 .*kind='essay'"):
+        load_bank(directory, strict=True)
+
+
+HOSTILE_FILES = {
+    "not-utf8": lambda p: p.write_bytes(b'{"set": "04", "title": "\xff\xfe caf\xe9"}'),
+    "deep-nesting": lambda p: p.write_text("[" * 100_000 + "]" * 100_000),
+    "deep-nesting-in-a-set": lambda p: p.write_text('{"set": "04", "title": "t", "questions": [' + "[" * 50_000 + "]" * 50_000 + "]}"),
+    "a-folder": lambda p: p.mkdir(),
+    "empty": lambda p: p.write_bytes(b""),
+    "nul-bytes": lambda p: p.write_bytes(b"\x00" * 64),
+    "a-list": lambda p: p.write_text("[]"),
+    "huge-number": lambda p: p.write_text('{"set": "04", "title": "t", "questions": [{"id": "04-x", "kind": "numeric", '
+                                          '"text": "t", "explanation": "e", "answer": 1e999, "tolerance": 0}]}'),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_FILES))
+def test_a_hostile_file_costs_only_its_own_set_and_is_named(tmp_path, name):
+    directory = write_bank(tmp_path / "quizzes", good_sets())
+    target = directory / "04.json"
+    target.unlink()
+    HOSTILE_FILES[name](target)
+    bank = load_bank(directory)
+    assert set(bank.sets) == set(SET_IDS) - {"04"}
+    assert bank.problems["04"].startswith("04.json"), bank.problems
+    assert "04-w-o-blocks" not in bank.sets["10"].include and "left out because their file is broken" in bank.notes["10"]
+    with pytest.raises(BankError, match="quiz 04 cannot be shown: 04.json"):
+        bank.questions("04")
+    with pytest.raises(BankError, match="04.json"):
+        load_bank(directory, strict=True)
+
+
+def test_an_oddly_named_file_is_reported_not_fatal(tmp_path):
+    directory = write_bank(tmp_path / "quizzes", good_sets())
+    (directory / "notes.json").write_text("{}")
+    bank = load_bank(directory)
+    assert set(bank.sets) == set(SET_IDS) and "named NN.json" in bank.problems["notes.json"]
+
+
+@pytest.mark.parametrize("text", ["3 6", "3,6", "1,2345", "12 34", "6 4", "--64", "1e5e5", "0x40", "٣٦", "²", "1" * 300])
+def test_parse_number_refuses_what_is_not_one_number(text):
+    assert parse_number(text) is None
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("1.26e7", 1.26e7), ("1.26 × 10^7", 1.26e7), ("1.26x10^7", 1.26e7), ("12.6 million", 1.26e7), ("2 362 368", 2362368.0),
+     ("−3", -3.0), ("12,582,912", 12582912.0), (".5", 0.5)],
+)
+def test_parse_number_reads_other_notations_by_value(text, value):
+    assert parse_number(text) == pytest.approx(value)
+
+
+def test_score_entries_are_judged_by_value_with_a_tolerance(bank):
+    q = bank.question("05-score-entries")
+    for typed in ("12,582,912", "1.26e7", "1.258e7", "12.6 million", "1.26 × 10^7"):
+        assert grade_numeric(q, parse_number(typed)).correct, typed
+    for typed in ("1.2e7", "1.3e7", "1,048,576"):
+        assert not grade_numeric(q, parse_number(typed)).correct, typed
+
+
+BAD_SET_IDS = ["²", "³", "٣", "9" * 5000, "", " ", "0x3", "3.0", None, 3.0, True, -1, 10**5000, [3], "1_0"]
+
+
+@pytest.mark.parametrize("set_id", BAD_SET_IDS, ids=[f"bad{i}" for i in range(len(BAD_SET_IDS))])
+def test_a_bad_set_id_gives_the_valid_ids_not_a_conversion_error(set_id):
+    with pytest.raises(ValueError, match="is not a quiz; valid quizzes are 00, 01") as info:
+        normalise_set_id(set_id)
+    assert len(str(info.value)) < 200
+
+
+# --------------------------------------------------------------------------- length balance and review wording
+
+
+def strictly_longest(q) -> bool:
+    """The right option of a single-choice question is longer than every other: a test-wise learner's cue."""
+    lengths = [len(o.text) for o in q.options]
+    right = q.correct_indices[0]
+    return all(lengths[right] > n for i, n in enumerate(lengths) if i != right)
+
+
+#: Sets 06-09 are written on other branches; their balance is checked here but fixed there.
+UNBALANCED_ELSEWHERE = pytest.mark.xfail(reason="sets 06-09 are rewritten on other branches (toy, minilm, serving): "
+                                                "balance their option lengths there", strict=False)
+
+
+@pytest.mark.parametrize("set_id", [s if s not in ("06", "07", "08", "09") else pytest.param(s, marks=UNBALANCED_ELSEWHERE)
+                                    for s in SET_IDS])
+def test_the_correct_option_is_not_a_giveaway_by_length_in_any_set(bank, set_id):
+    """In at most a third of a set's single-choice questions is the right option the strictly longest (one is fine)."""
+    mine = [q for q in bank.sets[set_id].questions if q.kind == "single"]
+    longest = [q.id for q in mine if strictly_longest(q)]
+    assert len(longest) <= max(1, len(mine) / 3), longest
+
+
+@UNBALANCED_ELSEWHERE
+def test_the_correct_option_is_not_a_giveaway_by_length_across_the_bank(bank):
+    singles = [q for q in bank.all_questions() if q.kind == "single"]
+    longest = [q.id for q in singles if strictly_longest(q)]
+    assert len(longest) <= len(singles) / 3, longest
+
+
+def test_the_sets_written_here_balance_option_lengths(bank):
+    """Sets 00-05 and 10, together: the right option is the strictly longest in at most one in six."""
+    singles = [q for s in ("00", "01", "02", "03", "04", "05", "10") for q in bank.sets[s].questions if q.kind == "single"]
+    longest = [q.id for q in singles if strictly_longest(q)]
+    assert len(longest) <= len(singles) / 6, longest
+
+
+def test_repeated_questions_stand_alone_outside_their_notebook(bank):
+    for qid in bank.sets["10"].include:
+        text = bank.question(qid).text.lower()
+        for pointer in ("that layer", "this layer", "the same layer", "the previous question", "above"):
+            assert pointer not in text, (qid, pointer)

@@ -176,7 +176,10 @@ class Bank:
 
 
 def _short_repr(value: Any, limit: int = 40) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return f"<{type(value).__name__} too long to show>"
     return text if len(text) <= limit else text[: limit - 5] + "...'" + f" ({len(text)} characters)"
 
 

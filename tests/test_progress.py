@@ -694,3 +694,72 @@ def test_fault_table_a_full_disk_keeps_answers_until_there_is_room(small_disk, c
     store.record("04-why-w-o", "04", True, "room again")
     store.close()
     assert len(file_answers(path)) == 20 + len(SESSION) + 1
+
+
+# --------------------------------------------------------------------------- the store's API under hypothesis
+
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+BOUNDED = settings(deadline=timedelta(seconds=5), max_examples=40,
+                   suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def test_record_refuses_question_ids_that_are_not_in_the_bank(store):
+    with pytest.raises(ValueError, match="question_id='03-no-such' is not a question of the bank"):
+        store.record("03-no-such", "03", True)
+    with pytest.raises(ValueError, match="set_id='05' does not show 03-d-head; it is shown in set 03"):
+        store.record("03-d-head", "05", True)
+    with pytest.raises(TypeError, match="must be text"):
+        store.record(3, "03", True)
+    store.record("03-what-is-a-head", "10", True)  # the review shows it too
+    assert store.count() == 1
+
+
+@BOUNDED
+@given(st.text(max_size=30), st.text(max_size=5))
+def test_record_takes_a_bank_question_or_refuses_with_a_message(tmp_path_factory, question_id, set_id):
+    store = ProgressStore(tmp_path_factory.mktemp("p") / "p.sqlite3")
+    try:
+        store.record(question_id, set_id, True, "x")
+    except ValueError as exc:
+        assert "question_id=" in str(exc) or "set_id=" in str(exc)
+        assert store.count() == 0
+    else:
+        assert store.count() == 1
+    finally:
+        store.close()
+
+
+@BOUNDED
+@given(st.lists(st.tuples(st.sampled_from(["03-d-head", "01-qkv-roles", "02-why-scale", "10-what-grows"]), st.booleans(),
+                          st.text(max_size=40)), max_size=12))
+def test_stats_agree_with_the_answers_recorded_whatever_they_are(tmp_path_factory, answers):
+    path = tmp_path_factory.mktemp("p") / "p.sqlite3"
+    store = ProgressStore(path)
+    for qid, correct, typed in answers:
+        store.record(qid, qid[:2], correct, typed)
+    store.close()
+    again = ProgressStore(path)
+    stats = again.question_stats()
+    for qid in {a[0] for a in answers}:
+        mine = [a for a in answers if a[0] == qid]
+        assert stats[qid].tries == len(mine)
+        assert stats[qid].ever_correct == any(c for _, c, _ in mine) and stats[qid].last_correct == mine[-1][1]
+    assert [a.answer for a in again.attempts()] == [t for _, _, t in answers]
+    again.close()
+
+
+@BOUNDED
+@given(st.text(min_size=1, max_size=60).filter(lambda t: "\x00" not in t))
+def test_any_progress_path_gives_a_working_store(tmp_path_factory, name):
+    base = tmp_path_factory.mktemp("paths")
+    path = name if name.startswith("~") else base / name
+    store = ProgressStore(path)
+    try:
+        store.record("03-d-head", "03", True, "64")
+        assert store.count() == 1 and len(store.learner_id) == 32
+    finally:
+        store.close()

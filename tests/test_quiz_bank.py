@@ -612,3 +612,108 @@ def test_repeated_questions_stand_alone_outside_their_notebook(bank):
         text = bank.question(qid).text.lower()
         for pointer in ("that layer", "this layer", "the same layer", "the previous question", "above"):
             assert pointer not in text, (qid, pointer)
+
+
+# --------------------------------------------------------------------------- the public API under hypothesis
+#
+# Hostile input of every kind: each case either gives an answer of the documented type or a
+# ValueError/BankError with a message; nothing else escapes, and each case has a bounded time.
+
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+BOUNDED = settings(deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.function_scoped_fixture])
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=25,
+)
+
+
+@BOUNDED
+@given(st.text(max_size=300) | st.binary(max_size=50).map(lambda b: b.decode("latin-1")))
+def test_parse_number_returns_a_finite_number_or_none(text):
+    value = parse_number(text)
+    assert value is None or (isinstance(value, float) and math.isfinite(value))
+
+
+@BOUNDED
+@given(st.integers(1, 999), st.integers(1, 99))
+def test_parse_number_never_joins_two_numbers_typed_with_a_space(a, b):
+    assert parse_number(f"{a} {b}") is None  # '3 6' is not 36, and '12 34' is not 1234
+
+
+@BOUNDED
+@given(st.integers(0, 10**12))
+def test_parse_number_reads_grouped_and_plain_integers(n):
+    assert parse_number(f"{n:,}") == n and parse_number(str(n)) == n and parse_number(f"{n:_}") == n
+
+
+@BOUNDED
+@given(st.one_of(st.text(max_size=50), st.integers(), st.floats(), st.none(), st.booleans(), st.lists(st.integers(), max_size=2)))
+def test_normalise_set_id_gives_a_valid_id_or_lists_the_valid_ones(set_id):
+    try:
+        result = normalise_set_id(set_id)
+    except ValueError as exc:
+        assert "valid quizzes are 00, 01" in str(exc)
+    else:
+        assert result in SET_IDS
+
+
+@BOUNDED
+@given(ANY_JSON)
+def test_any_json_in_a_set_file_costs_only_that_set(tmp_path_factory, raw):
+    directory = write_bank(tmp_path_factory.mktemp("bank"), good_sets())
+    (directory / "04.json").write_text(json.dumps(raw))
+    bank = load_bank(directory)
+    assert set(bank.sets) >= set(SET_IDS) - {"04", "10"} and "04" in bank.problems
+    assert bank.problems["04"].startswith("04.json")
+
+
+@BOUNDED
+@given(st.binary(max_size=400))
+def test_any_bytes_in_a_set_file_cost_only_that_set(tmp_path_factory, data):
+    directory = write_bank(tmp_path_factory.mktemp("bank"), good_sets())
+    (directory / "04.json").write_bytes(data)
+    bank = load_bank(directory)
+    assert "04" in bank.problems and set(bank.sets) >= set(SET_IDS) - {"04", "10"}
+
+
+@BOUNDED
+@given(st.data())
+def test_a_mutated_question_loads_or_is_refused_with_a_bank_error(tmp_path_factory, data):
+    sets = good_sets()
+    questions = sets["03"]["questions"]
+    q = questions[data.draw(st.integers(0, len(questions) - 1))]
+    key = data.draw(st.sampled_from(sorted(q) + ["answer", "options", "misconceptions", "typo"]))
+    q[key] = data.draw(ANY_JSON)
+    directory = write_bank(tmp_path_factory.mktemp("bank"), sets)
+    try:
+        load_bank(directory, strict=True)
+    except BankError as exc:
+        assert str(exc).startswith("03.json")
+
+
+@BOUNDED
+@given(st.floats(allow_nan=False, allow_infinity=False) | st.integers(-10**20, 10**20))
+def test_numeric_grading_takes_any_number(value):
+    for q in load_bank().all_questions():
+        if q.kind == "numeric":
+            verdict = grade_numeric(q, value)
+            assert verdict.correct == (abs(value - q.answer) <= q.tolerance)
+
+
+@BOUNDED
+@given(st.lists(st.integers(0, 5), max_size=6), st.booleans())
+def test_choice_grading_takes_any_chosen_set_or_says_why_not(chosen, show_missed):
+    q = load_bank().question("02-softmax-row")
+    try:
+        verdict = grade_choice(q, chosen, show_missed=show_missed)
+    except ValueError as exc:
+        assert "chosen=" in str(exc)
+    else:
+        assert verdict.correct == (set(chosen) == set(q.correct_indices))
+        if not verdict.correct and not show_missed:
+            assert "missed" not in verdict.text()

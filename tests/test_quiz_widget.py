@@ -321,3 +321,59 @@ def test_a_bad_set_id_lists_the_valid_ones():
     with pytest.raises(ValueError, match="valid quizzes are 00, 01"):
         quick_check("11")
     assert quick_check(3).set_id == "03"
+
+
+# --------------------------------------------------------------------------- hostile ids and broken files
+
+
+@pytest.mark.parametrize("set_id", ["²", "³", "9" * 5000, None, 3.5, "03 "[:-1] + "x"], ids=["sup2", "sup3", "5000", "none", "float", "03x"])
+def test_quick_check_with_a_bad_id_lists_the_valid_ones(set_id):
+    with pytest.raises(ValueError, match="is not a quiz; valid quizzes are 00, 01"):
+        quick_check(set_id)
+
+
+def test_a_broken_set_shows_its_file_and_line_and_the_others_still_work(tmp_path):
+    import json
+
+    from mha_core.quiz.bank import load_bank as load, quizzes_dir
+
+    folder = tmp_path / "quizzes"
+    folder.mkdir()
+    for path in quizzes_dir().glob("*.json"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    data = json.loads((folder / "04.json").read_text(encoding="utf-8"))
+    data["questions"][1]["units"] = "heads"
+    (folder / "04.json").write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    bank = load(folder)
+    broken = QuickCheck("04", bank=bank)
+    assert broken.questions == [] and "04.json line" in broken.note.value and "unknown key 'units'" in html.unescape(broken.note.value)
+    fine = QuickCheck("03", bank=bank)
+    assert len(fine.questions) == 5 and fine.note.value == ""
+    review = QuickCheck("10", bank=bank)
+    assert "04-w-o-blocks" not in [v.question.id for v in review.questions]
+    assert "left out because their file is broken" in review.note.value
+
+
+def test_a_busy_file_note_clears_once_the_answers_are_saved(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import textwrap
+
+    monkeypatch.setattr(progress, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(progress, "RETRY_TIMEOUT_S", 0.05)
+    quiz = quick_check("03")
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sqlite3, sys, time
+        conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+        conn.execute("BEGIN EXCLUSIVE"); print("locked", flush=True); time.sleep(1.0); conn.execute("COMMIT")
+        """), str(quiz.store.path)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    view = view_of(quiz, "03-d-head")
+    view.choose("64")
+    view.check()
+    assert "is busy" in quiz.note.value and "Notebook 03: 1 of 5" in quiz.score.value
+    holder.wait(timeout=60)
+    view.choose("8")
+    view.check()
+    assert quiz.note.value == "" and [a.answer for a in quiz.store.attempts()] == ["64", "8"]
+    assert not quiz.store.pending

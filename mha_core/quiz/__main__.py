@@ -18,20 +18,14 @@ never imports ipywidgets or plotly.
 
 from __future__ import annotations
 
+import argparse
 import os
+import shutil
 import signal
 import sys
+import textwrap
 
-# Ctrl-C while the rest starts up ends the program quietly with status 130 (main() restores
-# Python's handler, so that the quiz itself can print the score so far).
-if __name__ == "__main__":
-    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
-
-import argparse  # noqa: E402
-import shutil  # noqa: E402
-import textwrap  # noqa: E402
-
-from .bank import (  # noqa: E402
+from .bank import (
     LETTERS,
     SET_IDS,
     Bank,
@@ -301,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     except (AttributeError, ValueError):
         pass
     if threading_is_main():
+        # mha_core.quiz's __init__ made Ctrl-C exit quietly while starting up; from here
+        # on, KeyboardInterrupt stops the quiz with the score so far.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = argparse.ArgumentParser(
         prog="python -m mha_core.quiz",

@@ -121,11 +121,15 @@ def progress_path() -> Path:
 
     A ``~user`` that names no user is returned as given (the store then explains it).
     """
-    raw = Path(os.environ.get(ENV_VAR) or DEFAULT_PATH)
+    return _expand(Path(os.environ.get(ENV_VAR) or DEFAULT_PATH))
+
+
+def _expand(path: Path) -> Path:
+    """~ and ~user expanded; a ~user that names no user is kept as given (the store's note explains it)."""
     try:
-        return raw.expanduser()
+        return path.expanduser()
     except RuntimeError:
-        return raw
+        return path
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,7 @@ class ProgressStore:
     """
 
     def __init__(self, path: str | Path | None = None, *, memory: bool = False, bank: Bank | None = None):
-        self.path = Path(path) if path is not None else progress_path()
+        self.path = _expand(Path(path)) if path is not None else progress_path()
         self.note: str | None = None
         self.in_memory = memory
         self.read_only = False

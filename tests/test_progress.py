@@ -395,7 +395,7 @@ def test_fault_table_files_that_are_not_usable_are_left_alone(tmp_path, capsys, 
     assert result["seen_during"] == list(range(1, len(SESSION) + 1))
 
 
-RANDOM_CORRUPTIONS = 40
+RANDOM_CORRUPTIONS = int(os.environ.get("MHA_FAULT_CORRUPTIONS", "40"))  # 300 for a deliberate hunt
 
 
 @pytest.mark.parametrize("seed", range(RANDOM_CORRUPTIONS))

@@ -290,6 +290,19 @@ def spawn(args, env):
     return pid, fd
 
 
+def wait_for_exec(pid):
+    """Until the forked child is the quiz program (a signal sent before its exec would be lost)."""
+    deadline = time.time() + RUN_TIMEOUT_S
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"mha_core.quiz" in f.read():
+                    return
+        except OSError:
+            return
+        time.sleep(0.001)
+
+
 def read_until(fd, wanted, seen=b"", timeout=RUN_TIMEOUT_S):
     deadline = time.time() + timeout
     while wanted not in seen:
@@ -388,6 +401,7 @@ def test_pty_junk_bytes_are_asked_again(env):
 @pytest.mark.parametrize("delay_s", [0.03, 0.08, 0.15, 0.3, 0.6, 1.0, 1.5])
 def test_pty_ctrl_c_while_starting_up_exits_130_quietly(env, delay_s, request):
     pid, fd = spawn(["03", "--no-record"], env)
+    wait_for_exec(pid)
     time.sleep(delay_s)
     os.kill(pid, signal.SIGINT)
     status, out = finish(pid, fd)

@@ -180,6 +180,7 @@ class ProgressStore:
         self._snapshot: list[Attempt] = []  # what a read-only or busy file held, last time it was read
         self._hidden = 0  # how many snapshot rows a reset hid (the file itself is never changed)
         self._meta: dict[str, str] = {}
+        self._written: list[Attempt] = []  # this session's answers that reached the file
         self._notes_said: set[str] = set()
         self._link_target: str | None = None
         self._timeout = BUSY_TIMEOUT_S  # shorter once answers are waiting for a busy file
@@ -200,8 +201,15 @@ class ProgressStore:
             "Your answers are kept in memory and written to the file as soon as it is free again.",
         )
 
-    def _give_up_on_file(self, reason: str, *, kept: int = 0) -> None:
+    def _give_up_on_file(self, reason: str, *, kept: int = 0, snapshot_has_written: bool = False) -> None:
         self.in_memory = True
+        if not snapshot_has_written and self._written:
+            # This session's answers stay visible even when the file stops being readable.
+            written = set(self._written)
+            self._snapshot = [a for a in self._snapshot if a not in written]
+            self._hidden = min(self._hidden, len(self._snapshot))
+            self.pending[:0] = self._written
+        self._written = []
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -296,6 +304,8 @@ class ProgressStore:
                 raise _Unusable(f"it is damaged ({exc})") from None
             if self._link_target and kind == "empty":
                 raise _Unusable(f"it is a link to {self._link_target}, which is not a quiz progress file")
+            if kind != "empty":
+                _check_readable(conn)  # before anything is written, a migration included
             try:
                 if kind == "empty":
                     with _transaction(conn):
@@ -309,7 +319,6 @@ class ProgressStore:
                     conn.close()
                     return self._open_read_only(exc)
                 raise
-            _check_readable(conn)
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             try:
                 # Write-ahead log: a commit appends to the log without waiting for the disk
@@ -461,15 +470,17 @@ class ProgressStore:
                 self._say_busy(exc)
                 return False
             if _is_read_only(exc):
+                read = False
                 try:
-                    self._snapshot = self._file_rows()
+                    self._snapshot, self._hidden = self._file_rows(), 0
                     self._meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                    read = True
                 except sqlite3.Error:
                     pass
                 self._conn.close()
                 self._conn = None
                 self.read_only = True
-                self._give_up_on_file(f"it cannot be written ({exc})", kept=len(self._snapshot))
+                self._give_up_on_file(f"it cannot be written ({exc})", kept=len(self._snapshot), snapshot_has_written=read)
                 return False
             self._give_up_on_file(f"it is damaged ({exc})")
             return False
@@ -480,6 +491,7 @@ class ProgressStore:
                 except sqlite3.Error:
                     pass
         written = len(self.pending)
+        self._written.extend(self.pending)
         self.pending.clear()
         if "busy" in self._notes_said and self.note and "busy" in self.note:
             self.note = None
@@ -537,30 +549,46 @@ class ProgressStore:
             return  # a busy file: the last snapshot stands in
         self._give_up_on_file(f"it could not be read ({exc})")
 
-    def _all(self) -> list[Attempt]:
-        """Every attempt this store knows: the file's (or its last snapshot), then those waiting."""
+    def _read_file(self, read):
+        """``read(conn)`` on the file after writing what waits; None where the file is not (or not now) readable."""
         with self._lock:
             self._ensure_open()
-            if self._conn is not None:
-                if self.pending:
-                    self._flush(RETRY_TIMEOUT_S)
-                try:
-                    self._snapshot = self._file_rows()
-                except sqlite3.Error as exc:
-                    self._handle_read_error(exc)
-            return self._snapshot[self._hidden:] + list(self.pending)
+            if self._conn is None:
+                return None
+            if self.pending:
+                self._flush(RETRY_TIMEOUT_S)
+            if self._conn is None:
+                return None
+            try:
+                return read(self._conn)
+            except sqlite3.Error as exc:
+                self._handle_read_error(exc)
+                return None
+
+    def _kept(self) -> list[Attempt]:
+        """What this store holds outside the file: a read-only file's answers (less a reset), then those waiting."""
+        return self._snapshot[self._hidden:] + list(self.pending)
 
     def attempts(self, question_id: str | None = None) -> list[Attempt]:
         """Every attempt, oldest first (or those of one question)."""
-        return [a for a in self._all() if question_id is None or a.question_id == question_id]
+        rows = self._read_file(_read_attempts)
+        if rows is not None:
+            self._snapshot, self._hidden = rows, 0
+        everything = (rows if rows is not None else self._snapshot[self._hidden:]) + list(self.pending)
+        return [a for a in everything if question_id is None or a.question_id == question_id]
 
     def count(self) -> int:
-        return len(self._all())
+        n = self._read_file(lambda conn: conn.execute("SELECT COUNT(*) FROM attempts").fetchone()[0])
+        with self._lock:
+            return (n if n is not None else len(self._snapshot) - self._hidden) + len(self.pending)
 
     def question_stats(self) -> dict[str, QuestionStats]:
         """Per question id: tries, best (ever correct), last (latest try correct), latest time, where first right."""
-        stats: dict[str, QuestionStats] = {}
-        for a in self._all():
+        stats = self._read_file(_file_stats)
+        with self._lock:
+            extra = list(self.pending) if stats is not None else self._kept()
+        stats = dict(stats or {})
+        for a in extra:
             s = stats.get(a.question_id, QuestionStats())
             stats[a.question_id] = QuestionStats(
                 s.tries + 1, s.ever_correct or a.correct, a.correct,
@@ -568,6 +596,19 @@ class ProgressStore:
                 s.first_correct_set or (a.set_id if a.correct else None),
             )
         return stats
+
+
+def _file_stats(conn: sqlite3.Connection) -> dict[str, QuestionStats]:
+    """Per-question stats computed by SQLite (fast for a file of many thousand answers)."""
+    sql = """
+        SELECT a.question_id, COUNT(*), MAX(a.correct = 1),
+               (SELECT b.correct = 1 FROM attempts b WHERE b.question_id = a.question_id ORDER BY b.id DESC LIMIT 1),
+               MAX(a.created),
+               (SELECT c.set_id FROM attempts c WHERE c.question_id = a.question_id AND c.correct = 1 ORDER BY c.id LIMIT 1)
+        FROM attempts a GROUP BY a.question_id
+    """
+    return {str(q): QuestionStats(n, bool(best), bool(last), _as_time(t), None if first is None else str(first))
+            for q, n, best, last, t, first in conn.execute(sql).fetchall()}
 
 
 def _connect(target: str, **options) -> sqlite3.Connection:
@@ -630,8 +671,8 @@ def _create_schema(conn: sqlite3.Connection) -> None:
 
 
 def _check_readable(conn: sqlite3.Connection) -> None:
-    """Every page of the file reads back: damage past the first page is found now, not mid-quiz."""
-    result = conn.execute("PRAGMA quick_check").fetchall()
+    """Every page and index of the file reads back: damage past the first page is found now, before anything is written."""
+    result = conn.execute("PRAGMA integrity_check(3)").fetchall()
     if result != [("ok",)]:
         raise _Unusable(f"it is damaged (SQLite's check says: {'; '.join(str(r[0]) for r in result[:3])})")
 

@@ -148,6 +148,23 @@ def test_two_processes_writing_at_once_keep_every_attempt(tmp_path):
     store.close()
 
 
+def test_threads_sharing_one_store_keep_every_attempt(store):
+    import threading
+
+    def answer(name):
+        for i in range(100):
+            store.record("03-d-head", "03", True, f"{name}-{i}")
+            store.question_stats()
+
+    threads = [threading.Thread(target=answer, args=(f"t{k}",)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(a.answer for a in store.attempts()) == sorted(f"t{k}-{i}" for k in range(4) for i in range(100))
+    assert store.question_stats()["03-d-head"].tries == 400
+
+
 # --------------------------------------------------------------------------- broken files never crash
 
 

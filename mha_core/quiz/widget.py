@@ -3,6 +3,7 @@
     from mha_core.quiz import quick_check
     quick_check("03")                    # records your answers in the progress file
     quick_check("03", classroom=True)    # for a room: records nothing, has "Reveal answer"
+                                         # (classroom behaviour: QuickCheck._classroom_check)
     show_progress()                      # the review's table of every set, with a reset button
 
 What ``quick_check`` returns (a ``QuickCheck``), for tests and the browser test:
@@ -10,7 +11,8 @@ What ``quick_check`` returns (a ``QuickCheck``), for tests and the browser test:
     .set_id, .classroom, .store (None in classroom mode)
     .questions        list of QuestionView, in the order shown
     .score            HTML: this set's score and the course score   (CSS class mha-quiz-score)
-    .note             HTML: a note when progress cannot be saved    (mha-quiz-note)
+    .note             HTML: a note when progress cannot be saved, when the
+                      file is busy, or why a broken set cannot be shown (mha-quiz-note)
     .box              the VBox holding everything                   (mha-quiz)
 
     QuestionView:

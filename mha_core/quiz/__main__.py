@@ -235,6 +235,8 @@ def print_answers(bank: Bank, set_ids: list[str]) -> None:
 
 
 def run_quiz(bank: Bank, set_ids: list[str], *, record: bool) -> int:
+    global _input_ended
+    _input_ended = False
     store = None
     seed = ANONYMOUS_SEED
     if record:

@@ -249,7 +249,8 @@ def _check_computed_by(spec: Any, where: str) -> dict:
 
     name = spec["function"]
     if name.startswith("_") or not callable(getattr(costs, name, None)):
-        known = sorted(n for n in dir(costs) if not n.startswith("_") and callable(getattr(costs, n)) and n.islower())
+        known = sorted(n for n in dir(costs) if not n.startswith("_") and callable(getattr(costs, n))
+                       and getattr(getattr(costs, n), "__module__", None) == costs.__name__ and n.islower())
         raise BankError(f"{where}: computed_by names function {name!r}, which mha_core.costs does not have; "
                         f"it has {', '.join(known)}")
     if "kwargs" in spec and not (isinstance(spec["kwargs"], dict) and all(isinstance(k, str) for k in spec["kwargs"])):

@@ -6,6 +6,7 @@ import copy
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -383,15 +384,23 @@ def break_set_name(s):
 def test_validator_rejects_broken_data_with_a_clear_message(tmp_path, breaker, message):
     sets = good_sets()
     breaker(sets)
+    directory = write_bank(tmp_path / "quizzes", sets)
     with pytest.raises(BankError, match=message):
-        load_bank(write_bank(tmp_path / "quizzes", sets))
+        load_bank(directory, strict=True)
+    # Without strict, the broken set alone is left out, and asking for it gives the same message.
+    bank = load_bank(directory)
+    (broken,) = bank.problems  # the review keeps going without a repeated question of a broken set
+    assert re.search(message, bank.problems[broken]) and bank.problems[broken].startswith(f"{broken}.json")
+    assert set(bank.sets) == set(SET_IDS) - {broken}
+    with pytest.raises(BankError, match=f"quiz {broken} cannot be shown: {broken}.json"):
+        bank.questions(broken)
 
 
-def test_validator_names_the_file_of_invalid_json(tmp_path):
+def test_validator_names_the_file_and_line_of_invalid_json(tmp_path):
     directory = write_bank(tmp_path / "quizzes", good_sets())
-    (directory / "04.json").write_text("{not json")
-    with pytest.raises(BankError, match="04.json: not valid JSON"):
-        load_bank(directory)
+    (directory / "04.json").write_text('{"set": "04",\n  "title": "x",\n  not json')
+    with pytest.raises(BankError, match="04.json line 3: not valid JSON"):
+        load_bank(directory, strict=True)
 
 
 def test_a_good_copy_of_the_bank_loads(tmp_path):
@@ -418,3 +427,293 @@ def test_an_installed_copy_finds_its_bank_without_a_checkout(tmp_path):
     where, count = result.stdout.split()
     assert Path(where) == site / "mha_core" / "data" / "quizzes"
     assert int(count) == len(load_bank().all_questions())
+
+
+# --------------------------------------------------------------------------- hostile files cost only their set
+
+
+def break_typo_misconception(s):
+    q = next(q for q in s["05"]["questions"] if q["kind"] == "numeric")
+    q["misconception"] = q.pop("misconceptions")
+
+
+def break_typo_includes(s):
+    s["10"]["includes"] = s["10"].pop("include")
+
+
+def break_typo_units(s):
+    q = next(q for q in s["03"]["questions"] if q["kind"] == "numeric")
+    q["units"] = q.pop("unit")
+
+
+def break_answer_on_single(s):
+    q = next(q for q in s["01"]["questions"] if q["kind"] == "single")
+    q["answer"] = 2
+
+
+def break_unknown_function(s):
+    q = next(q for q in s["05"]["questions"] if q["kind"] == "numeric")
+    q["computed_by"]["function"] = "parameter_count"
+
+
+def break_unknown_option_key(s):
+    s["02"]["questions"][0]["options"][0]["corect"] = True
+
+
+def break_include_outside_the_review(s):
+    s["04"]["include"] = ["03-d-head"]
+
+
+@pytest.mark.parametrize(
+    "breaker, message",
+    [
+        (break_typo_misconception, "unknown key 'misconception' in a numeric question \\(did you mean 'misconceptions'\\?\\)"),
+        (break_typo_includes, "unknown key 'includes' in a set \\(did you mean 'include'\\?\\)"),
+        (break_typo_units, "unknown key 'units' in a numeric question \\(did you mean 'unit'\\?\\)"),
+        (break_answer_on_single, "unknown key 'answer' in a single question"),
+        (break_unknown_function, "computed_by names function 'parameter_count', which mha_core.costs does not have"),
+        (break_unknown_option_key, "unknown key 'corect' in an option \\(did you mean 'correct'\\?\\)"),
+        (break_include_outside_the_review, "only the review \\(10.json\\) repeats questions"),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
+def test_the_schema_refuses_unknown_keys_and_names(tmp_path, breaker, message):
+    sets = good_sets()
+    breaker(sets)
+    directory = write_bank(tmp_path / "quizzes", sets)
+    with pytest.raises(BankError, match=message):
+        load_bank(directory, strict=True)
+    assert len(load_bank(directory).problems) == 1
+
+
+def test_a_schema_error_names_the_file_and_the_line(tmp_path):
+    sets = good_sets()
+    directory = tmp_path / "quizzes"
+    directory.mkdir()
+    for set_id, data in sets.items():
+        (directory / f"{set_id}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False))
+    text = (directory / "03.json").read_text()
+    data = json.loads(text)
+    data["questions"][2]["kind"] = "essay"
+    (directory / "03.json").write_text(json.dumps(data, indent=2, ensure_ascii=False))
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if json.dumps(data["questions"][2]["id"]) in row)
+    with pytest.raises(BankError, match=f"03.json line {line}, question 2 .*kind='essay'"):
+        load_bank(directory, strict=True)
+
+
+HOSTILE_FILES = {
+    "not-utf8": lambda p: p.write_bytes(b'{"set": "04", "title": "\xff\xfe caf\xe9"}'),
+    "deep-nesting": lambda p: p.write_text("[" * 100_000 + "]" * 100_000),
+    "deep-nesting-in-a-set": lambda p: p.write_text('{"set": "04", "title": "t", "questions": [' + "[" * 50_000 + "]" * 50_000 + "]}"),
+    "a-folder": lambda p: p.mkdir(),
+    "empty": lambda p: p.write_bytes(b""),
+    "nul-bytes": lambda p: p.write_bytes(b"\x00" * 64),
+    "a-list": lambda p: p.write_text("[]"),
+    "huge-number": lambda p: p.write_text('{"set": "04", "title": "t", "questions": [{"id": "04-x", "kind": "numeric", '
+                                          '"text": "t", "explanation": "e", "answer": 1e999, "tolerance": 0}]}'),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_FILES))
+def test_a_hostile_file_costs_only_its_own_set_and_is_named(tmp_path, name):
+    directory = write_bank(tmp_path / "quizzes", good_sets())
+    target = directory / "04.json"
+    target.unlink()
+    HOSTILE_FILES[name](target)
+    bank = load_bank(directory)
+    assert set(bank.sets) == set(SET_IDS) - {"04"}
+    assert bank.problems["04"].startswith("04.json"), bank.problems
+    assert "04-w-o-blocks" not in bank.sets["10"].include and "left out because their file is broken" in bank.notes["10"]
+    with pytest.raises(BankError, match="quiz 04 cannot be shown: 04.json"):
+        bank.questions("04")
+    with pytest.raises(BankError, match="04.json"):
+        load_bank(directory, strict=True)
+
+
+def test_an_oddly_named_file_is_reported_not_fatal(tmp_path):
+    directory = write_bank(tmp_path / "quizzes", good_sets())
+    (directory / "notes.json").write_text("{}")
+    bank = load_bank(directory)
+    assert set(bank.sets) == set(SET_IDS) and "named NN.json" in bank.problems["notes.json"]
+
+
+@pytest.mark.parametrize("text", ["3 6", "3,6", "1,2345", "12 34", "6 4", "--64", "1e5e5", "0x40", "٣٦", "²", "1" * 300])
+def test_parse_number_refuses_what_is_not_one_number(text):
+    assert parse_number(text) is None
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("1.26e7", 1.26e7), ("1.26 × 10^7", 1.26e7), ("1.26x10^7", 1.26e7), ("12.6 million", 1.26e7), ("2 362 368", 2362368.0),
+     ("−3", -3.0), ("12,582,912", 12582912.0), (".5", 0.5)],
+)
+def test_parse_number_reads_other_notations_by_value(text, value):
+    assert parse_number(text) == pytest.approx(value)
+
+
+def test_score_entries_are_judged_by_value_with_a_tolerance(bank):
+    q = bank.question("05-score-entries")
+    for typed in ("12,582,912", "1.26e7", "1.258e7", "12.6 million", "1.26 × 10^7"):
+        assert grade_numeric(q, parse_number(typed)).correct, typed
+    for typed in ("1.2e7", "1.3e7", "1,048,576"):
+        assert not grade_numeric(q, parse_number(typed)).correct, typed
+
+
+BAD_SET_IDS = ["²", "³", "٣", "9" * 5000, "", " ", "0x3", "3.0", None, 3.0, True, -1, 10**5000, [3], "1_0"]
+
+
+@pytest.mark.parametrize("set_id", BAD_SET_IDS, ids=[f"bad{i}" for i in range(len(BAD_SET_IDS))])
+def test_a_bad_set_id_gives_the_valid_ids_not_a_conversion_error(set_id):
+    with pytest.raises(ValueError, match="is not a quiz; valid quizzes are 00, 01") as info:
+        normalise_set_id(set_id)
+    assert len(str(info.value)) < 200
+
+
+# --------------------------------------------------------------------------- length balance and review wording
+
+
+def strictly_longest(q) -> bool:
+    """The right option of a single-choice question is longer than every other: a test-wise learner's cue."""
+    lengths = [len(o.text) for o in q.options]
+    right = q.correct_indices[0]
+    return all(lengths[right] > n for i, n in enumerate(lengths) if i != right)
+
+
+#: Sets 06-09 are written on other branches; their balance is checked here but fixed there.
+UNBALANCED_ELSEWHERE = pytest.mark.xfail(reason="sets 06-09 are rewritten on other branches (toy, minilm, serving): "
+                                                "balance their option lengths there", strict=False)
+
+
+@pytest.mark.parametrize("set_id", [s if s not in ("06", "07", "08", "09") else pytest.param(s, marks=UNBALANCED_ELSEWHERE)
+                                    for s in SET_IDS])
+def test_the_correct_option_is_not_a_giveaway_by_length_in_any_set(bank, set_id):
+    """In at most a third of a set's single-choice questions is the right option the strictly longest (one is fine)."""
+    mine = [q for q in bank.sets[set_id].questions if q.kind == "single"]
+    longest = [q.id for q in mine if strictly_longest(q)]
+    assert len(longest) <= max(1, len(mine) / 3), longest
+
+
+@UNBALANCED_ELSEWHERE
+def test_the_correct_option_is_not_a_giveaway_by_length_across_the_bank(bank):
+    singles = [q for q in bank.all_questions() if q.kind == "single"]
+    longest = [q.id for q in singles if strictly_longest(q)]
+    assert len(longest) <= len(singles) / 3, longest
+
+
+def test_the_sets_written_here_balance_option_lengths(bank):
+    """Sets 00-05 and 10, together: the right option is the strictly longest in at most one in six."""
+    singles = [q for s in ("00", "01", "02", "03", "04", "05", "10") for q in bank.sets[s].questions if q.kind == "single"]
+    longest = [q.id for q in singles if strictly_longest(q)]
+    assert len(longest) <= len(singles) / 6, longest
+
+
+def test_repeated_questions_stand_alone_outside_their_notebook(bank):
+    for qid in bank.sets["10"].include:
+        text = bank.question(qid).text.lower()
+        for pointer in ("that layer", "this layer", "the same layer", "the previous question", "above"):
+            assert pointer not in text, (qid, pointer)
+
+
+# --------------------------------------------------------------------------- the public API under hypothesis
+#
+# Hostile input of every kind: each case either gives an answer of the documented type or a
+# ValueError/BankError with a message; nothing else escapes, and each case has a bounded time.
+
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+BOUNDED = settings(deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.function_scoped_fixture])
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=25,
+)
+
+
+@BOUNDED
+@given(st.text(max_size=300) | st.binary(max_size=50).map(lambda b: b.decode("latin-1")))
+def test_parse_number_returns_a_finite_number_or_none(text):
+    value = parse_number(text)
+    assert value is None or (isinstance(value, float) and math.isfinite(value))
+
+
+@BOUNDED
+@given(st.integers(1, 999), st.integers(1, 99))
+def test_parse_number_never_joins_two_numbers_typed_with_a_space(a, b):
+    assert parse_number(f"{a} {b}") is None  # '3 6' is not 36, and '12 34' is not 1234
+
+
+@BOUNDED
+@given(st.integers(0, 10**12))
+def test_parse_number_reads_grouped_and_plain_integers(n):
+    assert parse_number(f"{n:,}") == n and parse_number(str(n)) == n and parse_number(f"{n:_}") == n
+
+
+@BOUNDED
+@given(st.one_of(st.text(max_size=50), st.integers(), st.floats(), st.none(), st.booleans(), st.lists(st.integers(), max_size=2)))
+def test_normalise_set_id_gives_a_valid_id_or_lists_the_valid_ones(set_id):
+    try:
+        result = normalise_set_id(set_id)
+    except ValueError as exc:
+        assert "valid quizzes are 00, 01" in str(exc)
+    else:
+        assert result in SET_IDS
+
+
+@BOUNDED
+@given(ANY_JSON)
+def test_any_json_in_a_set_file_costs_only_that_set(tmp_path_factory, raw):
+    directory = write_bank(tmp_path_factory.mktemp("bank"), good_sets())
+    (directory / "04.json").write_text(json.dumps(raw))
+    bank = load_bank(directory)
+    assert set(bank.sets) >= set(SET_IDS) - {"04", "10"} and "04" in bank.problems
+    assert bank.problems["04"].startswith("04.json")
+
+
+@BOUNDED
+@given(st.binary(max_size=400))
+def test_any_bytes_in_a_set_file_cost_only_that_set(tmp_path_factory, data):
+    directory = write_bank(tmp_path_factory.mktemp("bank"), good_sets())
+    (directory / "04.json").write_bytes(data)
+    bank = load_bank(directory)
+    assert "04" in bank.problems and set(bank.sets) >= set(SET_IDS) - {"04", "10"}
+
+
+@BOUNDED
+@given(st.data())
+def test_a_mutated_question_loads_or_is_refused_with_a_bank_error(tmp_path_factory, data):
+    sets = good_sets()
+    questions = sets["03"]["questions"]
+    q = questions[data.draw(st.integers(0, len(questions) - 1))]
+    key = data.draw(st.sampled_from(sorted(q) + ["answer", "options", "misconceptions", "typo"]))
+    q[key] = data.draw(ANY_JSON)
+    directory = write_bank(tmp_path_factory.mktemp("bank"), sets)
+    try:
+        load_bank(directory, strict=True)
+    except BankError as exc:
+        assert str(exc).startswith("03.json")
+
+
+@BOUNDED
+@given(st.floats(allow_nan=False, allow_infinity=False) | st.integers(-10**20, 10**20))
+def test_numeric_grading_takes_any_number(value):
+    for q in load_bank().all_questions():
+        if q.kind == "numeric":
+            verdict = grade_numeric(q, value)
+            assert verdict.correct == (abs(value - q.answer) <= q.tolerance)
+
+
+@BOUNDED
+@given(st.lists(st.integers(0, 5), max_size=6), st.booleans())
+def test_choice_grading_takes_any_chosen_set_or_says_why_not(chosen, show_missed):
+    q = load_bank().question("02-softmax-row")
+    try:
+        verdict = grade_choice(q, chosen, show_missed=show_missed)
+    except ValueError as exc:
+        assert "chosen=" in str(exc)
+    else:
+        assert verdict.correct == (set(chosen) == set(q.correct_indices))
+        if not verdict.correct and not show_missed:
+            assert "missed" not in verdict.text()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import select
 import signal
 import subprocess
@@ -201,3 +202,213 @@ def test_import_mha_core_does_not_import_the_quiz(env):
     code = "import sys, mha_core; print('mha_core.quiz' in sys.modules, 'ipywidgets' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert result.stdout.split() == ["False", "False"]
+
+
+# --------------------------------------------------------------------------- hostile ids and input
+
+
+@pytest.mark.parametrize("quiz_id", ["²", "³", "٣", "9" * 5000, "-1", "3.0", "0x3", "", "all2"],
+                         ids=["sup2", "sup3", "arabic3", "5000-digits", "negative", "float", "hex", "empty", "all2"])
+def test_a_bad_quiz_id_of_any_kind_lists_the_valid_ones(env, quiz_id):
+    result = run_quiz([quiz_id], env)
+    assert result.returncode == 2, result.stderr
+    assert "there is no quiz" in result.stderr and "\n  10  " in result.stderr
+    assert "Traceback" not in result.stderr and "ValueError" not in result.stderr
+    assert len(result.stderr) < 2000
+
+
+def test_a_broken_set_file_costs_only_that_quiz(tmp_path, env, bank):
+    import shutil
+
+    from mha_core.quiz.bank import quizzes_dir
+
+    site = tmp_path / "site"
+    root = Path(__file__).resolve().parents[1]
+    shutil.copytree(root / "mha_core", site / "mha_core", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(quizzes_dir(), site / "data" / "quizzes")
+    (site / "data" / "quizzes" / "04.json").write_bytes(b'{"set": "04",\n "title": \xff}')
+    env = {**env, "PYTHONPATH": str(site)}
+    broken = subprocess.run([sys.executable, "-m", "mha_core.quiz", "04"], env=env, capture_output=True, text=True,
+                            timeout=RUN_TIMEOUT_S, cwd=tmp_path)
+    assert broken.returncode == 2 and "04.json line 2: not UTF-8 text" in broken.stderr, broken.stderr
+    assert "Traceback" not in broken.stderr
+    fine = subprocess.run([sys.executable, "-m", "mha_core.quiz", "03", "--no-record"], env=env, capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT_S, cwd=tmp_path, input="")
+    assert fine.returncode == 0 and "Quick check 03" in fine.stdout
+
+
+@pytest.mark.parametrize(
+    "junk",
+    ["\x00\x00b\n", "a" * 1_000_000 + "\n", "\udcff\n", "b\x00\n"],
+    ids=["nul", "one-megabyte-line", "invalid-utf8", "nul-inside"],
+)
+def test_junk_input_is_asked_again_never_a_traceback(env, junk):
+    result = subprocess.run(
+        [sys.executable, "-m", "mha_core.quiz", "03", "--no-record"], env=env, capture_output=True, timeout=RUN_TIMEOUT_S,
+        input=junk.encode("utf-8", "surrogateescape"),
+    )
+    assert result.returncode == 0 and b"Traceback" not in result.stderr, result.stderr[-500:]
+    assert b"End of input." in result.stdout
+
+
+def test_an_answer_on_the_last_line_without_a_newline_counts(bank, env):
+    seed = learner_id(env)
+    q = bank.questions("03")[0]
+    result = run_quiz(["03"], env, answer_for(q, seed))  # no newline: end of input right after
+    assert "End of input. Score: 1 of 1 answered correctly" in result.stdout
+    assert result.stdout.count("Question ") == 1  # it does not show the next question first
+
+
+def test_select_all_gets_a_second_try_before_the_key(bank, env):
+    q = bank.question("02-softmax-row")
+    order = shuffled_order(q, "classroom")
+    wrong = next(i for i in range(len(q.options)) if not q.options[i].correct)
+    first = LETTERS[order.index(q.correct_indices[0])] + "," + LETTERS[order.index(wrong)]
+    right = answer_for(q, "classroom")
+    stdin = "".join(answer_for(x, "classroom") + "\n" for x in bank.questions("02")[:3]) + first + "\n" + right + "\n"
+    result = run_quiz(["02", "--no-record"], env, stdin)
+    tail = " ".join(result.stdout.split("[02-softmax-row]")[1].split())  # lines are wrapped
+    assert "not chosen yet. Change your choice and check again." in tail
+    before_second = tail.split("Change your choice")[1].split("Correct: all")[0]
+    assert "missed" not in before_second and "The answer:" not in before_second
+    assert "Score: 4 of 4" in result.stdout
+
+
+# --------------------------------------------------------------------------- a real terminal (pty)
+
+import pty  # noqa: E402
+
+
+def spawn(args, env):
+    """The quiz in a pseudo-terminal, as a learner runs it: (pid, master fd)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: become the quiz
+        try:
+            os.execve(sys.executable, [sys.executable, "-m", "mha_core.quiz", *args], env)
+        finally:
+            os._exit(127)
+    return pid, fd
+
+
+def wait_for_exec(pid):
+    """Until the forked child is the quiz program (a signal sent before its exec would be lost)."""
+    deadline = time.time() + RUN_TIMEOUT_S
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"mha_core.quiz" in f.read():
+                    return
+        except OSError:
+            return
+        time.sleep(0.001)
+
+
+def read_until(fd, wanted, seen=b"", timeout=RUN_TIMEOUT_S):
+    deadline = time.time() + timeout
+    while wanted not in seen:
+        assert time.time() < deadline, seen[-2000:]
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+def drain(fd, seen=b"", seconds=0.3):
+    """Whatever the terminal shows within ``seconds``."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+def finish(pid, fd, seen=b""):
+    """Read what is left and wait for the exit status (a number, or -signal)."""
+    deadline = time.time() + RUN_TIMEOUT_S
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        seen = drain(fd, seen, 0.2)
+        if done:
+            break
+        assert time.time() < deadline, seen[-2000:]
+    os.close(fd)
+    return (os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)), seen.decode("utf-8", "replace")
+
+
+def test_pty_an_answer_then_one_ctrl_d_counts_the_answer_and_leaves(bank, env):
+    seed = learner_id(env)
+    q = bank.questions("03")[0]
+    pid, fd = spawn(["03"], env)
+    seen = read_until(fd, b"Your answer")
+    os.write(fd, answer_for(q, seed).encode() + b"\x04")  # type the answer, then Ctrl-D (no Enter)
+    status, out = finish(pid, fd, seen)
+    assert status == 0, out
+    assert "Correct." in out and "End of input. Score: 1 of 1 answered correctly" in out
+    assert "Question 2 of" not in out and "Traceback" not in out
+    store = ProgressStore(env["MHA_COURSE_PROGRESS"])
+    assert [a.question_id for a in store.attempts()] == [q.id]
+    store.close()
+
+
+def test_pty_one_ctrl_d_at_a_prompt_leaves(env):
+    pid, fd = spawn(["03", "--no-record"], env)
+    seen = read_until(fd, b"Your answer")
+    os.write(fd, b"\x04")
+    status, out = finish(pid, fd, seen)
+    assert status == 0 and "End of input. Score: 0 of 0" in out and "Traceback" not in out
+
+
+def test_pty_a_wrong_form_then_ctrl_d_leaves_without_asking_again(env):
+    pid, fd = spawn(["03", "--no-record"], env)
+    seen = read_until(fd, b"Your answer")
+    os.write(fd, b"zz\x04")
+    status, out = finish(pid, fd, seen)
+    assert status == 0 and "Please answer with letters" in out and "End of input." in out
+    assert out.count("Your answer") == 1
+
+
+def test_pty_ctrl_c_at_a_prompt_stops_with_130_and_the_score(env):
+    pid, fd = spawn(["03", "--no-record"], env)
+    seen = read_until(fd, b"Your answer")
+    os.write(fd, b"\x03")
+    status, out = finish(pid, fd, seen)
+    assert status == 130 and "Stopped. Score: 0 of 0" in out and "Traceback" not in out
+
+
+def test_pty_junk_bytes_are_asked_again(env):
+    pid, fd = spawn(["03", "--no-record"], env)
+    seen = read_until(fd, b"Your answer")
+    os.write(fd, b"\xff\xfe\x00junk\n")
+    seen = read_until(fd, b"Please answer with letters", seen)
+    os.write(fd, b"\x04")
+    status, out = finish(pid, fd, seen)
+    assert status == 0 and "Traceback" not in out
+
+
+@pytest.mark.parametrize("delay_s", [0.03, 0.08, 0.15, 0.3, 0.6, 1.0, 1.5])
+def test_pty_ctrl_c_while_starting_up_exits_130_quietly(env, delay_s, request):
+    pid, fd = spawn(["03", "--no-record"], env)
+    wait_for_exec(pid)
+    time.sleep(delay_s)
+    os.kill(pid, signal.SIGINT)
+    status, out = finish(pid, fd)
+    if status != 130 and "mha_core/quiz" not in out and "Quick check" not in out:
+        # Python's own start-up, runpy, or `import mha_core` (numpy) ran when the signal came: no quiz code had run yet.
+        request.applymarker(pytest.mark.xfail(
+            reason="Ctrl-C before the quiz's code runs (Python start-up, runpy, or mha_core/__init__.py's eager numpy "
+                   "import); needs mha_core/__init__.py to import attention lazily", strict=False))
+    assert status == 130, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import html
+import re
 
 import ipywidgets as widgets
 import pytest
 
+from mha_core.quiz import bank as quiz_bank
 from mha_core.quiz import progress
 from mha_core.quiz.bank import load_bank, shuffled_order
 from mha_core.quiz.progress import ProgressStore
@@ -110,20 +112,30 @@ def test_select_all_right_set_is_correct():
     assert quiz.store.attempts()[-1].correct
 
 
-def test_select_all_comments_on_a_wrong_choice_and_on_each_missed_option():
+def test_select_all_first_try_comments_on_the_ticks_and_keeps_the_key_back():
     quiz = quick_check("02")
     view = view_of(quiz, "02-softmax-row")
     q = view.question
     right = list(q.correct_indices)
     wrong = next(i for i in range(len(q.options)) if i not in right)
+    assert view.reveal_button.layout.display == "none"
     view.choose([letter_of(view, right[0]), letter_of(view, wrong)])
     verdict = view.check()
     assert not verdict.correct
     shown = view.feedback.value
     assert "should not be chosen" in shown and f"{letter_of(view, wrong)})" in shown
-    assert shown.count("missed, it is right too:") == len(right) - 1
     assert "right to choose" in shown
+    # The key is not given away on the first try: no missed option is named.
+    assert "missed" not in shown and f"{len(right) - 1} right options not chosen yet" in shown
+    for i in right[1:]:
+        assert html.escape(quiz_bank._without_yes(q.options[i].feedback)) not in shown
     assert not quiz.store.attempts()[-1].correct
+    # On request ("Show the answer") or after a second wrong try, the key.
+    assert view.reveal_button.layout.display is None
+    view.check()
+    assert view.feedback.value.count("missed, it is right too:") == len(right) - 1
+    view.reveal_button.click()
+    assert "Answer: " in view.feedback.value and "Why not the others" in view.feedback.value
 
 
 # --------------------------------------------------------------------------- numeric
@@ -181,8 +193,9 @@ def test_classroom_order_is_the_same_in_every_lesson():
     assert all(v.order == (shuffled_order(v.question, CLASSROOM_SEED) if v.question.kind != "numeric" else []) for v in room.questions)
 
 
-def test_normal_mode_has_no_reveal_button():
-    assert all(v.reveal_button is None for v in quick_check("01").questions)
+def test_normal_mode_offers_no_reveal_before_a_wrong_try():
+    for view in quick_check("01").questions:
+        assert view.reveal_button is None or (view.question.kind == "multi" and view.reveal_button.layout.display == "none")
 
 
 def test_classroom_reveal_of_a_numeric_question_gives_the_number():
@@ -216,7 +229,45 @@ def test_the_review_shows_questions_from_every_notebook_and_counts_them_there(ba
     view.choose(letter_of(view, view.question.correct_indices[0]))
     view.check()
     summary = progress.progress_summary(quiz.store, bank)
-    assert summary["03"].best == 1 and summary["10"].best == 1
+    # It counts once, in notebook 03's row; the review's own score counts it too.
+    assert summary["03"].best == 1 and summary["10"].best == 0
+    assert "Review: 1 of 11 questions answered correctly" in quiz.score.value
+
+
+def test_the_review_says_that_earlier_answers_count_already(bank):
+    notebook = quick_check("03")
+    view = view_of(notebook, "03-what-is-a-head")
+    view.choose(letter_of(view, view.question.correct_indices[0]))
+    view.check()
+    review = QuickCheck("10", store=notebook.store)
+    repeated = len(bank.sets["10"].include)
+    assert f"The first {repeated} questions repeat one question from each of notebooks 01 to 09" in review.header.value
+    assert "answered correctly in notebook 03, so it counts here already" in view_of(review, "03-what-is-a-head").tries_label.value
+    assert "Review: 1 of 11" in review.score.value
+    # Answered in the review itself, it reads as plainly answered.
+    own = view_of(review, "10-mental-model")
+    own.choose(letter_of(own, own.question.correct_indices[0]))
+    own.check()
+    assert own.tries_label.value.endswith("Tries so far: 1, answered correctly</span>")
+
+
+def test_progress_table_rows_add_up_to_the_course_total(bank):
+    quiz = quick_check("10")
+    for view in quiz.questions[::2]:
+        if view.question.kind != "numeric":
+            view.choose(letter_of(view, view.question.correct_indices[0]))
+            view.check()
+    summary = progress.progress_summary(quiz.store, bank)
+    rows = [r for key, r in summary.items() if key != "course"]
+    course = summary["course"]
+    for column in ("questions", "attempted", "best", "last", "tries"):
+        assert sum(getattr(r, column) for r in rows) == getattr(course, column), column
+    assert course.questions == len(bank.course_questions()) == sum(len(bank.sets[s].questions) for s in summary if s != "course")
+    table = show_progress().table.value
+    body = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1])
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in body]
+    assert sum(int(c[2]) for c in cells[:-1]) == int(cells[-1][2]) == len(bank.course_questions())
+    assert f"repeats {len(bank.sets['10'].include)} questions of notebooks 01-09" in table
 
 
 def test_progress_table_lists_every_notebook_and_reset_asks_first(bank):
@@ -270,3 +321,59 @@ def test_a_bad_set_id_lists_the_valid_ones():
     with pytest.raises(ValueError, match="valid quizzes are 00, 01"):
         quick_check("11")
     assert quick_check(3).set_id == "03"
+
+
+# --------------------------------------------------------------------------- hostile ids and broken files
+
+
+@pytest.mark.parametrize("set_id", ["²", "³", "9" * 5000, None, 3.5, "03 "[:-1] + "x"], ids=["sup2", "sup3", "5000", "none", "float", "03x"])
+def test_quick_check_with_a_bad_id_lists_the_valid_ones(set_id):
+    with pytest.raises(ValueError, match="is not a quiz; valid quizzes are 00, 01"):
+        quick_check(set_id)
+
+
+def test_a_broken_set_shows_its_file_and_line_and_the_others_still_work(tmp_path):
+    import json
+
+    from mha_core.quiz.bank import load_bank as load, quizzes_dir
+
+    folder = tmp_path / "quizzes"
+    folder.mkdir()
+    for path in quizzes_dir().glob("*.json"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    data = json.loads((folder / "04.json").read_text(encoding="utf-8"))
+    data["questions"][1]["units"] = "heads"
+    (folder / "04.json").write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    bank = load(folder)
+    broken = QuickCheck("04", bank=bank)
+    assert broken.questions == [] and "04.json line" in broken.note.value and "unknown key 'units'" in html.unescape(broken.note.value)
+    fine = QuickCheck("03", bank=bank)
+    assert len(fine.questions) == 5 and fine.note.value == ""
+    review = QuickCheck("10", bank=bank)
+    assert "04-w-o-blocks" not in [v.question.id for v in review.questions]
+    assert "left out because their file is broken" in review.note.value
+
+
+def test_a_busy_file_note_clears_once_the_answers_are_saved(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import textwrap
+
+    monkeypatch.setattr(progress, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(progress, "RETRY_TIMEOUT_S", 0.05)
+    quiz = quick_check("03")
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sqlite3, sys, time
+        conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+        conn.execute("BEGIN EXCLUSIVE"); print("locked", flush=True); time.sleep(1.0); conn.execute("COMMIT")
+        """), str(quiz.store.path)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    view = view_of(quiz, "03-d-head")
+    view.choose("64")
+    view.check()
+    assert "is busy" in quiz.note.value and "Notebook 03: 1 of 5" in quiz.score.value
+    holder.wait(timeout=60)
+    view.choose("8")
+    view.check()
+    assert quiz.note.value == "" and [a.answer for a in quiz.store.attempts()] == ["64", "8"]
+    assert not quiz.store.pending

@@ -19,6 +19,17 @@ store), ``widget`` (ipywidgets, imported only when a notebook function is used),
 
 from __future__ import annotations
 
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"]:
+    # `python -m mha_core.quiz` is starting (Python sets argv[0] to "-m" while it locates the
+    # module): a Ctrl-C from here until the quiz runs ends the program quietly with status 130.
+    # The terminal runner's main() puts Python's own handler back.
+    import os as _os
+    import signal as _signal
+
+    _signal.signal(_signal.SIGINT, lambda *_: _os._exit(130))
+
 from .bank import BankError, default_bank, load_bank
 from .progress import ProgressStore, default_store, progress_summary, reset_progress
 

@@ -7,11 +7,13 @@
 
 Answer with a letter (``b``), letters separated by commas for select-all (``a,c``),
 or a number (``64``; commas are fine: ``2,362,368``). End of input (Ctrl-D) or Ctrl-C
-stops the quiz with the score so far. Answers are recorded in the same progress file
-as the notebooks unless ``--no-record`` is given.
+stops the quiz with the score so far; an answer typed before Ctrl-D is graded first.
+Answers are recorded in the same progress file as the notebooks unless
+``--no-record`` is given.
 
-Exit status: 0 when the quiz ends or input runs out, 130 after Ctrl-C, 2 for a bad
-quiz id. This module never imports ipywidgets or plotly.
+Exit status: 0 when the quiz ends or input runs out, 130 after Ctrl-C (quietly, even
+while starting up), 2 for a bad quiz id or a quiz whose file is broken. This module
+never imports ipywidgets or plotly.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 import textwrap
 
@@ -26,12 +29,14 @@ from .bank import (
     LETTERS,
     SET_IDS,
     Bank,
+    BankError,
     Question,
     default_bank,
     format_number,
     grade_choice,
     grade_numeric,
     option_labels,
+    normalise_set_id,
     parse_number,
     shuffled_order,
 )
@@ -56,18 +61,61 @@ def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def _ask(prompt: str) -> str:
+#: Longest answer line read; the rest of a longer line is dropped.
+MAX_LINE = 4096
+_input_ended = False
+
+
+def _read_line() -> str | None:
+    """One line of input, or None at end of input.
+
+    A line that ends without a newline is what a terminal hands over when Ctrl-D is
+    pressed after typing: it is returned (so the answer counts), and the next call ends
+    the quiz, so one Ctrl-D leaves. Bytes that are not UTF-8, and NUL bytes, are replaced.
+    """
+    global _input_ended
+    if _input_ended:
+        return None
     try:
-        line = input(prompt)
-    except EOFError:
-        raise _EndOfInput from None
+        fd = sys.stdin.fileno()
+        tty = os.isatty(fd)
+    except (AttributeError, ValueError, OSError):
+        fd, tty = None, False
+    if tty:
+        data = os.read(fd, MAX_LINE)  # canonical mode: one line, or what was typed before Ctrl-D
+    else:
+        stream = getattr(sys.stdin, "buffer", None)
+        data = stream.readline(MAX_LINE) if stream is not None else sys.stdin.readline(MAX_LINE).encode("utf-8", "replace")
+        if len(data) == MAX_LINE and not data.endswith(b"\n"):
+            while True:  # drop the rest of an overlong line
+                more = stream.readline(MAX_LINE) if stream is not None else b""
+                if not more or more.endswith(b"\n"):
+                    break
+            data += b"\n"
+    if not data:
+        _input_ended = True
+        return None
+    if not data.endswith(b"\n"):
+        _input_ended = True
+    return data.decode("utf-8", "replace").replace("\x00", "").rstrip("\r\n")
+
+
+def _ask(prompt: str) -> str:
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    line = _read_line()
+    if line is None:
+        raise _EndOfInput
     if not sys.stdin.isatty():
         _say(line)  # piped input is not echoed; show it so the transcript reads well
+    elif _input_ended:
+        _say()  # the terminal left the cursor after the answer typed before Ctrl-D
     return line
 
 
 def _describe(bank: Bank) -> str:
-    lines = [f"  {s}  {bank.sets[s].title}" for s in SET_IDS if s in bank.sets]
+    lines = [f"  {s}  {bank.sets[s].title}" if s in bank.sets else f"  {s}  (cannot be shown: its file is broken)"
+             for s in SET_IDS if s in bank.sets or s in bank.problems]
     return "\n".join(lines + ["  all every notebook's questions (01-10), each once"])
 
 
@@ -86,27 +134,39 @@ def _read_answer(question: Question, order: list[int]):
     while True:
         line = _ask(prompt).strip().lower()
         if not line:
+            if _input_ended:
+                raise _EndOfInput
             _say("  Type an answer first (Ctrl-D stops the quiz).")
             continue
         if question.kind == "numeric":
             value = parse_number(line)
             if value is None:
-                _say(f"  '{line}' is not a number. Type digits, for example 64 (commas are fine).")
+                _say(f"  '{line[:60]}' is not a number. Type digits, for example 64 (commas are fine).")
+                if _input_ended:
+                    raise _EndOfInput
                 continue
             return value
         letters = [part for part in line.replace(",", " ").split() if part]
         valid = LETTERS[:n]
         if any(len(part) != 1 or part not in valid for part in letters):
             _say(f"  Please answer with letters from a to {LETTERS[n - 1]}.")
+            if _input_ended:
+                raise _EndOfInput
             continue
         if question.kind == "single" and len(letters) != 1:
             _say("  This question has one answer: type one letter.")
+            if _input_ended:
+                raise _EndOfInput
             continue
         return sorted({order[valid.index(part)] for part in letters})
 
 
-def ask_question(question: Question, number: int, total: int, seed: str) -> tuple[bool, str]:
-    """Show one question, read one answer, print its feedback. Returns (correct, answer as typed)."""
+def ask_question(question: Question, number: int, total: int, seed: str, record=None) -> tuple[bool, str]:
+    """Show one question, read its answer, print its feedback. Returns (correct, answer as typed).
+
+    A select-all question answered wrongly gets feedback on what was ticked and one more
+    try; the key comes after the second try. ``record(correct, typed)`` is called for every try.
+    """
     order = shuffled_order(question, seed) if question.kind != "numeric" else []
     labels = option_labels(order)
     _say()
@@ -115,22 +175,32 @@ def ask_question(question: Question, number: int, total: int, seed: str) -> tupl
     _say(_wrap(question.text + kind_hint))
     for i in order:
         _say(_wrap(f"{labels[i]} {question.options[i].text}", "  ", "     "))
-    answer = _read_answer(question, order)
-    if question.kind == "numeric":
-        verdict = grade_numeric(question, answer)
-        typed = format_number(answer)
-    else:
-        verdict = grade_choice(question, answer, order)
-        typed = ",".join(labels[i][0] for i in sorted(answer, key=order.index))
-    _say(_wrap(verdict.headline, "  "))
-    for line in verdict.details:
-        _say(_wrap(line, "  ", "    "))
+    tries_left = 2 if question.kind == "multi" else 1
+    while True:
+        tries_left -= 1
+        answer = _read_answer(question, order)
+        if question.kind == "numeric":
+            verdict = grade_numeric(question, answer)
+            typed = format_number(answer)
+        else:
+            verdict = grade_choice(question, answer, order, show_missed=tries_left == 0)
+            typed = ",".join(labels[i][0] for i in sorted(answer, key=order.index))
+        if record is not None:
+            record(verdict.correct, typed)
+        _say(_wrap(verdict.headline, "  "))
+        for line in verdict.details:
+            _say(_wrap(line, "  ", "    "))
+        if verdict.correct or tries_left == 0 or _input_ended:
+            break
     if not verdict.correct:
         if question.kind == "single":
             (right,) = question.correct_indices
             _say(_wrap(f"The answer: {labels[right]} {question.options[right].text}", "  ", "    "))
         elif question.kind == "numeric":
             _say(_wrap(f"The answer: {question.answer_text()}.", "  ", "    "))
+        else:
+            key = ",".join(labels[i][0] for i in order if question.options[i].correct)
+            _say(_wrap(f"The answer: {key}", "  ", "    "))
         _say(_wrap(f"Why: {question.explanation}", "  ", "    "))
     return verdict.correct, typed
 
@@ -165,6 +235,8 @@ def print_answers(bank: Bank, set_ids: list[str]) -> None:
 
 
 def run_quiz(bank: Bank, set_ids: list[str], *, record: bool) -> int:
+    global _input_ended
+    _input_ended = False
     store = None
     seed = ANONYMOUS_SEED
     if record:
@@ -184,11 +256,16 @@ def run_quiz(bank: Bank, set_ids: list[str], *, record: bool) -> int:
     status = 0
     try:
         for n, (set_id, q) in enumerate(plan, start=1):
-            right, typed = ask_question(q, n, len(plan), seed)
+            if _input_ended:
+                raise _EndOfInput
+
+            def record(right, typed, q=q, set_id=set_id):
+                if store is not None:
+                    store.record(q.id, set_id, right, typed, source="terminal")
+
+            right, _ = ask_question(q, n, len(plan), seed, record)
             answered += 1
             correct += right
-            if store is not None:
-                store.record(q.id, set_id, right, typed, source="terminal")
         ending = "Done."
     except _EndOfInput:
         ending = "\nEnd of input."
@@ -202,8 +279,16 @@ def run_quiz(bank: Bank, set_ids: list[str], *, record: bool) -> int:
 
         right, total = course_score(bank, store.question_stats())
         where = "in memory only" if store.in_memory else f"in {store.path}"
+        if store.pending and not store.in_memory:
+            where += f"; {len(store.pending)} answer(s) wait for the file to be free"
         _say(f"Course score: {right} of {total} questions answered correctly (kept {where}).")
     return status
+
+
+def threading_is_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,6 +296,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.reconfigure(errors="replace")
     except (AttributeError, ValueError):
         pass
+    if threading_is_main():
+        # mha_core.quiz's __init__ made Ctrl-C exit quietly while starting up; from here
+        # on, KeyboardInterrupt stops the quiz with the score so far.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = argparse.ArgumentParser(
         prog="python -m mha_core.quiz",
         description="The course's quick checks in a terminal.",
@@ -224,10 +313,19 @@ def main(argv: list[str] | None = None) -> int:
     choice = args.quiz.strip().lower()
     if choice == "all":
         set_ids = [s for s in SET_IDS[1:] if s in bank.sets]
+        for broken in sorted(set(bank.problems) - set(bank.sets)):
+            print(f"python -m mha_core.quiz: left out: {bank.problems[broken]}", file=sys.stderr)
     else:
-        text = f"{int(choice):02d}" if choice.isdigit() else choice
-        if text not in bank.sets:
-            print(f"python -m mha_core.quiz: there is no quiz {args.quiz!r}. The quizzes are:\n{_describe(bank)}", file=sys.stderr)
+        try:
+            text = normalise_set_id(choice, SET_IDS)
+        except ValueError:
+            shown = args.quiz if len(args.quiz) <= 20 else args.quiz[:15] + f"... ({len(args.quiz)} characters)"
+            print(f"python -m mha_core.quiz: there is no quiz {shown!r}. The quizzes are:\n{_describe(bank)}", file=sys.stderr)
+            return 2
+        try:
+            bank.get_set(text)
+        except BankError as exc:
+            print(f"python -m mha_core.quiz: {exc}", file=sys.stderr)
             return 2
         set_ids = [text]
     if args.answers:

@@ -25,11 +25,19 @@ A question::
      "computed_by": {"function": "d_head", "kwargs": {...}}}   # how the tests recompute it
 
 ``single`` has exactly one correct option, ``multi`` (select all that apply) at least
-one. Nothing here imports ipywidgets: the terminal runner uses this module too.
+one. Keys not listed here are refused (a typo such as ``units`` or ``misconception``
+would otherwise be ignored without a word), and ``include`` belongs to the review only.
+
+A broken file costs only its own set: ``load_bank`` keeps the others and records the
+problem, naming the file and the line, in ``Bank.problems``; asking for that set raises
+a BankError with that message. ``load_bank(strict=True)`` raises at the first problem
+(the tests use it). Nothing here imports ipywidgets: the terminal runner uses this
+module too.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -44,9 +52,24 @@ from typing import Any, Sequence
 SET_IDS: tuple[str, ...] = tuple(f"{n:02d}" for n in range(11))
 #: The sets that count towards the course score (the notebooks and the review).
 COURSE_SET_IDS: tuple[str, ...] = SET_IDS[1:]
+#: The review: the one set that repeats ("include"s) questions of the other sets.
 REVIEW_SET_ID = "10"
 KINDS = ("single", "multi", "numeric")
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+#: The keys each object of a set file may have; anything else is a typo or a leftover.
+SET_KEYS = ("set", "title", "include", "questions")
+QUESTION_KEYS = {
+    "single": ("id", "kind", "text", "explanation", "options"),
+    "multi": ("id", "kind", "text", "explanation", "options"),
+    "numeric": ("id", "kind", "text", "explanation", "answer", "tolerance", "unit", "feedback", "wrong_feedback",
+                "misconceptions", "computed_by"),
+}
+OPTION_KEYS = ("text", "correct", "feedback")
+MISCONCEPTION_KEYS = ("value", "feedback", "tolerance")
+COMPUTED_BY_KEYS = ("function", "kwargs", "model", "divide_by", "then")
+#: What ``computed_by.then`` may apply to the computed value.
+COMPUTED_BY_THEN = ("sqrt",)
 
 
 class BankError(ValueError):
@@ -118,6 +141,10 @@ class Bank:
 
     sets: dict[str, QuizSet]
     directory: Path | None = None
+    #: set id (or file name) -> why that file was left out, naming the file and the line
+    problems: dict[str, str] = field(default_factory=dict)
+    #: set id -> what a set lost through another set's broken file (the review's repeated questions)
+    notes: dict[str, str] = field(default_factory=dict)
 
     def questions(self, set_id: str) -> tuple[Question, ...]:
         """The questions a set shows: for the review, its included questions, then its own."""
@@ -126,7 +153,10 @@ class Bank:
         return included + quiz_set.questions
 
     def get_set(self, set_id: str) -> QuizSet:
-        set_id = normalise_set_id(set_id, self.sets)
+        """The set; a BankError naming the file and the line if its file is broken."""
+        set_id = normalise_set_id(set_id, tuple(self.sets) + tuple(k for k in self.problems if k in SET_IDS))
+        if set_id not in self.sets:
+            raise BankError(f"quiz {set_id} cannot be shown: {self.problems[set_id]}")
         return self.sets[set_id]
 
     def question(self, question_id: str) -> Question:
@@ -145,13 +175,28 @@ class Bank:
         return tuple(q for set_id in COURSE_SET_IDS if set_id in self.sets for q in self.sets[set_id].questions)
 
 
+def _short_repr(value: Any, limit: int = 40) -> str:
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return f"<{type(value).__name__} too long to show>"
+    return text if len(text) <= limit else text[: limit - 5] + "...'" + f" ({len(text)} characters)"
+
+
 def normalise_set_id(set_id: Any, valid: Sequence[str] = SET_IDS) -> str:
-    """'3', 3, '03' -> '03'; anything else raises a ValueError listing the valid ids."""
-    text = str(set_id).strip()
-    if text.isdigit():
+    """'3', 3, '03' -> '03'; anything else raises a ValueError listing the valid ids.
+
+    Only the ASCII digits 0-9 count as digits: '²' or '٣' is not a quiz number.
+    """
+    valid = sorted(valid)
+    message = f"set_id={_short_repr(set_id)} is not a quiz; valid quizzes are {', '.join(valid)}"
+    if isinstance(set_id, bool) or not isinstance(set_id, (str, int)):
+        raise ValueError(message)
+    text = str(set_id).strip() if isinstance(set_id, str) else (str(set_id) if 0 <= set_id < 1000 else "")
+    if re.fullmatch(r"[0-9]{1,3}", text):
         text = f"{int(text):02d}"
     if text not in valid:
-        raise ValueError(f"set_id={set_id!r} is not a quiz; valid quizzes are {', '.join(sorted(valid))}")
+        raise ValueError(message)
     return text
 
 
@@ -186,6 +231,43 @@ def quizzes_dir() -> Path:
 # --------------------------------------------------------------------------- loading and validation
 
 
+def _check_keys(raw: dict, allowed: Sequence[str], where: str, what: str) -> None:
+    """Refuse keys the schema does not know, suggesting the nearest known one."""
+    for key in raw:
+        if key not in allowed:
+            near = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise BankError(f"{where}: unknown key {key!r} in {what}{hint}; valid keys are {', '.join(allowed)}")
+
+
+def _check_computed_by(spec: Any, where: str) -> dict:
+    """computed_by names a public function of mha_core.costs, with kwargs or a model of MODEL_SHAPES."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("function"), str):
+        raise BankError(f"{where}: computed_by must be an object naming a 'function' of mha_core.costs")
+    _check_keys(spec, COMPUTED_BY_KEYS, where, "computed_by")
+    from mha_core import costs
+
+    name = spec["function"]
+    if name.startswith("_") or not callable(getattr(costs, name, None)):
+        known = sorted(n for n in dir(costs) if not n.startswith("_") and callable(getattr(costs, n))
+                       and getattr(getattr(costs, n), "__module__", None) == costs.__name__ and n.islower())
+        raise BankError(f"{where}: computed_by names function {name!r}, which mha_core.costs does not have; "
+                        f"it has {', '.join(known)}")
+    if "kwargs" in spec and not (isinstance(spec["kwargs"], dict) and all(isinstance(k, str) for k in spec["kwargs"])):
+        raise BankError(f"{where}: computed_by.kwargs must be an object of argument names")
+    if "model" in spec and spec["model"] not in costs.MODEL_SHAPES:
+        raise BankError(f"{where}: computed_by.model={spec['model']!r}; valid models are {', '.join(costs.MODEL_SHAPES)}")
+    if ("kwargs" in spec) == ("model" in spec):
+        raise BankError(f"{where}: computed_by needs exactly one of 'kwargs' and 'model'")
+    if "divide_by" in spec:
+        _require_number(spec["divide_by"], where, "computed_by.divide_by")
+        if spec["divide_by"] == 0:
+            raise BankError(f"{where}: computed_by.divide_by must not be 0")
+    if "then" in spec and spec["then"] not in COMPUTED_BY_THEN:
+        raise BankError(f"{where}: computed_by.then={spec['then']!r}; valid: {', '.join(COMPUTED_BY_THEN)}")
+    return spec
+
+
 def _require_text(value: Any, where: str, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise BankError(f"{where}: '{name}' must be non-empty text, got {value!r}")
@@ -209,6 +291,7 @@ def parse_question(raw: Any, set_id: str, where: str) -> Question:
     kind = raw.get("kind")
     if kind not in KINDS:
         raise BankError(f"{where}: kind={kind!r}; valid kinds are {', '.join(KINDS)}")
+    _check_keys(raw, QUESTION_KEYS[kind], where, f"a {kind} question")
     common = dict(
         id=qid,
         set_id=set_id,
@@ -224,23 +307,30 @@ def parse_question(raw: Any, set_id: str, where: str) -> Question:
         if tolerance < 0:
             raise BankError(f"{where}: tolerance must be >= 0, got {tolerance!r}")
         misconceptions = []
-        for j, m in enumerate(raw.get("misconceptions", [])):
+        raw_misconceptions = raw.get("misconceptions", [])
+        if not isinstance(raw_misconceptions, list):
+            raise BankError(f"{where}: 'misconceptions' must be a list")
+        for j, m in enumerate(raw_misconceptions):
             mwhere = f"{where} misconception {j}"
             if not isinstance(m, dict):
                 raise BankError(f"{mwhere}: must be an object with 'value' and 'feedback'")
+            _check_keys(m, MISCONCEPTION_KEYS, mwhere, "a misconception")
             value = _require_number(m.get("value"), mwhere, "value")
             m_tolerance = _require_number(m["tolerance"], mwhere, "tolerance") if "tolerance" in m else None
             if abs(value - answer) <= tolerance + (m_tolerance or 0):
                 raise BankError(f"{mwhere}: value {value} overlaps the tolerance of the answer {answer}")
             misconceptions.append(Misconception(value, _require_text(m.get("feedback"), mwhere, "feedback"), m_tolerance))
         computed_by = raw.get("computed_by")
-        if computed_by is not None and not (isinstance(computed_by, dict) and isinstance(computed_by.get("function"), str)):
-            raise BankError(f"{where}: computed_by must be an object naming a 'function' of mha_core.costs")
+        if computed_by is not None:
+            computed_by = _check_computed_by(computed_by, where)
+        unit = raw.get("unit", "")
+        if not isinstance(unit, str):
+            raise BankError(f"{where}: 'unit' must be text, got {unit!r}")
         return Question(
             **common,
             answer=answer,
             tolerance=tolerance,
-            unit=str(raw.get("unit", "")),
+            unit=unit,
             feedback=_require_text(raw.get("feedback"), where, "feedback"),
             wrong_feedback=_require_text(raw.get("wrong_feedback"), where, "wrong_feedback"),
             misconceptions=tuple(misconceptions),
@@ -256,6 +346,7 @@ def parse_question(raw: Any, set_id: str, where: str) -> Question:
         owhere = f"{where} option {j}"
         if not isinstance(o, dict):
             raise BankError(f"{owhere}: must be an object with 'text', 'correct' and 'feedback'")
+        _check_keys(o, OPTION_KEYS, owhere, "an option")
         if not isinstance(o.get("correct"), bool):
             raise BankError(f"{owhere}: 'correct' must be true or false, got {o.get('correct')!r}")
         options.append(Option(_require_text(o.get("text"), owhere, "text"), o["correct"], _require_text(o.get("feedback"), owhere, "feedback")))
@@ -270,60 +361,140 @@ def parse_question(raw: Any, set_id: str, where: str) -> Question:
     return Question(**common, options=tuple(options))
 
 
-def parse_set(raw: Any, expected_id: str, where: str) -> QuizSet:
-    """Check one set file's fields and build it."""
+def _line_of(source: str, needle: str, nth: int = 0) -> int | None:
+    """The 1-based line of the ``nth`` occurrence of ``needle`` in ``source``, or None."""
+    at = -1
+    for _ in range(nth + 1):
+        at = source.find(needle, at + 1)
+        if at < 0:
+            return None
+    return source.count("\n", 0, at) + 1
+
+
+def parse_set(raw: Any, expected_id: str, where: str, source: str = "") -> QuizSet:
+    """Check one set file's fields and build it. ``source``: the file's text, to name the line of a problem."""
     if not isinstance(raw, dict):
         raise BankError(f"{where}: a set must be a JSON object")
+    _check_keys(raw, SET_KEYS, where, "a set")
     if raw.get("set") != expected_id:
         raise BankError(f"{where}: 'set' is {raw.get('set')!r}, expected {expected_id!r} (the file name)")
+    if "include" in raw and expected_id != REVIEW_SET_ID:
+        raise BankError(f"{where}: only the review ({REVIEW_SET_ID}.json) repeats questions with 'include'")
     title = _require_text(raw.get("title"), where, "title")
     raw_questions = raw.get("questions", [])
     if not isinstance(raw_questions, list):
         raise BankError(f"{where}: 'questions' must be a list")
-    questions = tuple(parse_question(q, expected_id, f"{where} question {i}") for i, q in enumerate(raw_questions))
+    questions = []
+    for i, q in enumerate(raw_questions):
+        qid = q.get("id") if isinstance(q, dict) else None
+        line = (_line_of(source, json.dumps(qid)) if isinstance(qid, str) else None) or _line_of(source, '"id"', i)
+        at = f"{where} line {line}, question {i}" if line else f"{where} question {i}"
+        questions.append(parse_question(q, expected_id, at))
     include = raw.get("include", [])
     if not isinstance(include, list) or not all(isinstance(i, str) for i in include):
         raise BankError(f"{where}: 'include' must be a list of question ids")
     if not questions and not include:
         raise BankError(f"{where}: the set has no questions")
-    return QuizSet(expected_id, title, questions, tuple(include))
+    return QuizSet(expected_id, title, tuple(questions), tuple(include))
 
 
-def validate_bank(sets: dict[str, QuizSet]) -> None:
-    """Rules that span files: unique ids, and included ids that exist in another set, once each."""
+def validate_bank(sets: dict[str, QuizSet], problems: dict[str, str] | None = None, notes: dict[str, str] | None = None) -> None:
+    """Rules that span files: unique ids, and included ids that exist in another set, once each.
+
+    With ``problems`` (a dict), a set that breaks a rule is removed from ``sets`` and its
+    problem recorded there, and an included question of a set that was left out is
+    dropped (said in ``notes``); without it, the first problem raises.
+    """
+
+    def fail(set_id: str, message: str) -> None:
+        if problems is None:
+            raise BankError(message)
+        problems[set_id] = message
+        sets.pop(set_id, None)
+
     seen: dict[str, str] = {}
-    for set_id, quiz_set in sets.items():
+    for set_id, quiz_set in list(sets.items()):
+        mine: dict[str, str] = {}
         for q in quiz_set.questions:
-            if q.id in seen:
-                where = f"twice in set {set_id}" if seen[q.id] == set_id else f"in set {seen[q.id]} and set {set_id}"
-                raise BankError(f"question id {q.id!r} appears {where}; ids must be unique")
-            seen[q.id] = set_id
-    for set_id, quiz_set in sets.items():
+            first = mine.get(q.id) or seen.get(q.id)
+            if first is not None:
+                where = f"twice in set {set_id}" if first == set_id else f"in set {first} and set {set_id}"
+                fail(set_id, f"{set_id}.json: question id {q.id!r} appears {where}; ids must be unique")
+                break
+            mine[q.id] = set_id
+        else:
+            seen.update(mine)
+    for set_id, quiz_set in list(sets.items()):
+        lost = [qid for qid in quiz_set.include if qid not in seen and problems and qid[:2] in problems]
+        if lost:
+            quiz_set = sets[set_id] = QuizSet(set_id, quiz_set.title, quiz_set.questions,
+                                              tuple(q for q in quiz_set.include if q not in lost))
+            if notes is not None:
+                notes[set_id] = (f"{len(lost)} repeated question(s) are left out because their file is broken: "
+                                 + "; ".join(problems[q[:2]] for q in lost))
         for qid in quiz_set.include:
             if qid not in seen:
-                raise BankError(f"set {set_id} includes {qid!r}, which no set defines")
+                fail(set_id, f"{set_id}.json: set {set_id} includes {qid!r}, which no set defines")
+                break
             if seen[qid] == set_id:
-                raise BankError(f"set {set_id} includes its own question {qid!r}")
-        if len(set(quiz_set.include)) != len(quiz_set.include):
-            raise BankError(f"set {set_id} includes a question twice")
+                fail(set_id, f"{set_id}.json: set {set_id} includes its own question {qid!r}")
+                break
+        else:
+            if len(set(quiz_set.include)) != len(quiz_set.include):
+                fail(set_id, f"{set_id}.json: set {set_id} includes a question twice")
 
 
-def load_bank(directory: str | Path | None = None) -> Bank:
-    """Read and check every ``NN.json`` in ``directory`` (default: the installed bank)."""
+def read_set_file(path: Path) -> QuizSet:
+    """Read and check one ``NN.json``; every failure is a BankError naming the file (and the line where known)."""
+    name = path.name
+    if not re.fullmatch(r"[0-9][0-9]", path.stem):
+        raise BankError(f"{name}: quiz files are named NN.json, two digits")
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise BankError(f"{name}: is a folder, not a file") from None
+    except OSError as exc:
+        raise BankError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BankError(f"{name} line {line}: not UTF-8 text (byte {exc.start} is {data[exc.start:exc.start + 1]!r}); "
+                        "save the file as UTF-8") from None
+    try:
+        raw = json.loads(source)
+    except json.JSONDecodeError as exc:
+        raise BankError(f"{name} line {exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
+    except RecursionError:
+        raise BankError(f"{name}: not a quiz set (its JSON is nested too deeply to read)") from None
+    try:
+        return parse_set(raw, path.stem, name, source)
+    except RecursionError:
+        raise BankError(f"{name}: not a quiz set (nested too deeply)") from None
+
+
+def load_bank(directory: str | Path | None = None, *, strict: bool = False) -> Bank:
+    """Read and check every ``NN.json`` in ``directory`` (default: the installed bank).
+
+    A broken file leaves out only its own set (see ``Bank.problems``); ``strict=True``
+    raises a BankError at the first problem instead.
+    """
     directory = Path(directory) if directory is not None else quizzes_dir()
     sets: dict[str, QuizSet] = {}
+    problems: dict[str, str] = {}
     for path in sorted(directory.glob("*.json")):
-        if not re.fullmatch(r"\d\d", path.stem):
-            raise BankError(f"{path.name}: quiz files are named NN.json")
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise BankError(f"{path.name}: not valid JSON ({exc})") from None
-        sets[path.stem] = parse_set(raw, path.stem, path.name)
+            sets[path.stem] = read_set_file(path)
+        except BankError as exc:
+            if strict:
+                raise
+            problems[path.stem if path.stem in SET_IDS else path.name] = str(exc)
     if not sets:
-        raise BankError(f"no quiz files (NN.json) in {directory}")
-    validate_bank(sets)
-    return Bank(sets, directory)
+        raise BankError(f"no usable quiz files (NN.json) in {directory}"
+                        + ("".join(f"\n  {p}" for p in problems.values()) if problems else ""))
+    notes: dict[str, str] = {}
+    validate_bank(sets, None if strict else problems, notes)
+    return Bank(sets, directory, problems, notes)
 
 
 @lru_cache(maxsize=1)
@@ -372,16 +543,53 @@ def format_number(value: float | None) -> str:
     return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.2f}"
 
 
-def parse_number(text: str) -> float | None:
-    """'2,362,368' / '2_362_368' / ' 64 ' / '3.2e2' -> a float; anything else -> None."""
-    cleaned = re.sub(r"[\s,_]", "", str(text))
-    if not cleaned:
+_GROUPED = re.compile(r"[0-9]{1,3}(?:(?P<sep>[,_ \u00a0\u202f'])[0-9]{3})(?:(?P=sep)[0-9]{3})*")
+_SCALE_WORDS = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "g": 1e9}
+_POWER = re.compile(r"^(?P<mantissa>.+?)\s*(?:[x×*·]\s*10\s*(?:\^|\*\*)\s*(?P<exp>[+-−]?[0-9]{1,3}))$")
+
+
+def _parse_plain(text: str) -> float | None:
+    """'64', '-1.5', '2,362,368', '2 362 368', '3.2e2' -> a float. Digit groups must have three digits."""
+    text = text.strip().replace("−", "-")
+    sign = ""
+    if text[:1] in "+-":
+        sign, text = text[0], text[1:].lstrip()
+    whole, dot, rest = text.partition(".")
+    if _GROUPED.fullmatch(whole):
+        whole = re.sub(r"[,_ \u00a0\u202f']", "", whole)
+    text = whole + dot + rest
+    if not re.fullmatch(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?", text):
         return None
-    try:
-        value = float(cleaned)
-    except ValueError:
-        return None
+    value = float(sign + text)
     return value if math.isfinite(value) else None
+
+
+def parse_number(text: str) -> float | None:
+    """What a learner types, as a number; None if it is not one.
+
+    Accepts '64', ' 2,362,368 ', '2_362_368', '2 362 368', '3.2e2', '1.26e7',
+    '1.26 × 10^7', '12.6 million'. Separators must group three digits, so '3 6' or
+    '3,6' is not 36.
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    if len(text) > 200:
+        return None
+    text = text.strip()
+    if not text:
+        return None
+    power = _POWER.match(text)
+    if power:
+        mantissa = _parse_plain(power["mantissa"])
+        if mantissa is None:
+            return None
+        value = mantissa * 10.0 ** int(power["exp"].replace("−", "-"))
+        return value if math.isfinite(value) else None
+    words = re.fullmatch(r"(.+?)\s*([A-Za-z]+)", text)
+    if words and words[2].lower() in _SCALE_WORDS and (words[2].lower() not in ("m", "g") or words[2] in ("M", "G")):
+        mantissa = _parse_plain(words[1])
+        return None if mantissa is None else mantissa * _SCALE_WORDS[words[2].lower()]
+    return _parse_plain(text)
 
 
 def _without_yes(feedback: str) -> str:
@@ -397,12 +605,15 @@ def option_labels(order: Sequence[int]) -> dict[int, str]:
     return {i: f"{LETTERS[pos]})" for pos, i in enumerate(order)}
 
 
-def grade_choice(question: Question, chosen: Sequence[int], order: Sequence[int] | None = None) -> Verdict:
+def grade_choice(question: Question, chosen: Sequence[int], order: Sequence[int] | None = None, *,
+                 show_missed: bool = True) -> Verdict:
     """Grade chosen options, given as indices in the data's order.
 
     ``order`` is the display order (from ``shuffled_order``); it sets the letters and
     the order of the lines. Single choice: the chosen option's feedback. Select-all:
-    feedback on every option chosen, and on every correct option missed.
+    feedback on every option chosen and, if ``show_missed``, on every correct option
+    missed. With ``show_missed=False`` (a first try) a wrong answer gets feedback on what
+    was ticked and a count of what is missing, not the key.
     """
     order = list(order) if order is not None else list(range(len(question.options)))
     labels = option_labels(order)
@@ -425,15 +636,21 @@ def grade_choice(question: Question, chosen: Sequence[int], order: Sequence[int]
             details.append(f"✓ {labels[i]} right to choose: {_without_yes(option.feedback)}")
         elif i in chosen_set:
             details.append(f"✗ {labels[i]} should not be chosen: {option.feedback}")
-        elif option.correct:
+        elif option.correct and show_missed:
             details.append(f"✗ {labels[i]} missed, it is right too: {_without_yes(option.feedback)}")
     if right:
         headline = f"Correct: all {len(correct_set)} right options, and no others."
     else:
         wrong = len(chosen_set - correct_set)
         missed = len(correct_set - chosen_set)
-        parts = ([f"{wrong} chosen that should not be"] if wrong else []) + ([f"{missed} missed"] if missed else [])
+        if show_missed:
+            parts = ([f"{wrong} chosen that should not be"] if wrong else []) + ([f"{missed} missed"] if missed else [])
+        else:
+            parts = ([f"{wrong} chosen that should not be"] if wrong else []) + (
+                [f"{missed} right option{'s' if missed != 1 else ''} not chosen yet"] if missed else [])
         headline = "Not quite: " + ", ".join(parts) + "."
+        if not show_missed:
+            headline += " Change your choice and check again."
     return Verdict(right, headline, tuple(details))
 
 

@@ -3,6 +3,7 @@
     from mha_core.quiz import quick_check
     quick_check("03")                    # records your answers in the progress file
     quick_check("03", classroom=True)    # for a room: records nothing, has "Reveal answer"
+                                         # (classroom behaviour: QuickCheck._classroom_check)
     show_progress()                      # the review's table of every set, with a reset button
 
 What ``quick_check`` returns (a ``QuickCheck``), for tests and the browser test:
@@ -10,7 +11,8 @@ What ``quick_check`` returns (a ``QuickCheck``), for tests and the browser test:
     .set_id, .classroom, .store (None in classroom mode)
     .questions        list of QuestionView, in the order shown
     .score            HTML: this set's score and the course score   (CSS class mha-quiz-score)
-    .note             HTML: a note when progress cannot be saved    (mha-quiz-note)
+    .note             HTML: a note when progress cannot be saved, when the
+                      file is busy, or why a broken set cannot be shown (mha-quiz-note)
     .box              the VBox holding everything                   (mha-quiz)
 
     QuestionView:
@@ -21,7 +23,8 @@ What ``quick_check`` returns (a ``QuickCheck``), for tests and the browser test:
                       Text (numeric; type the number)                (mha-quiz-option)
     .checkboxes       the Checkbox widgets (multi only)              (mha-quiz-option each)
     .check_button     Button "Check"                                 (mha-quiz-check)
-    .reveal_button    Button "Reveal answer" (classroom only, else None)  (mha-quiz-reveal)
+    .reveal_button    Button "Reveal answer": classroom mode, and in normal mode on select-all
+                      questions, shown after a wrong try ("Show the answer")  (mha-quiz-reveal)
     .feedback         HTML: feedback on the last check or reveal     (mha-quiz-feedback)
     .tries_label      HTML: tries so far                             (mha-quiz-tries)
     .tries            int, the same number
@@ -44,7 +47,9 @@ import ipywidgets as widgets
 
 from .bank import (
     LETTERS,
+    REVIEW_SET_ID,
     Bank,
+    BankError,
     Question,
     Verdict,
     default_bank,
@@ -128,8 +133,12 @@ def _button(description: str, css_class: str, tooltip: str) -> widgets.Button:
 class QuestionView:
     """One question's controls, Check button and feedback (see the module docstring)."""
 
-    def __init__(self, question: Question, number: int, total: int, *, seed: str, on_check, on_reveal=None, tries: int = 0, solved: bool = False):
+    def __init__(self, question: Question, number: int, total: int, *, seed: str, on_check, on_reveal=None, tries: int = 0,
+                 solved: bool = False, solved_in: str | None = None, shown_in: str | None = None):
         self.question = question
+        # The review repeats questions: where one was first answered correctly, and where it is shown now.
+        self.solved_in = solved_in
+        self.shown_in = shown_in or question.set_id
         self.order = shuffled_order(question, seed) if question.kind != "numeric" else []
         self.tries = tries
         self._solved = solved
@@ -170,8 +179,14 @@ class QuestionView:
         self.check_button.on_click(lambda _: self.check())
         buttons = [self.check_button]
         self.reveal_button = None
+        self._wrong_tries = 0
         if on_reveal is not None:
             self.reveal_button = _button("Reveal answer", "mha-quiz-reveal", "Show the correct answer and why")
+        elif question.kind == "multi":
+            # A select-all key is shown after a second wrong try, or on request.
+            self.reveal_button = _button("Show the answer", "mha-quiz-reveal", "Show which options are right, and why")
+            self.reveal_button.layout.display = "none"
+        if self.reveal_button is not None:
             self.reveal_button.on_click(lambda _: self.reveal())
             buttons.append(self.reveal_button)
         self.tries_label = _html("", "mha-quiz-tries")
@@ -237,7 +252,12 @@ class QuestionView:
         if self.question.kind == "numeric":
             verdict = grade_numeric(self.question, answer)
         else:
-            verdict = grade_choice(self.question, answer, self.order)
+            # Select-all: the first wrong try gets feedback on what was ticked; the key comes after the second.
+            verdict = grade_choice(self.question, answer, self.order, show_missed=self._wrong_tries >= 1)
+            if not verdict.correct:
+                self._wrong_tries += 1
+                if self.reveal_button is not None:
+                    self.reveal_button.layout.display = None
         self._solved = self._solved or verdict.correct
         self.tries = self._on_check(self, verdict)
         self.feedback.value = _verdict_html(verdict)
@@ -267,6 +287,9 @@ class QuestionView:
 
     def _show_tries(self) -> None:
         done = ", answered correctly" if self._solved else ""
+        if self._solved and self.solved_in and self.solved_in != self.shown_in:
+            where = "the practice set" if self.solved_in == "00" else f"notebook {self.solved_in}"
+            done += f" in {where}, so it counts here already"
         self.tries_label.value = f'<span style="color:#555">Tries so far: {self.tries}{done}</span>'
 
 
@@ -292,62 +315,103 @@ class _Displayable:
 
 
 class QuickCheck(_Displayable):
-    """A set's questions, with a running score; see the module docstring for its attributes."""
+    """A set's questions, with a running score; see the module docstring for its attributes.
+
+    Classroom mode (``classroom=True``) lives in ``_classroom_check`` (what a Check does in
+    a room: nothing recorded, a count for this session) and ``_classroom_score``; the rest
+    of the class is the same in both modes.
+    """
 
     def __init__(self, set_id: str, *, classroom: bool = False, store: ProgressStore | None = None, bank: Bank | None = None):
         self.bank = bank or default_bank()
-        self.set_id = normalise_set_id(set_id, self.bank.sets)
+        self.set_id = normalise_set_id(set_id, tuple(self.bank.sets) + tuple(self.bank.problems))
         self.classroom = classroom
         # Classroom mode touches no file at all: nothing recorded, a fixed option order.
         self.store = None if classroom else (store or default_store())
+        self._session_correct: set[str] = set()
+        self.note = _html("", "mha-quiz-note")
+        self.score = _html("", "mha-quiz-score")
+        try:
+            title = self.bank.get_set(self.set_id).title
+            questions = self.bank.questions(self.set_id)
+        except BankError as exc:
+            # A broken file costs only its own set: say which file and line, show nothing else.
+            title, questions = "cannot be shown", ()
+            self.note.value = _message(str(exc), "wrong")
+        self._bank_note = self.bank.notes.get(self.set_id, "")
         seed = CLASSROOM_SEED if classroom else self.store.learner_id
         stats = {} if classroom else self.store.question_stats()
-        questions = self.bank.questions(self.set_id)
         self.questions = [
             QuestionView(
                 q, n, len(questions), seed=seed, on_check=self._record,
                 on_reveal=(lambda view: None) if classroom else None,
                 tries=stats[q.id].tries if q.id in stats else 0,
                 solved=stats[q.id].ever_correct if q.id in stats else False,
+                solved_in=stats[q.id].first_correct_set if q.id in stats else None,
+                shown_in=self.set_id,
             )
             for n, q in enumerate(questions, start=1)
         ]
-        title = self.bank.get_set(self.set_id).title
         mode = " (classroom mode: nothing is recorded)" if classroom else ""
         self.header = _html(
             f'{_CSS}<div style="font-size:1.15em"><b>Quick check {self.set_id}: {html.escape(title)}</b>{mode}</div>'
+            f"{self._review_note()}"
             f'<div style="color:#555;font-size:0.9em">{KEYS_HINT}</div>',
             "mha-quiz-title",
         )
-        self.note = _html("", "mha-quiz-note")
-        self.score = _html("", "mha-quiz-score")
-        self._session_correct: set[str] = set()
         self._update_score(stats)
         self.box = widgets.VBox([self.header, self.note] + [v.box for v in self.questions] + [self.score], layout=widgets.Layout(width="100%"))
         self.box.add_class("mha-quiz")
 
-    def _record(self, view: QuestionView, verdict: Verdict) -> int:
-        """Called by a Check: record the try (unless classroom), refresh the score; returns tries so far."""
+    def _review_note(self) -> str:
+        """The review repeats questions of notebooks 01-09: say that earlier answers count here."""
+        if self.set_id != REVIEW_SET_ID or self.set_id not in self.bank.sets:
+            return ""
+        repeated = len(self.bank.sets[self.set_id].include)
+        if not repeated:
+            return ""
+        text = (f"The first {repeated} questions repeat one question from each of notebooks 01 to 09. "
+                "If you answered one correctly there, it shows here as answered correctly already; "
+                "answer it again to check that you still know it.")
         if self.classroom:
-            if verdict.correct:
-                self._session_correct.add(view.question.id)
-            self._update_score(None)
-            return view.tries + 1
+            text = f"The first {repeated} questions repeat one question from each of notebooks 01 to 09."
+        return f'<div style="color:#555;font-size:0.9em" class="mha-quiz-review-note">{html.escape(text)}</div>'
+
+    def _record(self, view: QuestionView, verdict: Verdict) -> int:
+        """Called by a Check: record the try (classroom mode: see _classroom_check), refresh the score; returns tries so far."""
+        if self.classroom:
+            return self._classroom_check(view, verdict)
         self.store.record(view.question.id, self.set_id, verdict.correct, view.answer_text(), source="notebook")
         stats = self.store.question_stats()
         self._update_score(stats)
         return stats[view.question.id].tries if view.question.id in stats else view.tries + 1
 
+    # -- classroom mode, in one place
+
+    def _classroom_check(self, view: QuestionView, verdict: Verdict) -> int:
+        """What a Check does in classroom mode: nothing is recorded; the session's count goes up."""
+        if verdict.correct:
+            self._session_correct.add(view.question.id)
+        self._classroom_score()
+        return view.tries + 1
+
+    def _classroom_score(self) -> None:
+        n = len(self.questions)
+        self.score.value = f"<div>Classroom mode: nothing is recorded. Answered correctly here: {len(self._session_correct)} of {n}.</div>"
+
     def _update_score(self, stats) -> None:
-        if self.store is not None and self.store.note:
-            self.note.value = _message(self.store.note, "wrong")
+        if self.questions:  # with no questions, the note says why
+            notes = [n for n in (self._bank_note, self.store.note if self.store is not None else None) if n]
+            self.note.value = "".join(_message(n, "wrong") for n in notes)
         if self.classroom:
-            n = len(self.questions)
-            self.score.value = f"<div>Classroom mode: nothing is recorded. Answered correctly here: {len(self._session_correct)} of {n}.</div>"
+            self._classroom_score()
+            return
+        if not self.questions:
+            self.score.value = ""
             return
         result = set_result(self.bank, self.set_id, stats)
         right, total = course_score(self.bank, stats)
-        label = "Practice set" if self.set_id == "00" else f"Notebook {self.set_id}"
+        label = {"00": "Practice set", REVIEW_SET_ID: "Review"}.get(self.set_id, f"Notebook {self.set_id}")
         self.score.value = (
             f"<div><b>Score.</b> {label}: {result.best} of {result.questions} questions answered correctly. "
             f"Course: {right} of {total}.</div>"
@@ -447,18 +511,27 @@ class ProgressView(_Displayable):
 
 
 def progress_table_html(summary) -> str:
-    """The summary as an HTML table: one row per set, then the course total."""
+    """The summary as an HTML table: one row per set, then the course total; the rows add up to it."""
     head = ("Notebook", "Topic", "Questions", "Tried", "Correct at least once", "Correct on the latest try", "Tries", "Last answered")
     rows = []
+    repeated = 0
     for key, r in summary.items():
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.last_time)) if r.last_time else "not yet"
         cells = (r.set_id if key != "course" else "all", r.title, r.questions, r.attempted, r.best, r.last, r.tries, when)
+        if key != "course":
+            repeated += r.repeated
         weight = "font-weight:bold;border-top:2px solid #333;" if key == "course" else ""
         rows.append("<tr>" + "".join(f'<td style="{weight}padding:0.2em 0.7em">{html.escape(str(c))}</td>' for c in cells) + "</tr>")
     header = "".join(f'<th style="text-align:left;padding:0.2em 0.7em">{h}</th>' for h in head)
+    foot = ""
+    if repeated:
+        foot = (f'<div class="mha-quiz-progress-note" style="color:#555;font-size:0.9em;margin-top:0.3em">'
+                f"Each question counts once, in the notebook it belongs to, so the rows add up to the total. "
+                f"The review's quick check also repeats {repeated} questions of notebooks 01-09: "
+                f"an answer to one of them counts in that notebook's row.</div>")
     return (f'<table style="font-size:{FONT_PX}px;border-collapse:collapse">'
             f"<caption style=\"text-align:left;font-weight:bold\">Your quick-check progress</caption>"
-            f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>{foot}")
 
 
 def show_progress(*, show: bool | None = None, store: ProgressStore | None = None) -> ProgressView:

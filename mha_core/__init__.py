@@ -61,6 +61,8 @@ __all__ = [
 #: A new lazily imported feature adds one row here, not another ``if``.
 _LAZY = {
     "TorchMultiHeadAttention": (".torch_attention", "TorchMultiHeadAttention"),
+    "ToyModel": (".models", "ToyModel"),
+    "TrainConfig": (".models", "TrainConfig"),
 }
 
 

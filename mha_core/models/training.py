@@ -46,7 +46,7 @@ class TrainConfig:
     seed: int = 0
     d_model: int = D_MODEL
     task: str = "relations"
-    max_steps: int = 600
+    max_steps: int = 300
     batch_size: int = 128
     lr: float = 3e-3
     target_accuracy: float = 0.99

@@ -80,6 +80,26 @@ def _head_sizing():
     return head_sizing()
 
 
+def _live_training():
+    """Notebook 06's controls with seeds 0 and 1 trained beforehand: the events time the cached path
+    and the messages (a retrain takes seconds; bench_training times it)."""
+    from mha_core.models.training import TrainConfig, trained
+    from mha_core.widgets.toy import LiveTraining
+
+    for seed in (0, 1):
+        trained(TrainConfig(n_heads=3, seed=seed))
+    group = LiveTraining(n_heads=3, seed=0)
+    group.train()
+    return group
+
+
+def _toy_head_switches():
+    from mha_core.models.training import TrainConfig, trained
+    from mha_core.widgets.toy import head_switches
+
+    return head_switches(trained(TrainConfig(n_heads=6, seed=0)))
+
+
 GROUPS: dict[str, Group] = {
     "welcome": Group("mha_core.widgets.welcome", _welcome, {"slider": [0.0, 0.5, 1.0, 2.0, 3.0, 4.0]}, notebook="00"),
     "qkv.token_explorer": Group("mha_core.widgets.qkv", _token_explorer, {"token": None}, notebook="01"),
@@ -94,5 +114,14 @@ GROUPS: dict[str, Group] = {
     "sizing.head_sizing": Group(
         "mha_core.widgets.sizing", _head_sizing,
         {"d_model": None, "n_heads": [1, 2, 4, 5, 8, 12, 16, 7, 32, 64], "n_tokens": None}, notebook="05",
+    ),
+    # Seeds 0 and 1 are cached; "1.5", 5 heads and 0 steps are the bad settings (their message path).
+    "toy.live_training": Group(
+        "mha_core.widgets.toy", _live_training,
+        {"seed": ["1", "0", "1.5", "1", "0"], "n_heads": [5, 3], "max_steps": [0, -1, 300]}, notebook="06",
+        notes="cached settings and bad settings only; a retrain is timed in the training section",
+    ),
+    "toy.head_switches": Group(
+        "mha_core.widgets.toy", _toy_head_switches, {f"switches[{h}]": [False, True] for h in range(6)}, notebook="08"
     ),
 }

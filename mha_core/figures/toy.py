@@ -152,7 +152,7 @@ def similarity_matrix_figure(similarity, *, title: str | None = None) -> go.Figu
     s = np.asarray(similarity, dtype=float)
     H = len(s)
     names = [f"head {h + 1}" for h in range(H)]
-    trace = dict(type="heatmap", z=s, x=names, y=names, zmin=0, zmax=1, colorscale="Cividis", reversescale=True,
+    trace = dict(type="heatmap", z=s, x=names, y=names, zmin=0, zmax=1, colorscale="Cividis",
                  text=np.char.mod("%.2f", s), texttemplate="%{text}", textfont=dict(size=FONT_SIZE), xgap=2, ygap=2,
                  colorbar=dict(title=dict(text="divergence")), hovertemplate="%{y} vs %{x}: %{z:.2f}<extra></extra>")
     layout = base_layout(title or "How differently each pair of heads attends (0 = the same pattern)",

@@ -81,3 +81,13 @@ def test_bad_settings_are_named(kwargs, error, words):
 def test_heads_on_of_the_wrong_length_is_refused(model, tokens):
     with pytest.raises(ValueError, match="one flag per head"):
         model(tokens, heads_on=[True, False])
+
+
+def test_import_mha_core_leaves_models_and_torch_unloaded_until_asked():
+    import subprocess
+    import sys
+
+    code = ("import sys, mha_core; assert 'mha_core.models' not in sys.modules and 'torch' not in sys.modules; "
+            "assert mha_core.ToyModel is __import__('mha_core.models', fromlist=['ToyModel']).ToyModel; "
+            "assert mha_core.TrainConfig().n_heads == 3")
+    subprocess.run([sys.executable, "-c", code], check=True)

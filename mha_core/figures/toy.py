@@ -214,6 +214,7 @@ def removal_figure(single, greedy, relations, *, title: str | None = None) -> go
     fig.update_layout(**base_layout(title or "What switching heads off costs", height=480, width=TOY_WIDTH,
                                     barmode="group", legend=dict(orientation="h", y=-0.3),
                                     margin=dict(l=80, r=20, t=100, b=150)))
+    fig.update_xaxes(tickangle=-35, row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], title_text="accuracy", row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], row=1, col=2)
     fig.update_xaxes(tickvals=list(range(H + 1)), ticktext=labels, tickangle=-35, title_text="heads off (in order)",

@@ -24,7 +24,6 @@ from .analysis import (
     role_scores,
     single_head_removal,
 )
-from .bottleneck import bottleneck_sweep, load_sweep
 from .tasks import LAST_MATCH, RELATIONS, Batch, Task, get_task
 from .toy import ToyModel, ToyOutput
 from .training import Progress, TrainConfig, TrainedModel, evaluation_batch, train, trained
@@ -35,3 +34,13 @@ __all__ = [
     "duplicate_pairs", "evaluation_batch", "get_task", "greedy_removal", "head_roles", "head_similarity",
     "key_similarity", "load_sweep", "role_findings", "role_scores", "single_head_removal", "train", "trained",
 ]
+
+
+def __getattr__(name):
+    # The sweep's module is also a command (python -m mha_core.models.bottleneck): importing it here
+    # eagerly would make runpy warn that it was imported before it ran.
+    if name in ("bottleneck_sweep", "load_sweep"):
+        from . import bottleneck
+
+        return getattr(bottleneck, name)
+    raise AttributeError(f"module 'mha_core.models' has no attribute {name!r}")

@@ -61,8 +61,7 @@ class TrainConfig:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):
                 raise TypeError(f"{name} must be a whole number of at least 1; got {value!r} ({type(value).__name__})")
             if value < 1:
-                raise ValueError(f"{name}={value} is too small; {name} must be at least 1 (a number of training steps)"
-                                 if name == "max_steps" else f"{name}={value} is too small; {name} must be at least 1")
+                raise ValueError(f"{name}={value} is too small; {name} must be a whole number of at least 1")
         if not isinstance(self.lr, numbers.Real) or not self.lr > 0:
             raise ValueError(f"lr={self.lr!r} must be a positive number")
         if not isinstance(self.target_accuracy, numbers.Real) or not 0 < self.target_accuracy <= 1:

@@ -86,6 +86,26 @@ def _kv_cache_calculator():
     return kv_cache_calculator(model="Llama-2-7B", n_tokens=4096, batch=1, bytes_per_value=2, memory_gib=80)
 
 
+def _live_training():
+    """Notebook 06's controls with seeds 0 and 1 trained beforehand: the events time the cached path
+    and the messages (a retrain takes seconds; bench_training times it)."""
+    from mha_core.models.training import TrainConfig, trained
+    from mha_core.widgets.toy import LiveTraining
+
+    for seed in (0, 1):
+        trained(TrainConfig(n_heads=3, seed=seed))
+    group = LiveTraining(n_heads=3, seed=0)
+    group.train()
+    return group
+
+
+def _toy_head_switches():
+    from mha_core.models.training import TrainConfig, trained
+    from mha_core.widgets.toy import head_switches
+
+    return head_switches(trained(TrainConfig(n_heads=6, seed=0)))
+
+
 GROUPS: dict[str, Group] = {
     "welcome": Group("mha_core.widgets.welcome", _welcome, {"slider": [0.0, 0.5, 1.0, 2.0, 3.0, 4.0]}, notebook="00"),
     "qkv.token_explorer": Group("mha_core.widgets.qkv", _token_explorer, {"token": None}, notebook="01"),
@@ -107,5 +127,14 @@ GROUPS: dict[str, Group] = {
         {"model": ["Llama-2-7B", "Llama-2-70B", "Gemma-2B", "GPT-2 small", "Mistral-7B v0.1"], "n_tokens": None,
          "batch": [1, 8, 64, 256], "dtype": None, "memory": None, "n_kv_heads": None},
         notebook="09",
+    ),
+    # Seeds 0 and 1 are cached; "1.5", 5 heads and 0 steps are the bad settings (their message path).
+    "toy.live_training": Group(
+        "mha_core.widgets.toy", _live_training,
+        {"seed": ["1", "0", "1.5", "1", "0"], "n_heads": [5, 3], "max_steps": [0, -1, 300]}, notebook="06",
+        notes="cached settings and bad settings only; a retrain is timed in the training section",
+    ),
+    "toy.head_switches": Group(
+        "mha_core.widgets.toy", _toy_head_switches, {f"switches[{h}]": [False, True] for h in range(6)}, notebook="08"
     ),
 }

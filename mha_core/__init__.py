@@ -15,6 +15,7 @@ Modules:
     examples    the running sentence and small seeded layers
     torch_attention   TorchMultiHeadAttention, the fast path (imports torch)
     figures, widgets, exercises, quiz   the course's figures, controls, checks, quizzes
+    models      torch toy models: tasks, training, head roles (imports torch; loaded lazily)
 
 ``import mha_core`` is light: torch, plotly and ipywidgets load only when a feature
 that needs them is used.
@@ -61,6 +62,8 @@ __all__ = [
 #: A new lazily imported feature adds one row here, not another ``if``.
 _LAZY = {
     "TorchMultiHeadAttention": (".torch_attention", "TorchMultiHeadAttention"),
+    "ToyModel": (".models", "ToyModel"),
+    "TrainConfig": (".models", "TrainConfig"),
 }
 
 

@@ -1,0 +1,253 @@
+"""Figures for notebooks 06 and 08: a toy model's heads while it trains, once trained, and when they fail.
+
+Builders are pure: arrays and plain lists in, ``go.Figure`` out. They take numbers
+(histories, score tables, accuracies), never a model, so they need no torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._style import COLORS, FONT_SIZE, SIGNED_COLORSCALE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout
+
+#: Live figures stay under the width of a notebook's output area at 1280 x 800.
+TOY_WIDTH = 800
+
+
+def _relation_colour(r: int) -> str:
+    return COLORS[r % len(COLORS)]
+
+
+def example_targets_figure(tokens, target_positions, relations) -> go.Figure:
+    """One example sequence and, per relation, the positions a head should look at.
+
+    Shapes:
+        tokens: (T,)
+        target_positions: (R, T, T) bool, [r, query, key]
+    """
+    tokens = [int(t) for t in tokens]
+    pos = np.asarray(target_positions, dtype=bool)
+    R, T, _ = pos.shape
+    data = []
+    for r in range(R):
+        q, k = np.nonzero(pos[r])
+        data.append(dict(
+            type="scatter", mode="markers", name=relations[r], x=k.tolist(), y=q.tolist(),
+            marker=dict(size=18 - 4 * r, color=_relation_colour(r), symbol=["circle", "square", "diamond"][r % 3],
+                        line=dict(width=1, color="white")),
+            hovertemplate=f"{relations[r]}: query %{{y}} looks at key %{{x}}<extra></extra>",
+        ))
+    ticktext = [f"{t}: {tok}" for t, tok in enumerate(tokens)]
+    layout = base_layout(
+        "Where each relation points, for one sequence (position: token)",
+        height=520, width=TOY_WIDTH, legend=dict(orientation="h", y=-0.18),
+        xaxis=dict(title_text="key position: token", tickvals=list(range(T)), ticktext=ticktext, range=[-0.5, T - 0.5],
+                   tickangle=-45, gridcolor="#ddd"),
+        yaxis=dict(title_text="query position: token", tickvals=list(range(T)), ticktext=ticktext, range=[T - 0.5, -0.5],
+                   gridcolor="#ddd"),
+    )
+    return go.Figure(data=data, layout=layout)
+
+
+def role_history_figure(steps, role_scores, relations, *, max_steps: int | None = None, title: str | None = None,
+                        validate: bool = True) -> go.Figure:
+    """Each head's role scores over the training steps: one panel per head, one line per relation.
+
+    Shapes:
+        steps: (N,)
+        role_scores: (N, H, R), each in 0..1
+    """
+    steps = np.asarray(steps, dtype=float)
+    scores = np.asarray(role_scores, dtype=float)
+    N, H, R = scores.shape
+    gap = 0.04
+    width = (1 - gap * (H - 1)) / H
+    data, layout_axes = [], {}
+    top = max_steps if max_steps else (steps[-1] if N else 1)
+    for h in range(H):
+        suffix = "" if h == 0 else str(h + 1)
+        for r in range(R):
+            data.append(dict(
+                type="scatter", mode="lines", x=steps, y=scores[:, h, r], xaxis=f"x{suffix}", yaxis=f"y{suffix}",
+                name=relations[r], legendgroup=relations[r], showlegend=h == 0,
+                line=dict(color=_relation_colour(r), width=3, dash=["solid", "dash", "dot"][r % 3]),
+                hovertemplate=f"head {h + 1}, {relations[r]}: %{{y:.2f}} at step %{{x}}<extra></extra>",
+            ))
+        lo = h * (width + gap)
+        layout_axes[f"xaxis{suffix}"] = dict(domain=[lo, lo + width], range=[0, top], title_text="step",
+                                             anchor=f"y{suffix}", gridcolor="#eee")
+        layout_axes[f"yaxis{suffix}"] = dict(range=[0, 1.02], anchor=f"x{suffix}", gridcolor="#eee",
+                                             showticklabels=h == 0, title_text="share of weight" if h == 0 else None)
+    annotations = [dict(text=f"head {h + 1}", x=h * (width + gap) + width / 2, y=1.0, xref="paper", yref="paper",
+                        yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE)) for h in range(H)]
+    layout = base_layout(
+        title or f"Share of each head's weight on each relation's targets, H = {H}",
+        height=420, width=TOY_WIDTH, annotations=annotations, legend=dict(orientation="h", y=-0.25),
+        margin=dict(l=80, r=20, t=90, b=110), **layout_axes,
+    )
+    return go.Figure(data=data, layout=layout, _validate=validate)
+
+
+def role_table_figure(role_scores, relations, *, roles=None, title: str | None = None) -> go.Figure:
+    """The role table: each head's share of weight on each relation's targets, as a heatmap.
+
+    Shapes:
+        role_scores: (H, R)
+    """
+    scores = np.asarray(role_scores, dtype=float)
+    H, R = scores.shape
+    rows = [f"head {h + 1}" + (f" ({roles[h]})" if roles else "") for h in range(H)]
+    trace = dict(type="heatmap", z=scores, x=list(relations), y=rows, zmin=WEIGHTS_RANGE[0], zmax=WEIGHTS_RANGE[1],
+                 colorscale=WEIGHTS_COLORSCALE, text=np.char.mod("%.2f", scores), texttemplate="%{text}",
+                 textfont=dict(size=FONT_SIZE), xgap=2, ygap=2, colorbar=dict(title=dict(text="share")),
+                 hovertemplate="%{y}, %{x}: %{z:.2f}<extra></extra>")
+    layout = base_layout(title or "Share of each head's weight on each relation's targets",
+                         height=200 + 50 * H, width=TOY_WIDTH,
+                         yaxis=dict(autorange="reversed", type="category"), xaxis=dict(type="category", side="top"))
+    return go.Figure(data=[trace], layout=layout)
+
+
+def accuracy_comparison_figure(accuracies: dict, relations, *, title: str | None = None) -> go.Figure:
+    """Per-relation accuracy of several models side by side (``{"1 head": acc, "3 heads": acc}``).
+
+    Shapes:
+        each accuracy: (R,)
+    """
+    data = []
+    for i, (name, acc) in enumerate(accuracies.items()):
+        acc = np.asarray(acc, dtype=float)
+        data.append(dict(type="bar", name=name, x=list(relations), y=acc, marker=dict(color=COLORS[i % len(COLORS)]),
+                         text=[f"{a:.2f}" for a in acc], textposition="outside",
+                         hovertemplate=f"{name}, %{{x}}: %{{y:.3f}}<extra></extra>"))
+    layout = base_layout(title or "Accuracy per relation", barmode="group", height=420, width=TOY_WIDTH,
+                         yaxis=dict(range=[0, 1.12], title_text="accuracy"), xaxis=dict(type="category"))
+    return go.Figure(data=data, layout=layout)
+
+
+def key_similarity_figure(similarity, token: int, *, title: str | None = None) -> go.Figure:
+    """How close every token's key is to ``token``'s key, through each head (cosine similarity).
+
+    Shapes:
+        similarity: (H, V), in -1..1
+    """
+    s = np.asarray(similarity, dtype=float)
+    H, V = s.shape
+    trace = dict(type="heatmap", z=s, x=[str(v) for v in range(V)], y=[f"head {h + 1}" for h in range(H)],
+                 zmin=-1, zmax=1, colorscale=SIGNED_COLORSCALE, text=np.char.mod("%.1f", s), texttemplate="%{text}",
+                 textfont=dict(size=FONT_SIZE - 2), xgap=2, ygap=2, colorbar=dict(title=dict(text="cosine")),
+                 hovertemplate="%{y}: key of token %{x} vs key of token " + str(token) + ": %{z:.2f}<extra></extra>")
+    layout = base_layout(title or f"Token {token}'s key next to every token's key, through each head",
+                         height=200 + 50 * H, width=TOY_WIDTH,
+                         xaxis=dict(type="category", title_text="token"), yaxis=dict(type="category", autorange="reversed"))
+    return go.Figure(data=[trace], layout=layout)
+
+
+def similarity_matrix_figure(similarity, *, title: str | None = None) -> go.Figure:
+    """Mean Jensen-Shannon divergence between every pair of heads' patterns (0 = identical).
+
+    Shapes:
+        similarity: (H, H), in 0..1
+    """
+    s = np.asarray(similarity, dtype=float)
+    H = len(s)
+    names = [f"head {h + 1}" for h in range(H)]
+    trace = dict(type="heatmap", z=s, x=names, y=names, zmin=0, zmax=1, colorscale="Cividis",
+                 text=np.char.mod("%.2f", s), texttemplate="%{text}", textfont=dict(size=FONT_SIZE), xgap=2, ygap=2,
+                 colorbar=dict(title=dict(text="divergence")), hovertemplate="%{y} vs %{x}: %{z:.2f}<extra></extra>")
+    layout = base_layout(title or "How differently each pair of heads attends (0 = the same pattern)",
+                         height=220 + 60 * H, width=min(TOY_WIDTH, 320 + 80 * H),
+                         xaxis=dict(type="category"), yaxis=dict(type="category", autorange="reversed"))
+    return go.Figure(data=[trace], layout=layout)
+
+
+def ablation_figure(accuracy, relations, heads_on, *, baseline=None, title: str | None = None, validate: bool = True) -> go.Figure:
+    """Per-relation accuracy with some heads switched off (bars), beside all heads on (markers).
+
+    Shapes:
+        accuracy, baseline: (R,)
+        heads_on: (H,) bool
+    """
+    acc = np.asarray(accuracy, dtype=float)
+    on = [bool(x) for x in heads_on]
+    off = [str(h + 1) for h, flag in enumerate(on) if not flag]
+    label = "every head on" if not off else ("every head off" if len(off) == len(on) else f"head{'s' if len(off) > 1 else ''} {', '.join(off)} off")
+    data = [dict(type="bar", name=label, x=list(relations), y=acc, marker=dict(color=COLORS[0]),
+                 text=[f"{a:.2f}" for a in acc], textposition="outside",
+                 hovertemplate="%{x}: %{y:.3f}<extra></extra>")]
+    if baseline is not None:
+        data.append(dict(type="scatter", mode="markers", name="every head on", x=list(relations),
+                         y=np.asarray(baseline, dtype=float), marker=dict(symbol="line-ew", size=40, color="black",
+                                                                          line=dict(width=3, color="black")),
+                         hovertemplate="all heads on, %{x}: %{y:.3f}<extra></extra>"))
+    layout = base_layout(title or f"Accuracy per relation, {label}", height=420, width=TOY_WIDTH,
+                         yaxis=dict(range=[0, 1.12], title_text="accuracy"), xaxis=dict(type="category"),
+                         legend=dict(orientation="h", y=-0.2))
+    return go.Figure(data=data, layout=layout, _validate=validate)
+
+
+def removal_figure(single, greedy, relations, *, title: str | None = None) -> go.Figure:
+    """Left: accuracy with each head off alone. Right: accuracy as heads are removed greedily.
+
+    Shapes:
+        single: (H, R)
+        greedy: list of (heads off, accuracy (R,)), from none off to all off
+    """
+    from plotly.subplots import make_subplots
+
+    single = np.asarray(single, dtype=float)
+    H, R = single.shape
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("one head off at a time", "heads removed greedily"))
+    heads = [f"head {h + 1}" for h in range(H)]
+    labels = ["none"] + [f"+ head {off[-1] + 1}" for off, _ in greedy[1:]]
+    acc = np.array([a for _, a in greedy])  # (H + 1, R)
+    for r in range(R):
+        colour = _relation_colour(r)
+        fig.add_trace(go.Bar(x=heads, y=single[:, r], name=relations[r], legendgroup=relations[r],
+                             marker=dict(color=colour), hovertemplate=f"%{{x}} off, {relations[r]}: %{{y:.2f}}<extra></extra>"),
+                      row=1, col=1)
+        fig.add_trace(go.Scatter(x=list(range(H + 1)), y=acc[:, r], mode="lines+markers", name=relations[r],
+                                 legendgroup=relations[r], showlegend=False, line=dict(color=colour, width=3),
+                                 customdata=labels, hovertemplate=f"%{{customdata}} off, {relations[r]}: %{{y:.2f}}<extra></extra>"),
+                      row=1, col=2)
+    fig.update_layout(**base_layout(title or "What switching heads off costs", height=480, width=TOY_WIDTH,
+                                    barmode="group", legend=dict(orientation="h", y=-0.3),
+                                    margin=dict(l=80, r=20, t=100, b=150)))
+    fig.update_xaxes(tickangle=-35, row=1, col=1)
+    fig.update_yaxes(range=[0, 1.05], title_text="accuracy", row=1, col=1)
+    fig.update_yaxes(range=[0, 1.05], row=1, col=2)
+    fig.update_xaxes(tickvals=list(range(H + 1)), ticktext=labels, tickangle=-35, title_text="heads off (in order)",
+                     row=1, col=2)
+    for a in fig.layout.annotations:
+        a.font = dict(size=FONT_SIZE)
+    return fig
+
+
+def bottleneck_figure(sweep: dict, *, title: str | None = None) -> go.Figure:
+    """Accuracy against head count at a fixed d_model: every seed as a dot, the mean as a line.
+
+    ``sweep`` is what ``mha_core.models.bottleneck_sweep`` returns (rows of n_heads,
+    d_head, accuracy per seed, mean, min, max).
+    """
+    rows = sweep["rows"]
+    labels = [f"{r['n_heads']}<br>d_head {r['d_head']}" for r in rows]
+    mean = [r["mean"] for r in rows]
+    data = [dict(type="scatter", mode="lines+markers", name="mean over seeds", x=labels, y=mean,
+                 line=dict(color=COLORS[0], width=3), marker=dict(size=10),
+                 error_y=dict(type="data", symmetric=False, array=[r["max"] - r["mean"] for r in rows],
+                              arrayminus=[r["mean"] - r["min"] for r in rows], thickness=2, width=8),
+                 hovertemplate="%{x}: mean %{y:.3f}<extra></extra>")]
+    xs = [lab for lab, r in zip(labels, rows) for _ in r["accuracy"]]
+    ys = [a for r in rows for a in r["accuracy"]]
+    data.append(dict(type="scatter", mode="markers", name="one seed", x=xs, y=ys,
+                     marker=dict(size=8, color=COLORS[1], symbol="circle-open", line=dict(width=2)),
+                     hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    layout = base_layout(
+        title or f"Accuracy on 'last match' against head count, d_model = {sweep['d_model']} fixed",
+        height=460, width=TOY_WIDTH, legend=dict(orientation="h", y=-0.32),
+        xaxis=dict(type="category", title_text="heads H (and d_head = d_model / H)"),
+        yaxis=dict(title_text=f"accuracy after {sweep['steps']} steps", range=[0.5, 1.02]),
+        margin=dict(l=80, r=20, t=80, b=150),
+    )
+    return go.Figure(data=data, layout=layout)

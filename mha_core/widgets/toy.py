@@ -1,0 +1,216 @@
+"""Controls for notebooks 06 and 08: train the toy model live; switch its heads off.
+
+``LiveTraining`` (06): seed, head-count and step-budget controls. A change retrains
+the model (the status line reads "training..." and a progress bar moves) and the one
+figure shows each head's role scores step by step as they emerge. A setting trained
+before comes back from the in-process cache at once. Bad settings (a head count that
+does not divide d_model, a seed that is not a whole number, a budget below one step)
+show a plain message beside the controls.
+
+``HeadSwitches`` (08): one checkbox per head; the figure shows the model's accuracy
+per relation with the unticked heads off. Every on/off combination is measured once
+when the group is built, so a click only looks the answer up.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import ipywidgets as widgets
+import numpy as np
+
+from ..figures.toy import ablation_figure, role_history_figure
+from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
+
+#: The head counts the slider offers; those that do not divide d_model = 48 get a message.
+MAX_HEADS = 8
+#: Redraw the live figure at most this often during training (every ``eval_every`` steps it is measured).
+REDRAW_EVERY = 10
+
+
+def parse_seed(text) -> int:
+    """A seed typed into the text box, as an int; TypeError/ValueError naming ``seed`` otherwise."""
+    from ..models.tasks import check_seed
+
+    text = str(text).strip()
+    try:
+        value = int(text)
+    except ValueError:
+        raise TypeError(f"seed must be a whole number (0, 1, 2, ...); got {text!r}") from None
+    return check_seed(value)
+
+
+def history_arrays(result):
+    """Steps (N,) and role scores (N, H, R) from a trained model's history (or a partial one)."""
+    history = result if isinstance(result, list) else result.history
+    steps = np.array([p.step for p in history])
+    scores = np.stack([p.role_scores for p in history])  # (N, H, R)
+    return steps, scores
+
+
+def history_figure(result, relations, *, max_steps: int):
+    """The live figure for a (partial) history: what ``LiveTraining`` shows."""
+    steps, scores = history_arrays(result)
+    return role_history_figure(steps, scores, relations, max_steps=max_steps, validate=False)
+
+
+def status_text(result, relations) -> str:
+    """One line: steps taken, and the accuracy reached on each relation."""
+    p = result.final
+    acc = ", ".join(f"{name} {a:.2f}" for name, a in zip(relations, p.accuracy))
+    verdict = "reached the target" if result.reached_target else "did not reach the target"
+    return f"{result.config.n_heads} head(s), seed {result.config.seed}: {p.step} steps, {verdict}. Accuracy: {acc}."
+
+
+class LiveTraining(ControlGroup):
+    """Seed (text), head count (slider) and step budget; a progress bar; one live figure.
+
+    Attributes: ``seed``, ``n_heads``, ``max_steps`` (controls), ``progress``,
+    ``status``, ``message``, ``figure``, ``result`` (the TrainedModel shown).
+    """
+
+    def __init__(self, n_heads: int = 3, seed: int = 0, max_steps: int | None = None):
+        from ..models.tasks import RELATIONS
+        from ..models.training import TrainConfig
+
+        self.relations = RELATIONS.relations
+        default = TrainConfig()
+        max_steps = default.max_steps if max_steps is None else max_steps
+        style = {"description_width": "initial"}
+        self.seed = widgets.Text(value=str(seed), description="seed", continuous_update=False, style=style,
+                                 layout=widgets.Layout(width="150px"))
+        self.n_heads = widgets.IntSlider(value=n_heads, min=1, max=MAX_HEADS, description="heads H",
+                                         continuous_update=False, style=style, layout=widgets.Layout(width="330px"))
+        self.max_steps = widgets.IntText(value=max_steps, description="step budget", style=style,
+                                         layout=widgets.Layout(width="190px"))
+        for control, name in ((self.seed, "seed"), (self.n_heads, "head-count"), (self.max_steps, "steps")):
+            control.add_class(f"mha-toy-{name}")
+        self.progress = widgets.IntProgress(value=0, min=0, max=max_steps, description="",
+                                            layout=widgets.Layout(width="300px"))
+        self.status = widgets.HTML(value="")
+        self.status.add_class("mha-toy-status")
+        self.message = message_box()
+        self.result = None
+        self.figure = None
+        config = self.config()
+        self.figure = figure_widget(role_history_figure(np.zeros(1), np.zeros((1, n_heads, len(self.relations))),
+                                                        self.relations, max_steps=config.max_steps))
+        for control in (self.seed, self.n_heads, self.max_steps):
+            control.observe(self._on_change, names="value")
+
+    def config(self):
+        """The TrainConfig of the current controls (raises TypeError/ValueError for a bad setting)."""
+        from ..models.training import TrainConfig
+
+        return TrainConfig(n_heads=self.n_heads.value, seed=parse_seed(self.seed.value), max_steps=self.max_steps.value)
+
+    def _show_status(self, text: str, *, busy: bool = False) -> None:
+        colour = "#8a4b00" if busy else "#1b4f72"
+        self.status.value = f'<div style="font-size:16px;color:{colour}">{text}</div>'
+
+    def train(self) -> None:
+        """Train (or fetch from the cache) the current setting and show it."""
+        from ..models import training
+
+        try:
+            config = self.config()
+        except (TypeError, ValueError) as error:
+            show_message(self.message, f"{error}. The figure still shows the last model trained.")
+            return
+        show_message(self.message, "")
+        self.progress.max = config.max_steps
+        if training.is_cached(config):
+            self._show(training.trained(config), config, cached=True)
+            return
+        self._show_status(f"training... {config.n_heads} head(s), seed {config.seed}", busy=True)
+        partial = []
+
+        def report(p):
+            partial.append(p)
+            self.progress.value = p.step
+            if len(partial) == 1 or p.step % REDRAW_EVERY == 0 or p.done:
+                acc = ", ".join(f"{a:.2f}" for a in p.accuracy)
+                self._show_status(f"training... step {p.step} / {config.max_steps}, accuracy {acc}", busy=True)
+                update_in_place(self.figure, history_figure(partial, self.relations, max_steps=config.max_steps))
+
+        result = training.trained(config, callback=report)
+        self._show(result, config, cached=False)
+
+    def _show(self, result, config, *, cached: bool) -> None:
+        self.result = result
+        self.progress.value = result.steps
+        update_in_place(self.figure, history_figure(result, self.relations, max_steps=config.max_steps))
+        self._show_status(("(from the cache) " if cached else "trained: ") + status_text(result, self.relations))
+
+    def _on_change(self, change):
+        self.train()
+
+    @property
+    def box(self) -> widgets.VBox:
+        controls = widgets.HBox([self.seed, self.n_heads, self.max_steps])
+        return widgets.VBox([controls, self.message, widgets.HBox([self.progress, self.status]), self.figure])
+
+
+def live_training(n_heads: int = 3, seed: int = 0, max_steps: int | None = None) -> LiveTraining:
+    """Show the controls, then train the starting setting live; returns the group."""
+    from IPython.display import display
+
+    group = LiveTraining(n_heads, seed, max_steps)
+    display(group.box)
+    group.train()
+    return group
+
+
+class HeadSwitches(ControlGroup):
+    """One checkbox per head of a trained model; the figure shows accuracy with the unticked heads off."""
+
+    def __init__(self, result, batch=None):
+        from ..models.analysis import ablation_accuracy
+        from ..models.training import evaluation_batch, one_thread
+
+        self.result = result
+        model = result.model
+        self.relations = model.task.relations
+        batch = evaluation_batch(model.task) if batch is None else batch
+        H = model.n_heads
+        with one_thread():
+            self.table = {
+                off: ablation_accuracy(model, batch, off)
+                for k in range(H + 1) for off in itertools.combinations(range(H), k)
+            }
+        self.switches = [widgets.Checkbox(value=True, description=f"head {h + 1}", indent=False,
+                                          layout=widgets.Layout(width="110px")) for h in range(H)]
+        for s in self.switches:
+            s.add_class("mha-toy-head-switch")
+        self.message = message_box()
+        self.figure = figure_widget(self._build())
+        for s in self.switches:
+            s.observe(self._on_change, names="value")
+
+    @property
+    def heads_on(self) -> np.ndarray:
+        return np.array([s.value for s in self.switches])
+
+    def accuracy(self) -> np.ndarray:
+        off = tuple(h for h, on in enumerate(self.heads_on) if not on)
+        return self.table[off]
+
+    def _build(self):
+        return ablation_figure(self.accuracy(), self.relations, self.heads_on, baseline=self.table[()], validate=False)
+
+    def _on_change(self, change):
+        update_in_place(self.figure, self._build())
+        if not self.heads_on.any():
+            show_message(self.message, "Every head is off: only the residual path (token + position) reaches the read-outs.",
+                         kind="info")
+        else:
+            show_message(self.message, "")
+
+    @property
+    def box(self) -> widgets.VBox:
+        return widgets.VBox([widgets.HBox(self.switches), self.message, self.figure])
+
+
+def head_switches(result, batch=None) -> HeadSwitches:
+    """Checkboxes for the heads of a trained toy model, and its accuracy with the unticked heads off."""
+    return HeadSwitches(result, batch)

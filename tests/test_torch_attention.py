@@ -574,3 +574,209 @@ def test_time_first_layout_names_its_shapes_in_errors():
     layer = TorchMultiHeadAttention(8, 2, batch_first=False)
     with pytest.raises(ValueError, match=r"expected shape \(T, B, D\) or \(T, D\)"):
         layer(torch.zeros(1, 2, 3, 8))
+
+
+# --- the key/value cache (incremental decoding) ------------------------------------------------
+
+HEAD_LAYOUTS = {"mha": (4, 4), "gqa": (4, 2), "mqa": (4, 1)}
+
+
+def decode(layer, x, chunks, *, max_tokens=None, need_weights=False):
+    """Feed ``x`` (B, T, D) to ``layer`` through a fresh cache, ``chunks`` tokens at a time.
+
+    Returns the outputs joined along T, the weights of each call, and the cache.
+    """
+    B, T, _ = x.shape
+    cache = layer.new_kv_cache(B, max_tokens or T)
+    outputs, weights, start = [], [], 0
+    for size in chunks:
+        result = layer(x[:, start : start + size], kv_cache=cache, need_weights=need_weights)
+        outputs.append(result.output)  # (B, size, D)
+        weights.append(result.weights)
+        start += size
+    assert start == T
+    return torch.cat(outputs, dim=1), weights, cache  # (B, T, D)
+
+
+def split_into(T, sizes):
+    """Chunk sizes that add up to T: the given sizes in turn, the last one cut short."""
+    chunks, i = [], 0
+    while sum(chunks) < T:
+        chunks.append(min(sizes[i % len(sizes)], T - sum(chunks)))
+        i += 1
+    return chunks
+
+
+@pytest.mark.parametrize("layout", HEAD_LAYOUTS)
+@pytest.mark.parametrize("batch", [1, 3])
+def test_new_kv_cache_is_preallocated_with_the_layers_head_layout(layout, batch):
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = TorchMultiHeadAttention(16, n_heads, n_kv_heads=n_kv_heads, dtype=torch.float32)
+    cache = layer.new_kv_cache(batch, max_tokens=10)
+    assert isinstance(cache, torch_attention.KVCache)
+    assert cache.k.shape == cache.v.shape == (batch, n_kv_heads, 10, 4)  # (B, Hkv, max_tokens, Dh)
+    assert cache.k.dtype == cache.v.dtype == torch.float32
+    assert (cache.length, cache.max_tokens) == (0, 10)
+    # The bytes a cache holds: keys and values, B * Hkv * max_tokens * Dh numbers each.
+    # (costs.kv_cache_bytes(n_layers=1, n_tokens=10, n_kv_heads, d_head=4, batch, bytes_per_value=4) once it exists.)
+    assert cache.nbytes == cache.k.nbytes + cache.v.nbytes == 2 * batch * n_kv_heads * 10 * 4 * 4
+    doubles = layer.new_kv_cache(batch, 10, dtype=torch.float64)
+    assert doubles.nbytes == 2 * cache.nbytes and doubles.k.dtype == torch.float64
+
+
+@pytest.mark.parametrize("layout", HEAD_LAYOUTS)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("chunk", [1, 3, "all"])
+@pytest.mark.parametrize("T", [1, 5, 8])
+def test_cached_decoding_equals_the_full_causal_pass(layout, bias, chunk, T):
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = layer_with_biases(16, n_heads, n_kv_heads=n_kv_heads, bias=bias, dtype=torch.float32)
+    x = randn(2, T, 16, seed=T, dtype=torch.float32)
+    with torch.no_grad():
+        full = layer(x, is_causal=True).output  # (B, T, D)
+        cached, _, cache = decode(layer, x, split_into(T, [T if chunk == "all" else chunk]))
+    assert cache.length == T
+    assert max_error(cached, full) < 1e-6
+
+
+@given(
+    layout=st.sampled_from(sorted(HEAD_LAYOUTS)),
+    bias=st.booleans(),
+    chunks=st.lists(st.integers(1, 5), min_size=1, max_size=6),
+    spare=st.integers(0, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_any_chunking_of_cached_decoding_equals_the_full_causal_pass(layout, bias, chunks, spare, seed):
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = layer_with_biases(16, n_heads, n_kv_heads=n_kv_heads, bias=bias, seed=seed % 101, dtype=torch.float32)
+    T = sum(chunks)
+    x = randn(1, T, 16, seed=seed, dtype=torch.float32)
+    with torch.no_grad():
+        full = layer(x, is_causal=True, need_weights=True)
+        cached, weights, cache = decode(layer, x, chunks, max_tokens=T + spare, need_weights=True)
+    assert max_error(cached, full.output) < 1e-6
+    start = 0
+    for size, w in zip(chunks, weights):
+        # Each call's weights are its rows of the full causal weights, over the keys seen so far.
+        assert w.shape == (1, n_heads, size, start + size)
+        assert max_error(w, full.weights[:, :, start : start + size, : start + size]) < 1e-6
+        start += size
+    assert (cache.length, cache.max_tokens) == (T, T + spare)
+
+
+@pytest.mark.parametrize("layout", HEAD_LAYOUTS)
+def test_chunked_prefill_after_a_partial_fill_keeps_the_causal_offset(layout):
+    # nanoGPT PR #613: a chunk that follows cached tokens must see every cached token
+    # and only the earlier tokens of its own chunk (the causal mask shifted by the cache length).
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = layer_with_biases(16, n_heads, n_kv_heads=n_kv_heads, dtype=torch.float32)
+    x = randn(2, 9, 16, seed=3, dtype=torch.float32)
+    with torch.no_grad():
+        full = layer(x, is_causal=True).output
+        cached, _, _ = decode(layer, x, [2, 4, 1, 2])
+        reference = layer.to_numpy()(x.double().numpy(), is_causal=True).output
+    assert max_error(cached, full) < 1e-6
+    assert max_error(cached, reference) < 1e-6
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_cached_decoding_in_every_input_layout(batch_first):
+    layer = layer_with_biases(16, 4, n_kv_heads=2, dtype=torch.float64, batch_first=batch_first)
+    x = randn(2, 6, 16, seed=1)  # (B, T, D)
+    full = layer(x if batch_first else x.transpose(0, 1), is_causal=True).output
+    full = full if batch_first else full.transpose(0, 1)  # (B, T, D)
+    cache = layer.new_kv_cache(batch=2, max_tokens=6)
+    parts = []
+    for start, end in ((0, 4), (4, 5), (5, 6)):
+        chunk = x[:, start:end]  # (B, Tc, D)
+        out = layer(chunk if batch_first else chunk.transpose(0, 1), kv_cache=cache).output
+        parts.append(out if batch_first else out.transpose(0, 1))  # (B, Tc, D)
+    assert max_error(torch.cat(parts, dim=1), full) < 1e-12
+    # Unbatched (T, D) input uses a cache of batch 1.
+    single = layer.new_kv_cache(1, 6)
+    out = torch.cat([layer(x[0, :3], kv_cache=single).output, layer(x[0, 3:], kv_cache=single).output])  # (T, D)
+    assert max_error(out, full[0]) < 1e-12
+
+
+def test_reset_cache_decodes_like_a_fresh_one():
+    layer = layer_with_biases(16, 4, n_kv_heads=1, dtype=torch.float32)
+    x, y = randn(1, 5, 16, seed=1, dtype=torch.float32), randn(1, 5, 16, seed=2, dtype=torch.float32)
+    cache = layer.new_kv_cache(1, 5)
+    with torch.no_grad():
+        layer(x, kv_cache=cache)
+        assert cache.length == 5
+        cache.reset()
+        assert cache.length == 0
+        again = torch.cat([layer(y[:, :2], kv_cache=cache).output, layer(y[:, 2:], kv_cache=cache).output], dim=1)
+        assert max_error(again, layer(y, is_causal=True).output) < 1e-6
+
+
+def test_a_full_cache_refuses_more_tokens_and_is_left_as_it_was():
+    layer = layer_with_biases(16, 4, dtype=torch.float32)
+    cache = layer.new_kv_cache(1, max_tokens=4)
+    x = randn(1, 5, 16, seed=1, dtype=torch.float32)
+    with torch.no_grad():
+        layer(x[:, :3], kv_cache=cache)
+        k_before = cache.k.clone()
+        with pytest.raises(ValueError, match=r"kv_cache is full.*3 of max_tokens=4.*2 more"):
+            layer(x[:, 3:], kv_cache=cache)
+        assert cache.length == 3 and torch.equal(cache.k, k_before)
+        layer(x[:, 3:4], kv_cache=cache)  # the last free position still takes one token
+        assert cache.length == 4
+        with pytest.raises(ValueError, match="max_tokens=4"):
+            layer(x[:, 4:], kv_cache=cache)
+
+
+@pytest.mark.parametrize(
+    "make_cache, error, pattern",
+    [
+        (lambda L: TorchMultiHeadAttention(16, 4, n_kv_heads=1).new_kv_cache(1, 8), ValueError,
+         r"kv_cache has k of shape \(1, 1, 8, 4\); this layer needs \(B, Hkv, max_tokens, Dh\) = \(1, 2, max_tokens, 4\)"),
+        (lambda L: L.new_kv_cache(2, 8), ValueError, r"kv_cache is for batch 2 but the input has batch 1"),
+        (lambda L: L.new_kv_cache(1, 8, dtype=torch.float64), TypeError,
+         r"kv_cache holds torch.float64 but this layer's weights are torch.float32"),
+        (lambda L: L.new_kv_cache(1, 8, device="meta"), ValueError, r"kv_cache is on meta but this layer's weights are on cpu"),
+        (lambda L: "cache", TypeError, r"kv_cache must be a KVCache from new_kv_cache\(\); got str"),
+    ],
+    ids=["wrong-heads", "wrong-batch", "wrong-dtype", "wrong-device", "not-a-cache"],
+)
+def test_a_cache_that_does_not_fit_the_layer_is_refused(make_cache, error, pattern):
+    layer = TorchMultiHeadAttention(16, 4, n_kv_heads=2, dtype=torch.float32)
+    cache = make_cache(layer)
+    with pytest.raises(error, match=pattern):
+        layer(torch.zeros(1, 2, 16), kv_cache=cache)
+
+
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"key": "x"}, r"kv_cache is for self-attention decoding: pass only the new tokens as query, not key or value"),
+        ({"value": "x"}, r"not key or value"),
+        ({"attn_mask": torch.zeros(2, 2, dtype=torch.bool)}, r"kv_cache implies the causal mask; attn_mask cannot be combined with it"),
+        ({"key_padding_mask": torch.zeros(1, 2, dtype=torch.bool)}, r"key_padding_mask cannot be combined with it"),
+    ],
+    ids=["key", "value", "attn_mask", "key_padding_mask"],
+)
+def test_kv_cache_refuses_key_value_and_masks(kwargs, pattern):
+    layer = TorchMultiHeadAttention(16, 4, dtype=torch.float32)
+    cache = layer.new_kv_cache(1, 8)
+    x = torch.zeros(1, 2, 16)
+    kwargs = {k: (x if isinstance(v, str) else v) for k, v in kwargs.items()}
+    with pytest.raises(ValueError, match=pattern):
+        layer(x, kv_cache=cache, **kwargs)
+    assert cache.length == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, pattern",
+    [
+        ({"batch": 0, "max_tokens": 4}, ValueError, r"batch=0 is too small"),
+        ({"batch": 1}, TypeError, r"max_tokens is required"),
+        ({"batch": 1, "max_tokens": 2.5}, TypeError, r"max_tokens must be a whole number"),
+        ({"batch": 1, "max_tokens": 10**12}, ValueError, r"max_tokens=1000000000000 would need .* bytes"),
+    ],
+)
+def test_new_kv_cache_refuses_bad_sizes(kwargs, error, pattern):
+    layer = TorchMultiHeadAttention(16, 4)
+    with pytest.raises(error, match=pattern):
+        layer.new_kv_cache(**kwargs)

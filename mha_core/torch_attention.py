@@ -218,16 +218,19 @@ class TorchMultiHeadAttention(nn.Module):
             returns: TorchAttentionResult(output (B, Tq, D), weights (B, H, Tq, Tk) or None);
                 with kv_cache, Tk = kv_cache.length after the call
         """
-        is_causal = _validate.flag(is_causal, "is_causal") or kv_cache is not None
-        need_weights = _validate.flag(need_weights, "need_weights")
+        if type(is_causal) is not bool:
+            is_causal = _validate.flag(is_causal, "is_causal")
         if kv_cache is not None:
             self._check_cache(kv_cache, query, key, value, attn_mask, key_padding_mask)
-        query, key, value = self._inputs(query, key, value)
+            is_causal = True
+        qkv, out_proj = self.qkv, self.out_proj
+        query, key, value = self._inputs(query, key, value, qkv.weight.dtype)
         special = self.why_not_plain_sdpa(query, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                           need_weights=need_weights, kv_cache=kv_cache)
-        q, k, v = self._project(query, key, value)  # (B, H, Tq, Dh), (B, Hkv, Tk, Dh) x 2
-        offset = 0 if kv_cache is None else kv_cache.length  # tokens before this chunk
+        q, k, v = self._project(query, key, value, qkv.weight, qkv.bias)  # (B, H, Tq, Dh), (B, Hkv, Tk, Dh) x 2
+        offset = 0
         if kv_cache is not None:
+            offset = kv_cache.length  # tokens before this chunk
             k, v = kv_cache.append(k, v)  # (B, Hkv, offset + Tq, Dh): the cached tokens, then these
         if special is None:
             head_outputs, weights = _sdpa(q, k, v, None, is_causal and offset == 0), None  # (B, H, Tq, Dh)
@@ -241,7 +244,7 @@ class TorchMultiHeadAttention(nn.Module):
                 head_outputs, weights = _zero_fully_blocked(head_outputs, weights, mask)
         B, H, Tq, Dh = head_outputs.shape
         concat = head_outputs.transpose(1, 2).reshape(B, Tq, H * Dh)  # (B, Tq, D)
-        output = F.linear(concat, self.out_proj.weight, self.out_proj.bias)  # (B, Tq, D)
+        output = F.linear(concat, out_proj.weight, out_proj.bias)  # (B, Tq, D)
         return self._caller_layout(output, weights, query)
 
     def why_not_plain_sdpa(self, query, key=None, value=None, *, attn_mask=None, key_padding_mask=None,
@@ -256,7 +259,7 @@ class TorchMultiHeadAttention(nn.Module):
 
         Shapes: as ``forward``.
         """
-        if need_weights:
+        if _validate.flag(need_weights, "need_weights"):
             return "need_weights=True: the per-head weights are computed step by step so that they exist"
         if attn_mask is not None:
             return "attn_mask is given: it goes to SDPA as a mask tensor, and fully blocked queries are zeroed"
@@ -268,19 +271,20 @@ class TorchMultiHeadAttention(nn.Module):
 
     # -- the steps ---------------------------------------------------------------------
 
-    def _inputs(self, query, key, value):
-        """Check query/key/value; key defaults to query and value to key.
+    def _inputs(self, query, key, value, dtype):
+        """Check query/key/value (``dtype``: the weights'); key defaults to query and value to key.
 
         A tensor passed more than once stays one object, so that ``_project`` can see
         self-attention. Layout (batch_first, unbatched) is left as given.
         """
+        self._check_input(query, "query", dtype)
+        if (key is None or key is query) and (value is None or value is query):
+            return query, query, query  # self-attention
         key = query if key is None else key
         value = key if value is None else value
-        _check_input(self, query, "query")
-        if key is not query:
-            _check_input(self, key, "key")
-        if value is not key and value is not query:
-            _check_input(self, value, "value")
+        for name, x in (("key", key), ("value", value)):
+            if x is not query:
+                self._check_input(x, name, dtype)
         if key.dim() != query.dim() or value.dim() != query.dim():
             name, x = ("key", key) if key.dim() != query.dim() else ("value", value)
             raise ValueError(
@@ -299,6 +303,32 @@ class TorchMultiHeadAttention(nn.Module):
             )
         return query, key, value
 
+    def _check_input(self, x, name: str, dtype) -> None:
+        """Raise unless ``x`` is a finite float tensor of ``dtype`` (the weights'), this layer's rank and width."""
+        if not isinstance(x, torch.Tensor):
+            layout = "(B, T, D) or (T, D)" if self.batch_first else "(T, B, D) or (T, D)"
+            raise TypeError(f"{name} must be a torch.Tensor of shape {layout}; got {type(x).__name__} (convert it with torch.as_tensor)")
+        if x.dtype != dtype:
+            if not x.is_floating_point():
+                raise TypeError(f"{name} must hold floating-point numbers; got dtype {x.dtype}")
+            raise TypeError(
+                f"{name} has dtype {x.dtype} but this layer's weights are {dtype}; "
+                f"convert the input with .to({dtype}) or the layer with .to({x.dtype})"
+            )
+        shape = x.shape
+        if len(shape) not in (2, 3) or 0 in shape or shape[-1] != self.d_model:
+            layout = "(B, T, D) or (T, D)" if self.batch_first else "(T, B, D) or (T, D)"
+            if len(shape) not in (2, 3):
+                raise ValueError(f"{name} has rank {len(shape)} (shape {tuple(shape)}); expected shape {layout}")
+            if 0 in shape:
+                raise ValueError(f"{name} is empty (shape {tuple(shape)}); it needs at least one token and one feature")
+            raise ValueError(f"{name} has d_model={shape[-1]} (shape {tuple(shape)}); this layer expects d_model={self.d_model}")
+        # One reduction finds NaN and inf (they make the sum non-finite); only then, or when
+        # finite values overflow the sum, is every entry looked at.
+        if not math.isfinite(x.detach().sum().item()) and not torch.isfinite(x).all():
+            bad = "NaN" if x.isnan().any() else "inf"
+            raise ValueError(f"{name} contains {bad}; every entry must be a finite number")
+
     def _n_tokens(self, x) -> int:
         """T of an input in this layer's layout: (B, T, D), (T, B, D) or (T, D)."""
         return x.shape[0] if x.dim() == 2 or not self.batch_first else x.shape[1]
@@ -312,7 +342,7 @@ class TorchMultiHeadAttention(nn.Module):
                 raise ValueError(f"kv_cache implies the causal mask; {name} cannot be combined with it")
         if not isinstance(cache, KVCache):
             raise TypeError(f"kv_cache must be a KVCache from new_kv_cache(); got {type(cache).__name__}")
-        _check_input(self, query, "query")
+        self._check_input(query, "query", self.qkv.weight.dtype)
         B = 1 if query.dim() == 2 else query.shape[0 if self.batch_first else 1]
         weight = self.qkv.weight
         if cache.k.shape[1:2] + cache.k.shape[3:] != (self.n_kv_heads, self.d_head) or cache.v.shape != cache.k.shape:
@@ -327,14 +357,14 @@ class TorchMultiHeadAttention(nn.Module):
         if cache.k.device != weight.device:
             raise ValueError(f"kv_cache is on {cache.k.device} but this layer's weights are on {weight.device}")
 
-    def _project(self, query, key, value):
+    def _project(self, query, key, value, w, b):
         """q, k, v split into heads; self-attention takes one fused matrix product.
 
         Shapes (query, key, value in the layer's layout):
             query: (B, Tq, D); key, value: (B, Tk, D)
+            w: (D + 2*Hkv*Dh, D), the fused weight; b: (D + 2*Hkv*Dh,) or None
             returns: q (B, H, Tq, Dh), k and v (B, Hkv, Tk, Dh)
         """
-        w, b = self.qkv.weight, self.qkv.bias  # (D + 2*Hkv*Dh, D), (D + 2*Hkv*Dh,)
         if key is query and value is query:
             qkv = self._split_heads(F.linear(query, w, b))  # (B, H + 2*Hkv, T, Dh)
             return qkv.split_with_sizes(self._heads, dim=1)  # (B, H, T, Dh), (B, Hkv, T, Dh) x 2
@@ -500,35 +530,7 @@ class TorchMultiHeadAttention(nn.Module):
 _WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
 
 
-# -- checks ---------------------------------------------------------------------------------
-
-
-def _check_input(layer: TorchMultiHeadAttention, x, name: str) -> None:
-    """Raise unless ``x`` is a finite float tensor of the layer's dtype, rank and width."""
-    if not isinstance(x, torch.Tensor):
-        layout = "(B, T, D) or (T, D)" if layer.batch_first else "(T, B, D) or (T, D)"
-        raise TypeError(f"{name} must be a torch.Tensor of shape {layout}; got {type(x).__name__} (convert it with torch.as_tensor)")
-    weight_dtype = layer.qkv.weight.dtype
-    if x.dtype != weight_dtype:
-        if not x.is_floating_point():
-            raise TypeError(f"{name} must hold floating-point numbers; got dtype {x.dtype}")
-        raise TypeError(
-            f"{name} has dtype {x.dtype} but this layer's weights are {weight_dtype}; "
-            f"convert the input with .to({weight_dtype}) or the layer with .to({x.dtype})"
-        )
-    shape = x.shape
-    if len(shape) not in (2, 3) or 0 in shape or shape[-1] != layer.d_model:
-        layout = "(B, T, D) or (T, D)" if layer.batch_first else "(T, B, D) or (T, D)"
-        if len(shape) not in (2, 3):
-            raise ValueError(f"{name} has rank {len(shape)} (shape {tuple(shape)}); expected shape {layout}")
-        if 0 in shape:
-            raise ValueError(f"{name} is empty (shape {tuple(shape)}); it needs at least one token and one feature")
-        raise ValueError(f"{name} has d_model={shape[-1]} (shape {tuple(shape)}); this layer expects d_model={layer.d_model}")
-    # One reduction finds NaN and inf (they make the sum non-finite); only then, or when
-    # finite values overflow the sum, is every entry looked at.
-    if not math.isfinite(x.detach().sum().item()) and not torch.isfinite(x).all():
-        bad = "NaN" if x.isnan().any() else "inf"
-        raise ValueError(f"{name} contains {bad}; every entry must be a finite number")
+# -- masks ----------------------------------------------------------------------------------
 
 
 def _as_additive_mask(mask, name: str, like: torch.Tensor) -> torch.Tensor:

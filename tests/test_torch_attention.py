@@ -6,6 +6,7 @@ Parity with torch.nn.MultiheadAttention over a sweep of shapes is in test_parity
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
@@ -817,3 +818,60 @@ def test_largest_cache_error_seen_is_within_float32_tolerance(capsys):
     with capsys.disabled():
         print(f"\nlargest |cached - full| in float32: {CACHE_ERROR['largest']:.2e}")
     assert CACHE_ERROR["largest"] < 1e-6
+
+
+# --- NaN and inf (refused, as the NumPy reference refuses them) ----------------------------------
+
+
+@pytest.mark.parametrize("bad, word", [(math.nan, "NaN"), (math.inf, "inf"), (-math.inf, "inf")])
+@pytest.mark.parametrize("where", ["query", "key", "value", "self"])
+def test_nan_or_inf_in_an_input_is_refused_never_a_silent_zero(bad, word, where):
+    # A NaN query row in cross-attention used to come back as zeros (SDPA's CPU kernel
+    # treats a row of NaN scores as blocked); torch.nn.MultiheadAttention returns NaN.
+    layer = layer_with_biases(8, 2)
+    query, key, value = randn(2, 3, 8, seed=1), randn(2, 4, 8, seed=2), randn(2, 4, 8, seed=3)
+    target = {"query": query, "key": key, "value": value, "self": query}[where]
+    target[1, 2, 5] = bad
+    name = "query" if where == "self" else where
+    args = (query,) if where == "self" else (query, key, value)
+    for need_weights in (False, True):
+        with pytest.raises(ValueError, match=rf"^{name} contains {word}; every entry must be a finite number"):
+            layer(*args, need_weights=need_weights)
+
+
+def test_huge_finite_inputs_are_not_mistaken_for_inf():
+    # The check sums the input first: a sum that overflows must not count as inf.
+    layer = TorchMultiHeadAttention(8, 2, seed=0, dtype=torch.float32)
+    x = torch.full((1, 2, 8), 3e38)  # finite, but the sum overflows float32
+    layer(x)  # no error (the output itself may overflow: that is the arithmetic, not the input)
+
+
+@pytest.mark.parametrize("bad, word", [(math.nan, "NaN"), (math.inf, r"\+inf")])
+@pytest.mark.parametrize("which", ["attn_mask", "key_padding_mask"])
+def test_nan_or_plus_inf_in_a_float_mask_is_refused(bad, word, which):
+    layer = layer_with_biases(8, 2)
+    x = randn(2, 3, 8, seed=1)
+    mask = torch.zeros((3, 3) if which == "attn_mask" else (2, 3), dtype=torch.float64)
+    mask[1, 2] = bad
+    for need_weights in (False, True):
+        with pytest.raises(ValueError, match=rf"{which} contains {word}; a float mask holds finite numbers or -inf \(blocked\)"):
+            layer(x, need_weights=need_weights, **{which: mask})
+
+
+@pytest.mark.parametrize("value", ["no", 1, None, 0.0])
+@pytest.mark.parametrize("name", ["is_causal", "need_weights"])
+def test_flags_must_be_true_or_false(value, name):
+    layer = TorchMultiHeadAttention(8, 2, dtype=torch.float64)
+    with pytest.raises(TypeError, match=rf"{name} must be True or False; got {re.escape(repr(value))}"):
+        layer(torch.zeros(1, 2, 8, dtype=torch.float64), **{name: value})
+    assert layer(torch.zeros(1, 2, 8, dtype=torch.float64), **{name: np.bool_(True)}).output.shape == (1, 2, 8)
+
+
+# --- sizes no machine could hold ----------------------------------------------------------------
+
+
+def test_a_layer_too_large_for_any_course_machine_is_refused_before_allocating():
+    with pytest.raises(ValueError, match=r"d_model=1000000 .* would need 16,000,016,000,000 bytes \(16.0 TB\)"):
+        TorchMultiHeadAttention(10**6, 8, dtype=torch.float32)
+    # Shapes only (device="meta") allocate nothing, so any size can be counted.
+    assert TorchMultiHeadAttention(10**6, 8, device="meta").n_parameters == costs.attention_parameters(10**6, 8)

@@ -135,8 +135,11 @@ def divides(count: int, total: int, *, name: str = "n_heads", of: str = "d_model
     raise ValueError(message)
 
 
-def float_array(x, name: str, *, ranks=(2, 3), shape_names: str = "(B, T, D) or (T, D)") -> np.ndarray:
-    """``x`` as a float64 array with no NaN or inf, of one of ``ranks``; never a view of ``x``."""
+def float_array(x, name: str, *, ranks=(2, 3), shape_names: str = "(B, T, D) or (T, D)", copy: bool = True) -> np.ndarray:
+    """``x`` as a float64 array with no NaN or inf, of one of ``ranks``.
+
+    A fresh copy unless ``copy=False`` (then a float64 ``x`` is returned as it is).
+    """
     if isinstance(x, np.ndarray):
         arr = x
     else:
@@ -152,7 +155,8 @@ def float_array(x, name: str, *, ranks=(2, 3), shape_names: str = "(B, T, D) or 
         )
     if 0 in arr.shape:
         raise ValueError(f"{name} is empty (shape {arr.shape}); it needs at least one token and one feature")
-    arr = np.array(arr, dtype=np.float64)  # a copy: the reference never changes its inputs
+    # A copy by default: the reference never changes its inputs.
+    arr = np.array(arr, dtype=np.float64) if copy else np.asarray(arr, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         bad = "NaN" if np.isnan(arr).any() else "inf"
         raise ValueError(f"{name} contains {bad}; every entry must be a finite number")

@@ -224,10 +224,11 @@ class TorchMultiHeadAttention(nn.Module):
             self._check_cache(kv_cache, query, key, value, attn_mask, key_padding_mask)
             is_causal = True
         qkv, out_proj = self.qkv, self.out_proj
-        query, key, value = self._inputs(query, key, value, qkv.weight.dtype)
+        w_qkv = qkv.weight  # (D + 2*Hkv*Dh, D)
+        query, key, value = self._inputs(query, key, value, w_qkv.dtype)
         special = self.why_not_plain_sdpa(query, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                           need_weights=need_weights, kv_cache=kv_cache)
-        q, k, v = self._project(query, key, value, qkv.weight, qkv.bias)  # (B, H, Tq, Dh), (B, Hkv, Tk, Dh) x 2
+        q, k, v = self._project(query, key, value, w_qkv, qkv.bias)  # (B, H, Tq, Dh), (B, Hkv, Tk, Dh) x 2
         offset = 0
         if kv_cache is not None:
             offset = kv_cache.length  # tokens before this chunk
@@ -259,7 +260,7 @@ class TorchMultiHeadAttention(nn.Module):
 
         Shapes: as ``forward``.
         """
-        if _validate.flag(need_weights, "need_weights"):
+        if need_weights is not False and _validate.flag(need_weights, "need_weights"):
             return "need_weights=True: the per-head weights are computed step by step so that they exist"
         if attn_mask is not None:
             return "attn_mask is given: it goes to SDPA as a mask tensor, and fully blocked queries are zeroed"

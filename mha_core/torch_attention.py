@@ -414,7 +414,7 @@ class TorchMultiHeadAttention(nn.Module):
         if attn_mask is not None:
             m = _as_additive_mask(attn_mask, "attn_mask", q)
             if m.shape == (B * H, Tq, Tk):
-                m = m.view(B, H, Tq, Tk)  # (B, H, Tq, Tk)
+                m = m.reshape(B, H, Tq, Tk)  # (B, H, Tq, Tk)
             elif m.shape != (Tq, Tk):
                 raise ValueError(
                     f"attn_mask has shape {tuple(m.shape)}; valid shapes are (Tq, Tk) = ({Tq}, {Tk}) "
@@ -430,7 +430,7 @@ class TorchMultiHeadAttention(nn.Module):
                     f"key_padding_mask has shape {tuple(m.shape)}; the valid shape is (B, Tk) = ({B}, {Tk}) "
                     f"(or (Tk,) for unbatched input)"
                 )
-            m = m.view(B, 1, 1, Tk)  # (B, 1, 1, Tk)
+            m = m.reshape(B, 1, 1, Tk)  # (B, 1, 1, Tk)
             total = m if total is None else total + m  # (B, H|1, Tq|1, Tk)
         if is_causal:
             later = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device).triu(1 + offset)  # (Tq, Tk): keys after the query

@@ -875,3 +875,13 @@ def test_a_layer_too_large_for_any_course_machine_is_refused_before_allocating()
         TorchMultiHeadAttention(10**6, 8, dtype=torch.float32)
     # Shapes only (device="meta") allocate nothing, so any size can be counted.
     assert TorchMultiHeadAttention(10**6, 8, device="meta").n_parameters == costs.attention_parameters(10**6, 8)
+
+
+def test_non_contiguous_masks_are_accepted():
+    layer = layer_with_biases(8, 2)
+    x = randn(2, 3, 8, seed=1)
+    attn_mask = randn(4, 3, 3, seed=2)  # (B*H, Tq, Tk)
+    padding = torch.tensor([[False, True], [False, False], [True, False]])  # (Tk, B), transposed below
+    expected = layer(x, attn_mask=attn_mask.contiguous(), key_padding_mask=padding.T.contiguous()).output
+    got = layer(x, attn_mask=attn_mask.transpose(1, 2).contiguous().transpose(1, 2), key_padding_mask=padding.T).output
+    assert max_error(got, expected) == 0

@@ -24,7 +24,9 @@ the transpose of the NumPy reference's layout:
 The blocking rule is the reference's: a query whose keys are all blocked gets weights
 of all zeros and a zero head output (``torch.nn.MultiheadAttention`` gives NaN there).
 Inputs with NaN or inf, and float masks with NaN or +inf, are refused with a
-``ValueError``, as in the reference.
+``ValueError``, as in the reference (the check is one sum per input, read back with
+``.item()``: on a GPU that synchronises once per call). Scores that overflow the dtype
+(|q.k| above about 3e38 in float32) are not detected here; the NumPy reference refuses them.
 
 This module imports torch; ``import mha_core`` does not import it.
 """

@@ -1,6 +1,6 @@
 """The course's benchmarks: one command, a report in Markdown and JSON.
 
-    python -m benchmarks                      # everything (about 7 minutes on two cores)
+    python -m benchmarks                      # everything (about 10 minutes on two cores)
     python -m benchmarks --quick              # few repeats: checks the machinery, figures indicative
     python -m benchmarks --only attention,import
 
@@ -10,4 +10,4 @@ interleaved runs, with its ratio to a reference measured in the same rounds.
 See benchmarks/README.md for how to read the report.
 """
 
-SECTIONS = ("import", "attention", "numpy", "gpu", "controls", "notebooks", "memory", "serving", "training")
+SECTIONS = ("import", "attention", "decoding", "numpy", "gpu", "controls", "notebooks", "memory", "serving", "training")

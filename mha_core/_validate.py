@@ -6,14 +6,74 @@ parameter, says what was given, and says what would be valid.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
 
 def divisors(n: int) -> list[int]:
-    """All positive divisors of ``n``, smallest first."""
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """All positive divisors of ``n``, smallest first, in O(sqrt(n)) steps.
+
+    Divisors come in pairs d * (n // d) = n with d <= sqrt(n), so the search stops there.
+    """
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    large = [n // d for d in reversed(small) if d * d != n]
+    return small + large
+
+
+#: The most memory one layer's weights, or one KV cache, may ask for: 8 GiB. Larger sizes
+#: are refused before anything is allocated: a learner's machine (8-32 GB of memory) could
+#: not hold them, and a typo such as d_model=10**6 (4 TB per weight matrix in float64)
+#: would otherwise stall the machine or end in a bare MemoryError. Real layers fit easily:
+#: GPT-3's d_model=12288 needs 4.8 GB in float64, Llama-2-70B's 8192 needs 2.1 GB.
+MAX_BYTES = 8 * 2**30
+
+
+def _human(n_bytes: int) -> str:
+    """``8.0 TB``: bytes in decimal units, for messages."""
+    for unit, size in (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n_bytes >= size:
+            return f"{n_bytes / size:.1f} {unit}"
+    return f"{n_bytes} bytes"
+
+
+def fits_in_memory(n_bytes: int, what: str) -> None:
+    """Raise a ValueError naming ``what`` (e.g. ``d_model=1000000``) when ``n_bytes`` > ``MAX_BYTES``."""
+    if n_bytes > MAX_BYTES:
+        raise ValueError(
+            f"{what} would need {n_bytes:,} bytes ({_human(n_bytes)}); this package refuses more than "
+            f"{MAX_BYTES:,} bytes (8 GiB) for one layer or one cache, which no course machine could hold"
+        )
+
+
+def layer_fits(d_model: int, n_heads: int, n_kv_heads: int, bias: bool, bytes_per_value: int) -> None:
+    """Raise unless an attention layer's weights fit in ``MAX_BYTES`` (checked before allocating)."""
+    kv_width = d_model // n_heads * n_kv_heads
+    numbers_ = 2 * d_model * d_model + 2 * d_model * kv_width + (2 * d_model + 2 * kv_width if bias else 0)
+    fits_in_memory(
+        numbers_ * bytes_per_value,
+        f"d_model={d_model} (weight matrices of about d_model x d_model = {d_model * d_model:,} numbers each)",
+    )
+
+
+def flag(value, name: str) -> bool:
+    """``value`` as a bool; anything but True or False (e.g. the string 'no') is a TypeError."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False; got {value!r} ({type(value).__name__})")
+
+
+def rng(seed, name: str = "seed") -> np.random.Generator:
+    """``numpy.random.default_rng(seed)``, with errors that name ``seed``."""
+    if isinstance(seed, (bool, np.bool_, str, bytes, float)):
+        raise TypeError(f"{name} must be a whole number of at least 0, a numpy Generator, or None; got {seed!r} ({type(seed).__name__})")
+    try:
+        return np.random.default_rng(seed)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(
+            f"{name} must be a whole number of at least 0, a numpy Generator, or None; got {seed!r} ({type(seed).__name__}): {exc}"
+        ) from None
 
 
 #: How many choices an error message lists before it shortens the list with "...".
@@ -75,8 +135,11 @@ def divides(count: int, total: int, *, name: str = "n_heads", of: str = "d_model
     raise ValueError(message)
 
 
-def float_array(x, name: str, *, ranks=(2, 3), shape_names: str = "(B, T, D) or (T, D)") -> np.ndarray:
-    """``x`` as a float64 array with no NaN or inf, of one of ``ranks``; never a view of ``x``."""
+def float_array(x, name: str, *, ranks=(2, 3), shape_names: str = "(B, T, D) or (T, D)", copy: bool = True) -> np.ndarray:
+    """``x`` as a float64 array with no NaN or inf, of one of ``ranks``.
+
+    A fresh copy unless ``copy=False`` (then a float64 ``x`` is returned as it is).
+    """
     if isinstance(x, np.ndarray):
         arr = x
     else:
@@ -92,7 +155,8 @@ def float_array(x, name: str, *, ranks=(2, 3), shape_names: str = "(B, T, D) or 
         )
     if 0 in arr.shape:
         raise ValueError(f"{name} is empty (shape {arr.shape}); it needs at least one token and one feature")
-    arr = np.array(arr, dtype=np.float64)  # a copy: the reference never changes its inputs
+    # A copy by default: the reference never changes its inputs.
+    arr = np.array(arr, dtype=np.float64) if copy else np.asarray(arr, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         bad = "NaN" if np.isnan(arr).any() else "inf"
         raise ValueError(f"{name} contains {bad}; every entry must be a finite number")

@@ -60,9 +60,7 @@ def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
         x: (B, T, D)
         returns: (B, H, T, Dh) with Dh = D / H
     """
-    x = np.asarray(x)
-    if x.ndim != 3:
-        raise ValueError(f"split_heads expects x of shape (B, T, D); got rank {x.ndim} (shape {x.shape})")
+    x = _validate.float_array(x, "x", ranks=(3,), shape_names="(B, T, D)", copy=False)
     B, T, D = x.shape
     n_heads = _validate.positive_int(n_heads, "n_heads")
     _validate.divides(n_heads, D)
@@ -78,9 +76,7 @@ def merge_heads(x: np.ndarray) -> np.ndarray:
         x: (B, H, T, Dh)
         returns: (B, T, H*Dh)
     """
-    x = np.asarray(x)
-    if x.ndim != 4:
-        raise ValueError(f"merge_heads expects x of shape (B, H, T, Dh); got rank {x.ndim} (shape {x.shape})")
+    x = _validate.float_array(x, "x", ranks=(4,), shape_names="(B, H, T, Dh)", copy=False)
     B, H, T, Dh = x.shape
     x = x.transpose(0, 2, 1, 3)  # (B, T, H, Dh)
     return x.reshape(B, T, H * Dh)  # (B, T, H*Dh)
@@ -111,7 +107,16 @@ def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """
     d_head = q.shape[-1]
     k_t = np.swapaxes(k, -1, -2)  # (..., Dh, Tk)
-    return q @ k_t / np.sqrt(d_head)  # (..., Tq, Tk)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = q @ k_t / np.sqrt(d_head)  # (..., Tq, Tk)
+    if not np.isfinite(scores).all() and np.isfinite(q).all() and np.isfinite(k).all():
+        # A score of -inf would read as "blocked" and +inf as a NaN weight: refuse instead.
+        raise ValueError(
+            f"attention scores overflow float64: q and k are too large (largest |q| entry "
+            f"{np.abs(q).max():.3g}, |k| entry {np.abs(k).max():.3g}; a score q.k/sqrt(d_head) must stay "
+            f"under about 1.8e308); scale the inputs or weights down"
+        )
+    return scores
 
 
 def causal_mask(T: int, Tk: int | None = None) -> np.ndarray:
@@ -168,7 +173,12 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
         x: any shape, e.g. scores (..., Tq, Tk)
         returns: the same shape; sums to 1 along ``axis`` (0 where fully blocked)
     """
-    x = np.asarray(x, dtype=np.float64)
+    x = np.asarray(x)
+    if x.dtype == bool or not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
+        raise TypeError(f"softmax got x of dtype {x.dtype}; scores must be real numbers (a float array)")
+    if x.size == 0:
+        raise ValueError(f"softmax got an empty x (shape {x.shape}); there is nothing to normalise along axis {axis}")
+    x = x.astype(np.float64)
     if np.isnan(x).any() or np.isposinf(x).any():
         bad = "NaN" if np.isnan(x).any() else "+inf"
         raise ValueError(f"softmax got x containing {bad}; scores must be finite numbers or -inf (blocked)")
@@ -219,6 +229,7 @@ def scaled_dot_product_attention(
         raise ValueError(f"q and k must have the same last dimension Dh; got q {q.shape} and k {k.shape}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same number of keys Tk; got k {k.shape} and v {v.shape}")
+    is_causal = _validate.flag(is_causal, "is_causal")
     Tq, Tk = q.shape[-2], k.shape[-2]
     scores = attention_scores(q, k)  # (..., Tq, Tk)
     if attn_mask is not None:
@@ -325,7 +336,8 @@ class MultiHeadAttention:
         self.d_model, self.n_heads, self.n_kv_heads = _validate.head_counts(d_model, n_heads, n_kv_heads)
         self.d_head = self.d_model // self.n_heads
         self.bias = bool(bias)
-        rng = np.random.default_rng(seed)
+        _validate.layer_fits(self.d_model, self.n_heads, self.n_kv_heads, self.bias, bytes_per_value=8)
+        rng = _validate.rng(seed)
         D, Dh = self.d_model, self.d_head
         kv_width = self.n_kv_heads * Dh
 
@@ -439,6 +451,7 @@ class MultiHeadAttention:
             key_padding_mask: (B, Tk) or (Tk,); bool True = padding (blocked), float = added
             returns: AttentionResult (see its shapes)
         """
+        is_causal = _validate.flag(is_causal, "is_causal")
         query, key, value, unbatched = self._inputs(query, key, value)
         B, Tq, _ = query.shape
         Tk = key.shape[1]

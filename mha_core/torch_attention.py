@@ -9,7 +9,9 @@ reference only in how the work is done:
   for self-attention);
 * the attention itself runs in ``torch.nn.functional.scaled_dot_product_attention``
   (SDPA), which never builds the per-head weights unless you ask for them with
-  ``need_weights=True``.
+  ``need_weights=True``;
+* a ``KVCache`` keeps the keys and values of earlier tokens, so decoding one token
+  at a time projects each token once.
 
 Weights are stored as ``torch.nn.Linear`` stores them, ``(out_features, in_features)``,
 the transpose of the NumPy reference's layout:
@@ -21,6 +23,10 @@ the transpose of the NumPy reference's layout:
 
 The blocking rule is the reference's: a query whose keys are all blocked gets weights
 of all zeros and a zero head output (``torch.nn.MultiheadAttention`` gives NaN there).
+Inputs with NaN or inf, and float masks with NaN or +inf, are refused with a
+``ValueError``, as in the reference (the check is one sum per input, read back with
+``.item()``: on a GPU that synchronises once per call). Scores that overflow the dtype
+(|q.k| above about 3e38 in float32) are not detected here; the NumPy reference refuses them.
 
 This module imports torch; ``import mha_core`` does not import it.
 """
@@ -37,9 +43,6 @@ from torch import nn
 
 from . import _validate
 
-# ``enable_gqa`` arrived in torch 2.5; older versions share K/V heads by copying them.
-_SDPA_HAS_GQA = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
-
 
 class TorchAttentionResult(NamedTuple):
     """What one call of ``TorchMultiHeadAttention`` returns (unpacks like ``output, weights``).
@@ -51,6 +54,59 @@ class TorchAttentionResult(NamedTuple):
 
     output: torch.Tensor
     weights: torch.Tensor | None
+
+
+class KVCache:
+    """The keys and values of the tokens decoded so far, in tensors allocated once.
+
+    Make one with ``TorchMultiHeadAttention.new_kv_cache``; each call
+    ``layer(x_chunk, kv_cache=cache)`` writes the chunk's keys and values at positions
+    ``length .. length + Tc - 1`` and moves ``length`` on. ``nbytes`` is what the cache
+    holds in memory, whatever ``length`` is.
+
+    Shapes:
+        k, v: (B, Hkv, max_tokens, Dh); positions 0 .. length - 1 are filled
+    """
+
+    def __init__(self, k: torch.Tensor, v: torch.Tensor):
+        self.k, self.v = k, v  # (B, Hkv, max_tokens, Dh) each
+        self.length = 0
+
+    @property
+    def max_tokens(self) -> int:
+        return self.k.shape[2]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the key and value tensors (``costs.kv_cache_bytes`` for one layer)."""
+        return self.k.nbytes + self.v.nbytes
+
+    def reset(self) -> None:
+        """Forget every token; the memory is kept and overwritten by the next calls."""
+        self.length = 0
+
+    def append(self, k: torch.Tensor, v: torch.Tensor):
+        """Write new keys and values after the cached ones; return every key and value so far.
+
+        Shapes:
+            k, v: (B, Hkv, Tc, Dh)
+            returns: k, v (B, Hkv, length + Tc, Dh), views of the cache
+        """
+        start, end = self.length, self.length + k.shape[2]
+        if end > self.max_tokens:
+            raise ValueError(
+                f"kv_cache is full: it holds {start} of max_tokens={self.max_tokens} tokens and cannot take "
+                f"{k.shape[2]} more; make a larger one with new_kv_cache(max_tokens=...) or reset() it"
+            )
+        self.k[:, :, start:end] = k  # (B, Hkv, Tc, Dh) into positions start .. end - 1
+        self.v[:, :, start:end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]  # (B, Hkv, end, Dh) each
+
+    def __repr__(self) -> str:
+        B, Hkv, _, Dh = self.k.shape
+        return (f"KVCache(batch={B}, n_kv_heads={Hkv}, d_head={Dh}, length={self.length}, "
+                f"max_tokens={self.max_tokens}, dtype={self.k.dtype}, nbytes={self.nbytes})")
 
 
 class TorchMultiHeadAttention(nn.Module):
@@ -66,7 +122,9 @@ class TorchMultiHeadAttention(nn.Module):
     drawn Xavier-uniform on its own, as in the NumPy reference; biases start at zero.
 
     ``batch_first=True`` (the default) takes (B, T, D); ``False`` takes (T, B, D), as
-    ``torch.nn.MultiheadAttention`` does by default.
+    ``torch.nn.MultiheadAttention`` does by default. ``device="meta"`` builds the shapes
+    only (to count parameters of any size); a layer whose weights would need more than
+    ``mha_core._validate.MAX_BYTES`` (8 GiB) is refused before anything is allocated.
     """
 
     def __init__(
@@ -86,20 +144,18 @@ class TorchMultiHeadAttention(nn.Module):
         self.d_head = self.d_model // self.n_heads
         self.bias = bool(bias)
         self.batch_first = bool(batch_first)
+        self._heads = [self.n_heads, self.n_kv_heads, self.n_kv_heads]  # q, k, v parts of the fused projection
         D, kv_width = self.d_model, self.n_kv_heads * self.d_head
+        device = torch.empty(0).device if device is None else torch.device(device)
+        if device.type != "meta":
+            itemsize = (dtype or torch.get_default_dtype()).itemsize
+            _validate.layer_fits(self.d_model, self.n_heads, self.n_kv_heads, self.bias, itemsize)
         # Built on the "meta" device (no memory, no random draws), then given real storage:
         # nn.Linear's own initialisation would draw from the global RNG even when seed is set.
-        device = torch.empty(0).device if device is None else torch.device(device)
         meta = {"device": "meta", "dtype": dtype}
         self.qkv = nn.Linear(D, D + 2 * kv_width, bias=self.bias, **meta).to_empty(device=device)
         self.out_proj = nn.Linear(D, D, bias=self.bias, **meta).to_empty(device=device)
         self._init_weights(seed)
-
-    @property
-    def _widths(self) -> list[int]:
-        """Widths of the q, k and v parts of the fused projection: [D, Hkv*Dh, Hkv*Dh]."""
-        kv_width = self.n_kv_heads * self.d_head
-        return [self.d_model, kv_width, kv_width]
 
     def _init_weights(self, seed) -> None:
         generator = None
@@ -109,14 +165,14 @@ class TorchMultiHeadAttention(nn.Module):
             generator = torch.Generator(device="cpu").manual_seed(int(seed))
         if self.qkv.weight.is_meta:
             return  # shapes only (for counting parameters): nothing to fill
-        blocks = list(self.qkv.weight.split(self._widths, dim=0)) + [self.out_proj.weight]  # W_Q^T, W_K^T, W_V^T, W_O^T
+        widths = [n * self.d_head for n in self._heads]
+        blocks = [*self.qkv.weight.split(widths, dim=0), self.out_proj.weight]  # W_Q^T, W_K^T, W_V^T, W_O^T
         with torch.no_grad():
             for block in blocks:
                 rows, cols = block.shape
                 limit = math.sqrt(6.0 / (rows + cols))  # Xavier/Glorot uniform
                 # Drawn on the CPU in float64 so a seed gives the same numbers on any device and dtype.
-                values = torch.empty(rows, cols, dtype=torch.float64).uniform_(-limit, limit, generator=generator)
-                block.copy_(values)
+                block.copy_(torch.empty(rows, cols, dtype=torch.float64).uniform_(-limit, limit, generator=generator))
             for b in (self.qkv.bias, self.out_proj.bias):
                 if b is not None:
                     b.zero_()
@@ -130,141 +186,7 @@ class TorchMultiHeadAttention(nn.Module):
         """How many numbers the layer learns (equals ``costs.attention_parameters``)."""
         return sum(p.numel() for p in self.parameters())
 
-    # -- inputs --------------------------------------------------------------------
-
-    def _check_input(self, x, name: str) -> torch.Tensor:
-        layout = "(B, T, D) or (T, D)" if self.batch_first else "(T, B, D) or (T, D)"
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(
-                f"{name} must be a torch.Tensor of shape {layout}; got {type(x).__name__} "
-                f"(convert it with torch.as_tensor)"
-            )
-        if not x.is_floating_point():
-            raise TypeError(f"{name} must hold floating-point numbers; got dtype {x.dtype}")
-        weight_dtype = self.qkv.weight.dtype
-        if x.dtype != weight_dtype:
-            raise TypeError(
-                f"{name} has dtype {x.dtype} but this layer's weights are {weight_dtype}; "
-                f"convert the input with .to({weight_dtype}) or the layer with .to({x.dtype})"
-            )
-        if x.dim() not in (2, 3):
-            raise ValueError(f"{name} has rank {x.dim()} (shape {tuple(x.shape)}); expected shape {layout}")
-        if 0 in x.shape:
-            raise ValueError(f"{name} is empty (shape {tuple(x.shape)}); it needs at least one token and one feature")
-        if x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"{name} has d_model={x.shape[-1]} (shape {tuple(x.shape)}); this layer expects d_model={self.d_model}"
-            )
-        return x
-
-    def _inputs(self, query, key, value):
-        """Check query/key/value; return them as (B, T, D), whether they are one tensor, and unbatched."""
-        query = self._check_input(query, "query")
-        key = query if key is None else self._check_input(key, "key")
-        value = key if value is None else self._check_input(value, "value")
-        # Decide on the fused projection before any transpose makes new tensor objects.
-        same = "qkv" if (key is query and value is query) else ("kv" if value is key else "none")
-        unbatched = query.dim() == 2
-        for name, x in (("key", key), ("value", value)):
-            if x.dim() != query.dim():
-                raise ValueError(
-                    f"{name} has rank {x.dim()} but query has rank {query.dim()}; "
-                    f"use {'(B, T, D)' if self.batch_first else '(T, B, D)'} for all three or (T, D) for all three"
-                )
-        if unbatched:
-            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)  # (1, T, D)
-        elif not self.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)  # (B, T, D)
-        if not query.shape[0] == key.shape[0] == value.shape[0]:
-            raise ValueError(
-                f"batch sizes differ: query {query.shape[0]}, key {key.shape[0]}, value {value.shape[0]}; they must be equal"
-            )
-        if key.shape[1] != value.shape[1]:
-            raise ValueError(f"key and value must have the same number of tokens Tk; got {key.shape[1]} and {value.shape[1]}")
-        return query, key, value, same, unbatched
-
-    def _mask(self, attn_mask, key_padding_mask, is_causal, B, Tq, Tk, like):
-        """All masks as one tensor broadcastable to (B, H, Tq, Tk), or None.
-
-        Bool when every mask given is bool (True = blocked), else float (added to the
-        scores, bool masks turned into -inf where blocked).
-        """
-        H = self.n_heads
-        masks = []
-        if attn_mask is not None:
-            m = _as_mask(attn_mask, "attn_mask", like)
-            if m.shape == (Tq, Tk):
-                masks.append(m)  # (Tq, Tk)
-            elif m.shape == (B * H, Tq, Tk):
-                masks.append(m.reshape(B, H, Tq, Tk))  # (B, H, Tq, Tk)
-            else:
-                raise ValueError(
-                    f"attn_mask has shape {tuple(m.shape)}; valid shapes are (Tq, Tk) = ({Tq}, {Tk}) "
-                    f"or (B*H, Tq, Tk) = ({B * H}, {Tq}, {Tk})"
-                )
-        if key_padding_mask is not None:
-            m = _as_mask(key_padding_mask, "key_padding_mask", like)
-            if m.dim() == 1 and B == 1:
-                m = m.unsqueeze(0)  # unbatched: (Tk,) -> (1, Tk)
-            if tuple(m.shape) != (B, Tk):
-                raise ValueError(
-                    f"key_padding_mask has shape {tuple(m.shape)}; the valid shape is (B, Tk) = ({B}, {Tk}) "
-                    f"(or (Tk,) for unbatched input)"
-                )
-            masks.append(m.reshape(B, 1, 1, Tk))  # (B, 1, 1, Tk)
-        if is_causal:
-            masks.append(torch.ones(Tq, Tk, dtype=torch.bool, device=like.device).triu(1))  # (Tq, Tk)
-        if not masks:
-            return None
-        if all(m.dtype == torch.bool for m in masks):
-            total = masks[0]
-            for m in masks[1:]:
-                total = total | m  # broadcasts to (B|1, H|1, Tq, Tk)
-            return total
-        total = None
-        for m in masks:
-            if m.dtype == torch.bool:
-                m = torch.zeros_like(m, dtype=like.dtype).masked_fill(m, -math.inf)  # same shape, 0 or -inf
-            total = m if total is None else total + m  # broadcasts to (B|1, H|1, Tq, Tk)
-        return total
-
     # -- the forward pass --------------------------------------------------------------
-
-    def _project(self, query, key, value, same):
-        """q, k, v before the head split, with as few matrix products as the inputs allow.
-
-        Shapes:
-            query: (B, Tq, D); key, value: (B, Tk, D)
-            returns: q (B, Tq, D), k and v (B, Tk, Hkv*Dh)
-        """
-        widths = self._widths
-        w_qkv, b_qkv, _, _ = self._projection_params()  # (D + 2*Hkv*Dh, D), (D + 2*Hkv*Dh,)
-        if same == "qkv":
-            return F.linear(query, w_qkv, b_qkv).split_with_sizes(widths, dim=-1)  # (B, T, D), (B, T, Hkv*Dh) x 2
-        q_and_kv = [widths[0], widths[1] + widths[2]]
-        w_q, w_kv = w_qkv.split_with_sizes(q_and_kv, dim=0)  # (D, D), (2*Hkv*Dh, D)
-        b_q, b_kv = (None, None) if b_qkv is None else b_qkv.split_with_sizes(q_and_kv)  # (D,), (2*Hkv*Dh,)
-        q = F.linear(query, w_q, b_q)  # (B, Tq, D)
-        if same == "kv":
-            k, v = F.linear(key, w_kv, b_kv).split_with_sizes(widths[1:], dim=-1)  # (B, Tk, Hkv*Dh) x 2
-            return q, k, v
-        w_k, w_v = w_kv.split_with_sizes(widths[1:], dim=0)  # (Hkv*Dh, D) each
-        b_k, b_v = (None, None) if b_kv is None else b_kv.split_with_sizes(widths[1:])  # (Hkv*Dh,) each
-        return q, F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
-
-    def _projection_params(self):
-        """The four projection tensors: (w_qkv, b_qkv, w_o, b_o); a bias is None when bias=False.
-
-        The same tensors as ``self.qkv.weight`` ... ``self.out_proj.bias``, read from the
-        parameter dicts directly: each ``module.attribute`` lookup of a parameter goes
-        through ``nn.Module.__getattr__`` in Python, and ``forward``'s fast path would pay for
-        eight of them.
-
-        Shapes:
-            returns: w_qkv (D + 2*Hkv*Dh, D), b_qkv (D + 2*Hkv*Dh,), w_o (D, D), b_o (D,)
-        """
-        qkv, out_proj = self._modules["qkv"]._parameters, self._modules["out_proj"]._parameters
-        return qkv["weight"], qkv["bias"], out_proj["weight"], out_proj["bias"]
 
     def forward(
         self,
@@ -276,6 +198,7 @@ class TorchMultiHeadAttention(nn.Module):
         key_padding_mask: torch.Tensor | None = None,
         is_causal: bool = False,
         need_weights: bool = False,
+        kv_cache: KVCache | None = None,
     ) -> TorchAttentionResult:
         """Attend from ``query`` to ``key``/``value`` (self-attention when they are omitted).
 
@@ -284,75 +207,294 @@ class TorchMultiHeadAttention(nn.Module):
         the query's position, on top of any other mask (as in the NumPy reference; in
         ``torch.nn.MultiheadAttention`` it is only a hint about ``attn_mask``).
 
+        With ``kv_cache`` (from ``new_kv_cache``), ``query`` is the next Tc tokens of
+        one sequence: their keys and values join the cache, and each new token attends
+        causally to every cached token and the earlier tokens of its chunk.
+
         Shapes (batch_first=False swaps B and T in query, key, value and output):
             query: (B, Tq, D) or (Tq, D)
             key: (B, Tk, D) or (Tk, D); defaults to query
             value: (B, Tk, D) or (Tk, D); defaults to key
             attn_mask: (Tq, Tk) or (B*H, Tq, Tk)
             key_padding_mask: (B, Tk) or (Tk,); True = padding
-            returns: TorchAttentionResult(output (B, Tq, D), weights (B, H, Tq, Tk) or None)
+            returns: TorchAttentionResult(output (B, Tq, D), weights (B, H, Tq, Tk) or None);
+                with kv_cache, Tk = kv_cache.length after the call
         """
-        # Fast path first: the usual call, self-attention on a (B, T, D) batch with at most
-        # is_causal=True, runs just the maths below. At the course's small shapes (T = 6
-        # or 32) the general path's checks and mask bookkeeping took as long as the
-        # attention itself. Any other call, and any input the checks would refuse, goes
-        # on to the general path, which checks fully and names the problem.
-        if (
-            attn_mask is None and key_padding_mask is None and not need_weights
-            and (key is None or key is query) and (value is None or value is query)
-            and self.batch_first and isinstance(query, torch.Tensor)
-        ):
-            w_qkv, b_qkv, w_o, b_o = self._projection_params()
-            shape = query.shape
-            if len(shape) == 3 and shape[2] == self.d_model and 0 not in shape and query.dtype == w_qkv.dtype:
-                B, T, _ = shape
-                H, Hkv, Dh = self.n_heads, self.n_kv_heads, self.d_head
-                # The fused rows are H query heads, then Hkv key heads, then Hkv value heads.
-                qkv = F.linear(query, w_qkv, b_qkv)  # (B, T, (H + 2*Hkv) * Dh)
-                qkv = qkv.view(B, T, H + 2 * Hkv, Dh).transpose(1, 2)  # (B, H + 2*Hkv, T, Dh)
-                q, k, v = qkv.split_with_sizes([H, Hkv, Hkv], dim=1)  # (B, H, T, Dh), (B, Hkv, T, Dh) x 2
-                head_outputs = _fast_attention(q, k, v, None, bool(is_causal))  # (B, H, T, Dh)
-                concat = head_outputs.transpose(1, 2).reshape(B, T, H * Dh)  # (B, T, D)
-                return TorchAttentionResult(F.linear(concat, w_o, b_o), None)  # output (B, T, D)
-
-        # The general path: any layout, cross-attention, masks, per-head weights.
-        query, key, value, same, unbatched = self._inputs(query, key, value)
-        B, Tq, _ = query.shape
-        Tk = key.shape[1]
-        H, Hkv, Dh = self.n_heads, self.n_kv_heads, self.d_head
-        # With no other mask and no weights wanted, SDPA's own causal path does the masking.
-        sdpa_causal = bool(is_causal) and attn_mask is None and key_padding_mask is None and not need_weights
-        mask = None if sdpa_causal else self._mask(attn_mask, key_padding_mask, is_causal, B, Tq, Tk, query)
-
-        q, k, v = self._project(query, key, value, same)
-        q = q.view(B, Tq, H, Dh).transpose(1, 2)  # (B, H, Tq, Dh)
-        k = k.view(B, Tk, Hkv, Dh).transpose(1, 2)  # (B, Hkv, Tk, Dh)
-        v = v.view(B, Tk, Hkv, Dh).transpose(1, 2)  # (B, Hkv, Tk, Dh)
-
-        # The reference's rule: a query with every key blocked gets zero weights and a zero
-        # head output. Only attn_mask and key_padding_mask can block every key of a query:
-        # the causal mask always leaves key 0 open.
-        blocked_rows = None
-        if attn_mask is not None or key_padding_mask is not None:
-            blocked_rows = _fully_blocked(mask)  # (B|1, H|1, Tq, 1)
-        if need_weights:
-            head_outputs, weights = _explicit_attention(q, k, v, mask, blocked_rows)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+        if type(is_causal) is not bool:
+            is_causal = _validate.flag(is_causal, "is_causal")
+        if kv_cache is not None:
+            self._check_cache(kv_cache, query, key, value, attn_mask, key_padding_mask)
+            is_causal = True
+        qkv, out_proj = self.qkv, self.out_proj
+        w_qkv = qkv.weight  # (D + 2*Hkv*Dh, D)
+        query, key, value = self._inputs(query, key, value, w_qkv.dtype)
+        special = self.why_not_plain_sdpa(query, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                          need_weights=need_weights, kv_cache=kv_cache)
+        q, k, v = self._project(query, key, value, w_qkv, qkv.bias)  # (B, H, Tq, Dh), (B, Hkv, Tk, Dh) x 2
+        offset = 0
+        if kv_cache is not None:
+            offset = kv_cache.length  # tokens before this chunk
+            k, v = kv_cache.append(k, v)  # (B, Hkv, offset + Tq, Dh): the cached tokens, then these
+        if special is None:
+            head_outputs, weights = _sdpa(q, k, v, None, is_causal and offset == 0), None  # (B, H, Tq, Dh)
         else:
-            head_outputs, weights = _fast_attention(q, k, v, mask, sdpa_causal), None  # (B, H, Tq, Dh)
-        if blocked_rows is not None:
-            head_outputs = head_outputs.masked_fill(blocked_rows, 0.0)  # (B, H, Tq, Dh)
-
+            mask = self._mask(attn_mask, key_padding_mask, is_causal, offset, q, k)  # (B|1, H|1, Tq, Tk) or None
+            if need_weights:
+                head_outputs, weights = _explicit_attention(q, k, v, mask)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+            else:
+                head_outputs, weights = _sdpa(q, k, v, mask, False), None  # (B, H, Tq, Dh)
+            if attn_mask is not None or key_padding_mask is not None:
+                head_outputs, weights = _zero_fully_blocked(head_outputs, weights, mask)
+        B, H, Tq, Dh = head_outputs.shape
         concat = head_outputs.transpose(1, 2).reshape(B, Tq, H * Dh)  # (B, Tq, D)
-        _, _, w_o, b_o = self._projection_params()
-        output = F.linear(concat, w_o, b_o)  # (B, Tq, D)
-        if unbatched:
+        output = F.linear(concat, out_proj.weight, out_proj.bias)  # (B, Tq, D)
+        return self._caller_layout(output, weights, query)
+
+    def why_not_plain_sdpa(self, query, key=None, value=None, *, attn_mask=None, key_padding_mask=None,
+                           need_weights=False, kv_cache=None) -> str | None:
+        """Why ``forward`` with these arguments cannot be one plain SDPA call; None if it can.
+
+        The plain path is a projection, one ``scaled_dot_product_attention`` call with
+        no mask tensor (at most ``is_causal``), and the output projection: what a
+        hand-written module would do. Each special case below adds work, and is named
+        so that a test, a benchmark or a curious learner can see which one applies
+        (as ``torch.nn.MultiheadAttention``'s ``why_not_fast_path`` does).
+
+        Shapes: as ``forward``.
+        """
+        if need_weights is not False and _validate.flag(need_weights, "need_weights"):
+            return "need_weights=True: the per-head weights are computed step by step so that they exist"
+        if attn_mask is not None:
+            return "attn_mask is given: it goes to SDPA as a mask tensor, and fully blocked queries are zeroed"
+        if key_padding_mask is not None:
+            return "key_padding_mask is given: it goes to SDPA as a mask tensor, and fully blocked queries are zeroed"
+        if kv_cache is not None and kv_cache.length > 0 and self._n_tokens(query) > 1:
+            return "kv_cache holds earlier tokens: the causal mask of a chunk is shifted by kv_cache.length"
+        return None
+
+    # -- the steps ---------------------------------------------------------------------
+
+    def _inputs(self, query, key, value, dtype):
+        """Check query/key/value (``dtype``: the weights'); key defaults to query and value to key.
+
+        A tensor passed more than once stays one object, so that ``_project`` can see
+        self-attention. Layout (batch_first, unbatched) is left as given.
+        """
+        self._check_input(query, "query", dtype)
+        if (key is None or key is query) and (value is None or value is query):
+            return query, query, query  # self-attention
+        key = query if key is None else key
+        value = key if value is None else value
+        for name, x in (("key", key), ("value", value)):
+            if x is not query:
+                self._check_input(x, name, dtype)
+        if key.dim() != query.dim() or value.dim() != query.dim():
+            name, x = ("key", key) if key.dim() != query.dim() else ("value", value)
+            raise ValueError(
+                f"{name} has rank {x.dim()} but query has rank {query.dim()}; "
+                f"use {'(B, T, D)' if self.batch_first else '(T, B, D)'} for all three or (T, D) for all three"
+            )
+        batch_axis = 0 if self.batch_first else 1
+        if query.dim() == 3 and not query.shape[batch_axis] == key.shape[batch_axis] == value.shape[batch_axis]:
+            raise ValueError(
+                f"batch sizes differ: query {query.shape[batch_axis]}, key {key.shape[batch_axis]}, "
+                f"value {value.shape[batch_axis]}; they must be equal"
+            )
+        if self._n_tokens(key) != self._n_tokens(value):
+            raise ValueError(
+                f"key and value must have the same number of tokens Tk; got {self._n_tokens(key)} and {self._n_tokens(value)}"
+            )
+        return query, key, value
+
+    def _check_input(self, x, name: str, dtype) -> None:
+        """Raise unless ``x`` is a finite float tensor of ``dtype`` (the weights'), this layer's rank and width."""
+        if not isinstance(x, torch.Tensor):
+            layout = "(B, T, D) or (T, D)" if self.batch_first else "(T, B, D) or (T, D)"
+            raise TypeError(f"{name} must be a torch.Tensor of shape {layout}; got {type(x).__name__} (convert it with torch.as_tensor)")
+        if x.dtype != dtype:
+            if not x.is_floating_point():
+                raise TypeError(f"{name} must hold floating-point numbers; got dtype {x.dtype}")
+            raise TypeError(
+                f"{name} has dtype {x.dtype} but this layer's weights are {dtype}; "
+                f"convert the input with .to({dtype}) or the layer with .to({x.dtype})"
+            )
+        shape = x.shape
+        if len(shape) not in (2, 3) or 0 in shape or shape[-1] != self.d_model:
+            layout = "(B, T, D) or (T, D)" if self.batch_first else "(T, B, D) or (T, D)"
+            if len(shape) not in (2, 3):
+                raise ValueError(f"{name} has rank {len(shape)} (shape {tuple(shape)}); expected shape {layout}")
+            if 0 in shape:
+                raise ValueError(f"{name} is empty (shape {tuple(shape)}); it needs at least one token and one feature")
+            raise ValueError(f"{name} has d_model={shape[-1]} (shape {tuple(shape)}); this layer expects d_model={self.d_model}")
+        # One reduction finds NaN and inf (they make the sum non-finite); only then, or when
+        # finite values overflow the sum, is every entry looked at.
+        if not math.isfinite(x.detach().sum().item()) and not torch.isfinite(x).all():
+            bad = "NaN" if x.isnan().any() else "inf"
+            raise ValueError(f"{name} contains {bad}; every entry must be a finite number")
+
+    def _n_tokens(self, x) -> int:
+        """T of an input in this layer's layout: (B, T, D), (T, B, D) or (T, D)."""
+        return x.shape[0] if x.dim() == 2 or not self.batch_first else x.shape[1]
+
+    def _check_cache(self, cache, query, key, value, attn_mask, key_padding_mask) -> None:
+        """Raise unless ``cache`` fits this layer and the call is plain causal self-attention."""
+        if key is not None or value is not None:
+            raise ValueError("kv_cache is for self-attention decoding: pass only the new tokens as query, not key or value")
+        for name, mask in (("attn_mask", attn_mask), ("key_padding_mask", key_padding_mask)):
+            if mask is not None:
+                raise ValueError(f"kv_cache implies the causal mask; {name} cannot be combined with it")
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"kv_cache must be a KVCache from new_kv_cache(); got {type(cache).__name__}")
+        self._check_input(query, "query", self.qkv.weight.dtype)
+        B = 1 if query.dim() == 2 else query.shape[0 if self.batch_first else 1]
+        weight = self.qkv.weight
+        if cache.k.shape[1:2] + cache.k.shape[3:] != (self.n_kv_heads, self.d_head) or cache.v.shape != cache.k.shape:
+            raise ValueError(
+                f"kv_cache has k of shape {tuple(cache.k.shape)}; this layer needs (B, Hkv, max_tokens, Dh) = "
+                f"({B}, {self.n_kv_heads}, max_tokens, {self.d_head})"
+            )
+        if cache.k.shape[0] != B:
+            raise ValueError(f"kv_cache is for batch {cache.k.shape[0]} but the input has batch {B}")
+        if cache.k.dtype != weight.dtype:
+            raise TypeError(f"kv_cache holds {cache.k.dtype} but this layer's weights are {weight.dtype}; make it with new_kv_cache()")
+        if cache.k.device != weight.device:
+            raise ValueError(f"kv_cache is on {cache.k.device} but this layer's weights are on {weight.device}")
+
+    def _project(self, query, key, value, w, b):
+        """q, k, v split into heads; self-attention takes one fused matrix product.
+
+        Shapes (query, key, value in the layer's layout):
+            query: (B, Tq, D); key, value: (B, Tk, D)
+            w: (D + 2*Hkv*Dh, D), the fused weight; b: (D + 2*Hkv*Dh,) or None
+            returns: q (B, H, Tq, Dh), k and v (B, Hkv, Tk, Dh)
+        """
+        if key is query and value is query:
+            qkv = self._split_heads(F.linear(query, w, b))  # (B, H + 2*Hkv, T, Dh)
+            return qkv.split_with_sizes(self._heads, dim=1)  # (B, H, T, Dh), (B, Hkv, T, Dh) x 2
+        widths = [n * self.d_head for n in self._heads]
+        w_q, w_k, w_v = w.split_with_sizes(widths)  # (D, D), (Hkv*Dh, D) x 2
+        b_q, b_k, b_v = (None, None, None) if b is None else b.split_with_sizes(widths)  # (D,), (Hkv*Dh,) x 2
+        return tuple(self._split_heads(F.linear(x, w_x, b_x)) for x, w_x, b_x in
+                     ((query, w_q, b_q), (key, w_k, b_k), (value, w_v, b_v)))  # (B, H|Hkv, T, Dh) each
+
+    def _split_heads(self, x):
+        """Give each head its own axis, batch first whatever the input layout.
+
+        Shapes:
+            x: (B, T, n*Dh), or (T, B, n*Dh) when batch_first=False, or (T, n*Dh)
+            returns: (B, n, T, Dh)
+        """
+        if x.dim() == 2:
+            x = x.unsqueeze(0)  # (1, T, n*Dh)
+        elif not self.batch_first:
+            x = x.transpose(0, 1)  # (B, T, n*Dh)
+        B, T, width = x.shape
+        return x.view(B, T, width // self.d_head, self.d_head).transpose(1, 2)  # (B, n, T, Dh)
+
+    def _caller_layout(self, output, weights, query) -> TorchAttentionResult:
+        """The result in the layout the query came in."""
+        if query.dim() == 2:
             output = output.squeeze(0)  # (Tq, D)
             weights = None if weights is None else weights.squeeze(0)  # (H, Tq, Tk)
         elif not self.batch_first:
             output = output.transpose(0, 1)  # (Tq, B, D)
         return TorchAttentionResult(output, weights)
 
+    def _mask(self, attn_mask, key_padding_mask, is_causal, offset, q, k):
+        """Every mask as one float tensor added to the scores (-inf = blocked), or None.
+
+        ``offset`` shifts the causal mask: query i sits at position offset + i (the
+        tokens already in a KV cache come first).
+
+        Shapes:
+            q: (B, H, Tq, Dh); k: (B, Hkv, Tk, Dh)
+            returns: broadcastable to (B, H, Tq, Tk)
+        """
+        B, H, Tq, _ = q.shape
+        Tk = k.shape[2]
+        total = None
+        if attn_mask is not None:
+            m = _as_additive_mask(attn_mask, "attn_mask", q)
+            if m.shape == (B * H, Tq, Tk):
+                m = m.reshape(B, H, Tq, Tk)  # (B, H, Tq, Tk)
+            elif m.shape != (Tq, Tk):
+                raise ValueError(
+                    f"attn_mask has shape {tuple(m.shape)}; valid shapes are (Tq, Tk) = ({Tq}, {Tk}) "
+                    f"or (B*H, Tq, Tk) = ({B * H}, {Tq}, {Tk})"
+                )
+            total = m
+        if key_padding_mask is not None:
+            m = _as_additive_mask(key_padding_mask, "key_padding_mask", q)
+            if m.dim() == 1 and B == 1:
+                m = m.unsqueeze(0)  # unbatched: (Tk,) -> (1, Tk)
+            if tuple(m.shape) != (B, Tk):
+                raise ValueError(
+                    f"key_padding_mask has shape {tuple(m.shape)}; the valid shape is (B, Tk) = ({B}, {Tk}) "
+                    f"(or (Tk,) for unbatched input)"
+                )
+            m = m.reshape(B, 1, 1, Tk)  # (B, 1, 1, Tk)
+            total = m if total is None else total + m  # (B, H|1, Tq|1, Tk)
+        if is_causal:
+            later = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device).triu(1 + offset)  # (Tq, Tk): keys after the query
+            m = torch.zeros(Tq, Tk, dtype=q.dtype, device=q.device).masked_fill_(later, -math.inf)  # (Tq, Tk)
+            total = m if total is None else total + m  # (B|1, H|1, Tq, Tk)
+        return total
+
+    # -- the key/value cache -------------------------------------------------------------
+
+    def new_kv_cache(self, batch: int = 1, max_tokens: int | None = None, *, dtype=None, device=None) -> KVCache:
+        """An empty ``KVCache`` for decoding up to ``max_tokens`` tokens of ``batch`` sequences.
+
+        dtype and device default to the layer's weights'. Use it under
+        ``torch.no_grad()`` or ``torch.inference_mode()``: the cache is written in place.
+
+        Shapes:
+            returns: KVCache with k, v (batch, Hkv, max_tokens, Dh)
+        """
+        if max_tokens is None:
+            raise TypeError("max_tokens is required: the most tokens the cache will hold, e.g. new_kv_cache(1, max_tokens=256)")
+        batch = _validate.positive_int(batch, "batch")
+        max_tokens = _validate.positive_int(max_tokens, "max_tokens")
+        dtype = self.qkv.weight.dtype if dtype is None else dtype
+        device = self.qkv.weight.device if device is None else torch.device(device)
+        shape = (batch, self.n_kv_heads, max_tokens, self.d_head)  # (B, Hkv, max_tokens, Dh)
+        _validate.fits_in_memory(2 * math.prod(shape) * dtype.itemsize, f"a cache of batch={batch}, max_tokens={max_tokens}")
+        return KVCache(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+
     # -- conversions -------------------------------------------------------------------
+
+    @classmethod
+    def from_weights(cls, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, n_heads: int,
+                     n_kv_heads: int | None = None, batch_first: bool = True, device=None, dtype=None):
+        """A layer holding the given weights, in the NumPy reference's layout (``x @ w``).
+
+        The one constructor ``from_numpy`` and ``from_torch`` build through. The weights
+        are checked as ``MultiHeadAttention.from_weights`` checks them (shapes, all four
+        biases or none, finite values), then stored transposed, as ``nn.Linear`` does.
+
+        Shapes:
+            w_q: (D, H*Dh)      w_k, w_v: (D, Hkv*Dh)      w_o: (H*Dh, D)
+            b_q: (H*Dh,)        b_k, b_v: (Hkv*Dh,)        b_o: (D,)
+            returns: TorchMultiHeadAttention
+        """
+        from .attention import MultiHeadAttention
+
+        ref = MultiHeadAttention.from_weights(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v,
+                                              b_o=b_o, n_heads=n_heads, n_kv_heads=n_kv_heads)
+        layer = cls(ref.d_model, ref.n_heads, n_kv_heads=ref.n_kv_heads, bias=ref.bias, batch_first=batch_first,
+                    device="meta", dtype=dtype)
+        layer.to_empty(device=torch.empty(0).device if device is None else device)
+
+        def t(a):
+            return torch.as_tensor(a, dtype=layer.qkv.weight.dtype, device=layer.qkv.weight.device)
+
+        with torch.no_grad():
+            layer.qkv.weight.copy_(torch.cat([t(ref.w_q).T, t(ref.w_k).T, t(ref.w_v).T]))  # (D + 2*Hkv*Dh, D)
+            layer.out_proj.weight.copy_(t(ref.w_o).T)  # (D, D)
+            if ref.bias:
+                layer.qkv.bias.copy_(torch.cat([t(ref.b_q), t(ref.b_k), t(ref.b_v)]))  # (D + 2*Hkv*Dh,)
+                layer.out_proj.bias.copy_(t(ref.b_o))  # (D,)
+        return layer
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> "TorchMultiHeadAttention":
@@ -363,29 +505,13 @@ class TorchMultiHeadAttention(nn.Module):
         every key blocked). ``dropout`` is not copied: this layer has none, so compare
         with the module in ``eval()`` mode or with ``dropout=0``.
         """
-        from ._torch_weights import check_torch_module
+        from ._torch_weights import check_torch_module, numpy_weights_from_torch
 
         check_torch_module(module)
-        D = module.embed_dim
-        if module.in_proj_weight is not None:
-            in_weight = module.in_proj_weight  # (3D, D), rows: q, k, v
-        else:
-            in_weight = torch.cat([module.q_proj_weight, module.k_proj_weight, module.v_proj_weight])  # (3D, D)
-        layer = cls(
-            D,
-            module.num_heads,
-            bias=module.in_proj_bias is not None,
-            batch_first=module.batch_first,
-            device=in_weight.device,
-            dtype=in_weight.dtype,
-        )
-        with torch.no_grad():
-            layer.qkv.weight.copy_(in_weight)
-            layer.out_proj.weight.copy_(module.out_proj.weight)
-            if layer.bias:
-                layer.qkv.bias.copy_(module.in_proj_bias)
-                layer.out_proj.bias.copy_(module.out_proj.bias)
-        return layer
+        w = numpy_weights_from_torch(module)  # float64: every float32/16 value is kept exactly
+        weight = module.out_proj.weight
+        return cls.from_weights(**{name: w[name] for name in _WEIGHT_NAMES}, n_heads=w["n_heads"],
+                                batch_first=module.batch_first, device=weight.device, dtype=weight.dtype)
 
     @classmethod
     def from_numpy(cls, layer, *, batch_first: bool = True, device=None, dtype=None) -> "TorchMultiHeadAttention":
@@ -394,22 +520,8 @@ class TorchMultiHeadAttention(nn.Module):
 
         if not isinstance(layer, MultiHeadAttention):
             raise TypeError(f"layer must be an mha_core.MultiHeadAttention; got {type(layer).__name__}")
-        out = cls(
-            layer.d_model, layer.n_heads, n_kv_heads=layer.n_kv_heads, bias=layer.bias,
-            batch_first=batch_first, device=device, dtype=dtype,
-        )
-
-        def t(a):
-            return torch.as_tensor(a, dtype=out.qkv.weight.dtype, device=out.qkv.weight.device)
-
-        with torch.no_grad():
-            # NumPy weights act on the right (x @ w); nn.Linear stores the transpose.
-            out.qkv.weight.copy_(torch.cat([t(layer.w_q).T, t(layer.w_k).T, t(layer.w_v).T]))  # (D + 2*Hkv*Dh, D)
-            out.out_proj.weight.copy_(t(layer.w_o).T)  # (D, D)
-            if layer.bias:
-                out.qkv.bias.copy_(torch.cat([t(layer.b_q), t(layer.b_k), t(layer.b_v)]))  # (D + 2*Hkv*Dh,)
-                out.out_proj.bias.copy_(t(layer.b_o))
-        return out
+        return cls.from_weights(**{name: getattr(layer, name) for name in _WEIGHT_NAMES}, n_heads=layer.n_heads,
+                                n_kv_heads=layer.n_kv_heads, batch_first=batch_first, device=device, dtype=dtype)
 
     def to_numpy(self):
         """The same layer as a NumPy ``mha_core.MultiHeadAttention`` (float64 weights)."""
@@ -418,68 +530,70 @@ class TorchMultiHeadAttention(nn.Module):
         return MultiHeadAttention.from_torch(self)
 
 
-# -- the two ways to attend -------------------------------------------------------------
+_WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
 
 
-def _as_mask(mask, name: str, like: torch.Tensor) -> torch.Tensor:
-    """A mask as a tensor on ``like``'s device: bool (True = blocked) or float in ``like``'s dtype."""
+# -- masks ----------------------------------------------------------------------------------
+
+
+def _as_additive_mask(mask, name: str, like: torch.Tensor) -> torch.Tensor:
+    """A mask as numbers to add to the scores, in ``like``'s dtype and device (-inf = blocked)."""
     m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(mask)
-    if m.dtype != torch.bool and not m.is_floating_point():
-        raise TypeError(
-            f"{name} has dtype {m.dtype}; use bool (True = blocked) or float (added to the scores, -inf = blocked)"
-        )
-    return m.to(device=like.device, dtype=None if m.dtype == torch.bool else like.dtype)
+    if m.dtype == torch.bool:
+        return torch.zeros(m.shape, dtype=like.dtype, device=like.device).masked_fill_(m.to(like.device), -math.inf)
+    if not m.is_floating_point():
+        raise TypeError(f"{name} has dtype {m.dtype}; use bool (True = blocked) or float (added to the scores, -inf = blocked)")
+    if m.isnan().any() or m.isposinf().any():
+        bad = "NaN" if m.isnan().any() else "+inf"
+        raise ValueError(f"{name} contains {bad}; a float mask holds finite numbers or -inf (blocked)")
+    return m.to(device=like.device, dtype=like.dtype)
 
 
-def _fully_blocked(mask: torch.Tensor) -> torch.Tensor:
-    """True for each query whose keys are all blocked. Shape (B|1, H|1, Tq, 1)."""
-    blocked = mask if mask.dtype == torch.bool else torch.isneginf(mask)
-    return blocked.all(dim=-1, keepdim=True)  # (..., Tq, 1)
+# -- the two ways to attend ------------------------------------------------------------------
 
 
-def _fast_attention(q, k, v, mask, is_causal: bool) -> torch.Tensor:
-    """SDPA, with our bool convention (True = blocked) turned into SDPA's (True = allowed).
+def _sdpa(q, k, v, mask, is_causal: bool) -> torch.Tensor:
+    """SDPA; grouped-query heads share their key/value head without copies (``enable_gqa``).
 
     Shapes:
         q: (B, H, Tq, Dh); k, v: (B, Hkv, Tk, Dh)
-        mask: broadcastable to (B, H, Tq, Tk), or None
+        mask: float, broadcastable to (B, H, Tq, Tk), or None
         returns: head_outputs (B, H, Tq, Dh)
     """
-    if mask is not None and mask.dtype == torch.bool:
-        mask = ~mask  # SDPA: True = allowed
-    n_rep = q.shape[1] // k.shape[1]
-    if n_rep == 1:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
-    if _SDPA_HAS_GQA:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal, enable_gqa=True)
-    k = k.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
-    v = v.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
+                                          enable_gqa=q.shape[1] != k.shape[1])
 
 
-def _explicit_attention(q, k, v, mask, blocked_rows):
+def _explicit_attention(q, k, v, mask):
     """Attention written out, step by step, so the per-head weights exist.
-
-    ``blocked_rows`` marks the queries whose keys are all blocked (``_fully_blocked``);
-    their weights become zeros instead of softmax's NaN. None: no such query.
 
     Shapes:
         q: (B, H, Tq, Dh); k, v: (B, Hkv, Tk, Dh)
-        mask: broadcastable to (B, H, Tq, Tk), or None
-        blocked_rows: (B|1, H|1, Tq, 1), or None
+        mask: float, broadcastable to (B, H, Tq, Tk), or None
         returns: head_outputs (B, H, Tq, Dh), weights (B, H, Tq, Tk)
     """
     n_rep = q.shape[1] // k.shape[1]
-    if n_rep > 1:
-        k = k.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
-        v = v.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
+    k = k.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
+    v = v.repeat_interleave(n_rep, dim=1)  # (B, H, Tk, Dh)
     # scores is a fresh tensor, so scaling and masking it in place is safe (autograd
     # included) and saves two more (B, H, Tq, Tk) tensors.
     scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(q.shape[-1]))  # (B, H, Tq, Tk)
     if mask is not None:
-        scores = scores.masked_fill_(mask, -math.inf) if mask.dtype == torch.bool else scores.add_(mask)
+        scores = scores.add_(mask)
     weights = torch.softmax(scores, dim=-1)  # (B, H, Tq, Tk)
-    if blocked_rows is not None:
-        # Not in place: softmax's backward needs its output as it was.
-        weights = weights.masked_fill(blocked_rows, 0.0)  # all-blocked rows: zeros, not NaN
     return weights @ v, weights
+
+
+def _zero_fully_blocked(head_outputs, weights, mask):
+    """The reference's rule: a query whose keys are all blocked gets zero weights and output.
+
+    Shapes:
+        head_outputs: (B, H, Tq, Dh); weights: (B, H, Tq, Tk) or None
+        mask: broadcastable to (B, H, Tq, Tk)
+        returns: the same two, with those queries' rows zero (never NaN)
+    """
+    blocked = torch.isneginf(mask).all(dim=-1, keepdim=True)  # (B|1, H|1, Tq, 1)
+    # Not in place: softmax's and SDPA's backward need their outputs as they were.
+    head_outputs = head_outputs.masked_fill(blocked, 0.0)  # (B, H, Tq, Dh)
+    weights = None if weights is None else weights.masked_fill(blocked, 0.0)  # (B, H, Tq, Tk)
+    return head_outputs, weights

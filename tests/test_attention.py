@@ -659,8 +659,8 @@ BAD_INPUT = [
     ),
     (lambda: split_heads(x(1, 2, 64), 0), ValueError, "n_heads=0 is too small; n_heads must be at least 1"),
     (lambda: split_heads(x(1, 2, 64), 2.0), TypeError, "n_heads must be a whole number of at least 1; got 2.0"),
-    (lambda: split_heads(x(2, 64), 2), ValueError, "split_heads expects x of shape (B, T, D); got rank 2 (shape (2, 64))"),
-    (lambda: merge_heads(x(2, 3, 4)), ValueError, "merge_heads expects x of shape (B, H, T, Dh); got rank 3"),
+    (lambda: split_heads(x(2, 64), 2), ValueError, "x has rank 2 (shape (2, 64)); expected shape (B, T, D)"),
+    (lambda: merge_heads(x(2, 3, 4)), ValueError, "x has rank 3 (shape (2, 3, 4)); expected shape (B, H, T, Dh)"),
     (
         lambda: scaled_dot_product_attention(x(3, 4), x(5, 2), x(5, 4)),
         ValueError,
@@ -794,3 +794,109 @@ def test_from_weights_rejects_bad_weights_by_name(change, message):
     with pytest.raises((TypeError, ValueError)) as info:
         MultiHeadAttention.from_weights(**args)
     assert message in str(info.value)
+
+
+# --- hostile input (issue 15): every bad value named, never a silent wrong answer ------------------
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: split_heads("abc", 1), TypeError, "x must hold real numbers (a float array) with shape (B, T, D); got dtype <U3"),
+        (lambda: split_heads(np.array([[[object()]]]), 1), TypeError, "x must hold real numbers"),
+        (lambda: split_heads(np.ones((1, 2, 4), dtype=complex), 2), TypeError, "x must hold real numbers (a float array) with shape (B, T, D); got dtype complex128"),
+        (lambda: split_heads(np.full((1, 2, 4), np.nan), 2), ValueError, "x contains NaN; every entry must be a finite number"),
+        (lambda: merge_heads("abcd"), TypeError, "x must hold real numbers (a float array) with shape (B, H, T, Dh); got dtype <U4"),
+        (lambda: merge_heads(np.ones((1, 2, 3, 4), dtype=complex)), TypeError, "got dtype complex128"),
+        (lambda: merge_heads(np.full((1, 2, 3, 4), np.inf)), ValueError, "x contains inf; every entry must be a finite number"),
+        (lambda: softmax(np.array([1 + 2j, 3])), TypeError, "softmax got x of dtype complex128; scores must be real numbers"),
+        (lambda: softmax(np.zeros((2, 0))), ValueError, "softmax got an empty x (shape (2, 0)); there is nothing to normalise along axis -1"),
+        (lambda: softmax(np.array(["a", "b"])), TypeError, "softmax got x of dtype <U1; scores must be real numbers"),
+        (lambda: MultiHeadAttention(8, 2)(np.ones((2, 8)), is_causal="no"), TypeError, "is_causal must be True or False; got 'no' (str)"),
+        (lambda: scaled_dot_product_attention(np.ones((2, 4)), np.ones((2, 4)), np.ones((2, 4)), is_causal=1), TypeError, "is_causal must be True or False; got 1 (int)"),
+        (lambda: MultiHeadAttention(8, 2, seed="zero"), TypeError, "seed must be a whole number of at least 0, a numpy Generator, or None; got 'zero' (str)"),
+        (lambda: MultiHeadAttention(8, 2, seed=-1), ValueError, "seed must be a whole number of at least 0, a numpy Generator, or None; got -1 (int)"),
+        (lambda: MultiHeadAttention(8, 2, seed=1.5), TypeError, "seed must be a whole number of at least 0"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_hostile_input_raises_an_error_naming_the_parameter(make, error, message):
+    with pytest.raises(error) as info:
+        make()
+    assert type(info.value) is error
+    assert message in str(info.value)
+
+
+def test_split_and_merge_heads_still_accept_integer_arrays():
+    x = np.arange(16).reshape(1, 2, 8)
+    assert np.array_equal(merge_heads(split_heads(x, 4)), x)
+
+
+def test_numpy_bool_is_a_valid_is_causal():
+    layer = MultiHeadAttention(8, 2, seed=0)
+    x = np.random.default_rng(0).normal(size=(3, 8))
+    np.testing.assert_array_equal(layer(x, is_causal=np.bool_(True)).output, layer(x, is_causal=True).output)
+
+
+def test_seed_accepts_numpy_integers_and_generators():
+    a = MultiHeadAttention(8, 2, seed=np.int64(3))
+    b = MultiHeadAttention(8, 2, seed=np.random.default_rng(3))
+    np.testing.assert_array_equal(a.w_q, b.w_q)
+
+
+# --- scores that overflow are not blocked scores ------------------------------------------------
+
+
+def test_overflowing_scores_raise_instead_of_looking_blocked():
+    # q.k = -4e400 overflows float64 to -inf, which the blocking rule would read as
+    # "every key blocked" and answer with zeros; the right answer (equal scores) is
+    # the mean of v. The reference refuses: its scores cannot be represented.
+    q, k = np.full((1, 4), -1e200), np.full((3, 4), 1e200)
+    v = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(ValueError, match=r"attention scores overflow float64: q and k are too large \(largest \|q\| entry 1e\+200, \|k\| entry 1e\+200;"):
+        scaled_dot_product_attention(q, k, v)
+    layer = MultiHeadAttention(4, 1, seed=0)
+    layer.w_q = layer.w_k = np.eye(4) * 1e200
+    with pytest.raises(ValueError, match="attention scores overflow float64"):
+        layer(np.ones((2, 4)))
+
+
+def test_large_but_representable_scores_still_give_the_right_softmax():
+    # 1e150 * 1e150 = 1e300 per product, under float64's 1.8e308: no refusal, the exact hard maximum.
+    q = np.array([[1e150, 0.0]])
+    k = np.array([[1e150, 0.0], [-1e150, 0.0], [1e150, 0.0]])
+    v = np.array([[1.0], [5.0], [3.0]])
+    output, weights = scaled_dot_product_attention(q, k, v)
+    np.testing.assert_array_equal(weights, [[0.5, 0.0, 0.5]])
+    np.testing.assert_array_equal(output, [[2.0]])
+
+
+# --- sizes: divisors fast, absurd layers refused before allocating ---------------------------------
+
+
+@given(st.integers(1, 5000))
+def test_divisors_are_every_divisor_in_order(n):
+    assert divisors(n) == [d for d in range(1, n + 1) if n % d == 0]
+
+
+def test_divisors_of_a_large_number_take_square_root_steps():
+    # 10**12 + 1 = 73 * 137 * 99990001: a linear search would take hours.
+    assert divisors(10**12 + 1) == [1, 73, 137, 10001, 99990001, 7299270073, 13698630137, 10**12 + 1]
+
+
+def test_a_layer_no_machine_could_hold_is_refused_before_allocating():
+    with pytest.raises(ValueError) as info:
+        MultiHeadAttention(10**6, 8)
+    message = str(info.value)
+    assert message.startswith("d_model=1000000 ")
+    assert "would need 32,000,032,000,000 bytes (32.0 TB)" in message
+    assert "refuses more than 8,589,934,592 bytes (8 GiB)" in message
+
+
+def test_the_largest_published_layers_are_not_refused():
+    from mha_core import _validate
+
+    _validate.layer_fits(12288, 96, 96, True, 8)  # GPT-3 175B's attention, float64: 4.8 GB
+    _validate.layer_fits(16384, 128, 8, True, 8)  # Llama-3-405B's, float64: 4.6 GB
+    with pytest.raises(ValueError, match="d_model=32768"):
+        _validate.layer_fits(32768, 128, 128, True, 8)  # 34 GB

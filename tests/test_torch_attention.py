@@ -6,6 +6,7 @@ Parity with torch.nn.MultiheadAttention over a sweep of shapes is in test_parity
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
@@ -30,14 +31,14 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def layer_with_biases(d_model=16, n_heads=4, *, n_kv_heads=None, seed=0, dtype=torch.float64, **kwargs):
-    """A seeded layer whose biases are non-zero, so tests see them."""
+def layer_with_biases(d_model=16, n_heads=4, *, n_kv_heads=None, seed=0, dtype=torch.float64, bias_scale=1.0, **kwargs):
+    """A seeded layer whose biases are non-zero (normal, times ``bias_scale``), so tests see them."""
     layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, seed=seed, dtype=dtype, **kwargs)
     generator = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for b in (layer.qkv.bias, layer.out_proj.bias):
             if b is not None:
-                b.copy_(torch.randn(b.shape, generator=generator, dtype=torch.float64))
+                b.copy_(bias_scale * torch.randn(b.shape, generator=generator, dtype=torch.float64))
     return layer
 
 
@@ -225,7 +226,7 @@ def test_sdpa_path_equals_explicit_path(B, Tq, Tk, heads, mask_kind, seed):
 
 
 @pytest.mark.parametrize("Tq, Tk", [(5, 5), (3, 6), (6, 3)])
-def test_is_causal_fast_path_equals_an_explicit_causal_mask(Tq, Tk):
+def test_is_causal_on_the_plain_path_equals_an_explicit_causal_mask(Tq, Tk):
     layer = layer_with_biases(16, 4, n_kv_heads=2)
     query, key = randn(2, Tq, 16, seed=1), randn(2, Tk, 16, seed=2)
     causal = torch.ones(Tq, Tk, dtype=torch.bool).triu(1)  # True = blocked: keys after the query
@@ -297,24 +298,24 @@ def test_gradients_reach_every_parameter(need_weights):
     assert x.grad.abs().sum() > 0
 
 
-# --- the fast path for plain self-attention -------------------------------------------------
+# --- the plain SDPA path and its special cases -------------------------------------------------
 
 
 @pytest.mark.parametrize("heads", [(4, 4), (4, 2), (4, 1)], ids=["mha", "gqa", "mqa"])
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("is_causal", [False, True])
-def test_plain_self_attention_fast_path_equals_the_general_path(heads, bias, is_causal):
+def test_plain_self_attention_equals_the_special_cases(heads, bias, is_causal):
     n_heads, n_kv_heads = heads
     layer = layer_with_biases(16, n_heads, n_kv_heads=n_kv_heads, bias=bias)
     x = randn(2, 5, 16, seed=1)
-    fast = layer(x, is_causal=is_causal)  # no key/value, no masks, no weights: the fast path
-    also_fast = layer(x, x, x, is_causal=is_causal)  # key and value are the query object itself
+    fast = layer(x, is_causal=is_causal)  # no key/value, no masks, no weights: the plain path
+    also_plain = layer(x, x, x, is_causal=is_causal)  # key and value are the query object itself
     general = layer(x, x.clone(), is_causal=is_causal)  # another tensor: checks, projection split
     open_mask = torch.zeros(5, 5, dtype=torch.bool)  # blocks nothing, but takes the mask path
     masked = layer(x, attn_mask=open_mask, is_causal=is_causal)
     explicit = layer(x, is_causal=is_causal, need_weights=True)
-    assert fast.weights is None and also_fast.weights is None
-    assert torch.equal(fast.output, also_fast.output)
+    assert fast.weights is None and also_plain.weights is None
+    assert torch.equal(fast.output, also_plain.output)
     assert max_error(fast.output, general.output) < 1e-12
     assert max_error(fast.output, masked.output) < 1e-12
     assert max_error(fast.output, explicit.output) < 1e-12
@@ -322,28 +323,58 @@ def test_plain_self_attention_fast_path_equals_the_general_path(heads, bias, is_
     assert max_error(fast.output, reference.output) < 1e-12
 
 
-def test_plain_self_attention_call_skips_the_general_checks(monkeypatch):
-    layer = layer_with_biases(16, 4)
+PLAIN_SDPA_CASES = {
+    # name: (call arguments besides the query, the word the reason must contain, or None for the plain path)
+    "self-attention": ({}, None),
+    "causal": ({"is_causal": True}, None),
+    "key and value": ({"key": "x", "value": "x"}, None),
+    "weights": ({"need_weights": True}, "need_weights"),
+    "attn_mask": ({"attn_mask": torch.zeros(3, 3, dtype=torch.bool)}, "attn_mask"),
+    "padding": ({"key_padding_mask": torch.zeros(2, 3, dtype=torch.bool)}, "key_padding_mask"),
+}
+
+
+@pytest.mark.parametrize("case", PLAIN_SDPA_CASES)
+def test_why_not_plain_sdpa_names_the_special_case_and_forward_follows_it(case, monkeypatch):
+    kwargs, word = PLAIN_SDPA_CASES[case]
+    layer = layer_with_biases(16, 4, n_kv_heads=2)
     x = randn(2, 3, 16, seed=1)
-    expected = layer(x, is_causal=True).output
+    kwargs = {k: (x if isinstance(v, str) else v) for k, v in kwargs.items()}
+    reason = layer.why_not_plain_sdpa(x, **{k: v for k, v in kwargs.items() if k != "is_causal"})
+    if word is None:
+        assert reason is None
+    else:
+        assert word in reason
+    calls = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("the general path ran")
+    def spy(*args, **kw):
+        calls.append(kw)
+        return sdpa(*args, **kw)
 
-    monkeypatch.setattr(layer, "_inputs", refuse)
-    assert torch.equal(layer(x, is_causal=True).output, expected)
-    assert torch.equal(layer(x, x, x, is_causal=True).output, expected)
-    for call in (
-        lambda: layer(x, need_weights=True),
-        lambda: layer(x, key_padding_mask=torch.zeros(2, 3, dtype=torch.bool)),
-        lambda: layer(x, x.clone()),
-        lambda: layer(x[0]),  # unbatched (T, D)
-    ):
-        with pytest.raises(AssertionError, match="the general path ran"):
-            call()
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    layer(x, **kwargs)
+    if word is None:  # the plain path: one SDPA call, no mask tensor
+        assert len(calls) == 1 and calls[0]["attn_mask"] is None
+        assert calls[0]["is_causal"] == kwargs.get("is_causal", False)
+    elif word == "need_weights":  # the weights are computed step by step
+        assert calls == []
+    else:  # SDPA with a mask tensor
+        assert len(calls) == 1 and calls[0]["attn_mask"] is not None
 
 
-def test_fast_path_uses_parameters_assigned_after_construction():
+def test_why_not_plain_sdpa_names_a_chunk_after_cached_tokens():
+    layer = layer_with_biases(16, 4, dtype=torch.float32)
+    cache = layer.new_kv_cache(1, 8)
+    x = randn(1, 8, 16, seed=1, dtype=torch.float32)
+    assert layer.why_not_plain_sdpa(x[:, :3], kv_cache=cache) is None  # empty cache: plain is_causal
+    with torch.no_grad():
+        layer(x[:, :3], kv_cache=cache)
+    assert layer.why_not_plain_sdpa(x[:, 3:4], kv_cache=cache) is None  # one new token sees every key
+    assert "kv_cache.length" in layer.why_not_plain_sdpa(x[:, 3:6], kv_cache=cache)
+
+
+def test_forward_uses_parameters_assigned_after_construction():
     layer = layer_with_biases(16, 4, n_kv_heads=2)
     x = randn(2, 3, 16, seed=1)
     before = layer(x).output
@@ -366,7 +397,7 @@ def test_fast_path_uses_parameters_assigned_after_construction():
     ],
     ids=["dtype-mismatch", "wrong-d_model", "empty", "rank-4"],
 )
-def test_inputs_the_fast_path_cannot_take_still_get_the_general_error(make_call):
+def test_inputs_of_a_plain_call_are_checked_too(make_call):
     layer = TorchMultiHeadAttention(8, 2, seed=0, dtype=torch.float64)
     with pytest.raises((TypeError, ValueError), match=r"^query "):
         make_call(layer)
@@ -426,15 +457,6 @@ def test_grouped_query_attention_equals_the_numpy_reference_loaded_from_it(n_kv_
     assert max_error(fast.output, expected.output) < 1e-12
     assert max_error(slow.output, expected.output) < 1e-12
     assert max_error(slow.weights, expected.weights) < 1e-12
-
-
-def test_grouped_query_attention_without_enable_gqa_gives_the_same(monkeypatch):
-    layer = layer_with_biases(16, 4, n_kv_heads=2)
-    x = randn(2, 5, 16, seed=1)
-    with_gqa = layer(x, is_causal=True).output
-    monkeypatch.setattr(torch_attention, "_SDPA_HAS_GQA", False)  # torch < 2.5
-    without = layer(x, is_causal=True).output
-    assert max_error(with_gqa, without) < 1e-12
 
 
 def test_n_kv_heads_equal_to_n_heads_is_plain_multi_head_attention():
@@ -574,3 +596,292 @@ def test_time_first_layout_names_its_shapes_in_errors():
     layer = TorchMultiHeadAttention(8, 2, batch_first=False)
     with pytest.raises(ValueError, match=r"expected shape \(T, B, D\) or \(T, D\)"):
         layer(torch.zeros(1, 2, 3, 8))
+
+
+# --- the key/value cache (incremental decoding) ------------------------------------------------
+
+HEAD_LAYOUTS = {"mha": (4, 4), "gqa": (4, 2), "mqa": (4, 1)}
+
+#: Largest |cached - full| seen in float32 over the cache tests (outputs are of order 1).
+CACHE_ERROR = {"largest": 0.0}
+
+
+def cache_error(cached, full) -> float:
+    error = max_error(cached, full)
+    CACHE_ERROR["largest"] = max(CACHE_ERROR["largest"], error)
+    return error
+
+
+def decode(layer, x, chunks, *, max_tokens=None, need_weights=False):
+    """Feed ``x`` (B, T, D) to ``layer`` through a fresh cache, ``chunks`` tokens at a time.
+
+    Returns the outputs joined along T, the weights of each call, and the cache.
+    """
+    B, T, _ = x.shape
+    cache = layer.new_kv_cache(B, max_tokens or T)
+    outputs, weights, start = [], [], 0
+    for size in chunks:
+        result = layer(x[:, start : start + size], kv_cache=cache, need_weights=need_weights)
+        outputs.append(result.output)  # (B, size, D)
+        weights.append(result.weights)
+        start += size
+    assert start == T
+    return torch.cat(outputs, dim=1), weights, cache  # (B, T, D)
+
+
+def split_into(T, sizes):
+    """Chunk sizes that add up to T: the given sizes in turn, the last one cut short."""
+    chunks, i = [], 0
+    while sum(chunks) < T:
+        chunks.append(min(sizes[i % len(sizes)], T - sum(chunks)))
+        i += 1
+    return chunks
+
+
+@pytest.mark.parametrize("layout", HEAD_LAYOUTS)
+@pytest.mark.parametrize("batch", [1, 3])
+def test_new_kv_cache_is_preallocated_with_the_layers_head_layout(layout, batch):
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = TorchMultiHeadAttention(16, n_heads, n_kv_heads=n_kv_heads, dtype=torch.float32)
+    cache = layer.new_kv_cache(batch, max_tokens=10)
+    assert isinstance(cache, torch_attention.KVCache)
+    assert cache.k.shape == cache.v.shape == (batch, n_kv_heads, 10, 4)  # (B, Hkv, max_tokens, Dh)
+    assert cache.k.dtype == cache.v.dtype == torch.float32
+    assert (cache.length, cache.max_tokens) == (0, 10)
+    # The bytes a cache holds: keys and values, B * Hkv * max_tokens * Dh numbers each.
+    # (costs.kv_cache_bytes(n_layers=1, n_tokens=10, n_kv_heads, d_head=4, batch, bytes_per_value=4) once it exists.)
+    assert cache.nbytes == cache.k.nbytes + cache.v.nbytes == 2 * batch * n_kv_heads * 10 * 4 * 4
+    doubles = layer.new_kv_cache(batch, 10, dtype=torch.float64)
+    assert doubles.nbytes == 2 * cache.nbytes and doubles.k.dtype == torch.float64
+
+
+@pytest.mark.parametrize("layout", HEAD_LAYOUTS)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("chunk", [1, 3, "all"])
+@pytest.mark.parametrize("T", [1, 5, 8])
+def test_cached_decoding_equals_the_full_causal_pass(layout, bias, chunk, T):
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = layer_with_biases(16, n_heads, n_kv_heads=n_kv_heads, bias=bias, dtype=torch.float32, bias_scale=0.1)
+    x = randn(2, T, 16, seed=T, dtype=torch.float32)
+    with torch.no_grad():
+        full = layer(x, is_causal=True).output  # (B, T, D)
+        cached, _, cache = decode(layer, x, split_into(T, [T if chunk == "all" else chunk]))
+    assert cache.length == T
+    assert cache_error(cached, full) < 1e-6
+
+
+@given(
+    layout=st.sampled_from(sorted(HEAD_LAYOUTS)),
+    bias=st.booleans(),
+    chunks=st.lists(st.integers(1, 5), min_size=1, max_size=6),
+    spare=st.integers(0, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_any_chunking_of_cached_decoding_equals_the_full_causal_pass(layout, bias, chunks, spare, seed):
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = layer_with_biases(16, n_heads, n_kv_heads=n_kv_heads, bias=bias, seed=seed % 101, dtype=torch.float32, bias_scale=0.1)
+    T = sum(chunks)
+    x = randn(1, T, 16, seed=seed, dtype=torch.float32)
+    with torch.no_grad():
+        full = layer(x, is_causal=True, need_weights=True)
+        cached, weights, cache = decode(layer, x, chunks, max_tokens=T + spare, need_weights=True)
+    assert cache_error(cached, full.output) < 1e-6
+    start = 0
+    for size, w in zip(chunks, weights):
+        # Each call's weights are its rows of the full causal weights, over the keys seen so far.
+        assert w.shape == (1, n_heads, size, start + size)
+        assert max_error(w, full.weights[:, :, start : start + size, : start + size]) < 1e-6
+        start += size
+    assert (cache.length, cache.max_tokens) == (T, T + spare)
+
+
+@pytest.mark.parametrize("layout", HEAD_LAYOUTS)
+def test_chunked_prefill_after_a_partial_fill_keeps_the_causal_offset(layout):
+    # nanoGPT PR #613: a chunk that follows cached tokens must see every cached token
+    # and only the earlier tokens of its own chunk (the causal mask shifted by the cache length).
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = layer_with_biases(16, n_heads, n_kv_heads=n_kv_heads, dtype=torch.float32, bias_scale=0.1)
+    x = randn(2, 9, 16, seed=3, dtype=torch.float32)
+    with torch.no_grad():
+        full = layer(x, is_causal=True).output
+        cached, _, _ = decode(layer, x, [2, 4, 1, 2])
+        reference = layer.to_numpy()(x.double().numpy(), is_causal=True).output
+    assert cache_error(cached, full) < 1e-6
+    assert max_error(cached, reference) < 1e-6
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_cached_decoding_in_every_input_layout(batch_first):
+    layer = layer_with_biases(16, 4, n_kv_heads=2, dtype=torch.float64, batch_first=batch_first)
+    x = randn(2, 6, 16, seed=1)  # (B, T, D)
+    full = layer(x if batch_first else x.transpose(0, 1), is_causal=True).output
+    full = full if batch_first else full.transpose(0, 1)  # (B, T, D)
+    cache = layer.new_kv_cache(batch=2, max_tokens=6)
+    parts = []
+    for start, end in ((0, 4), (4, 5), (5, 6)):
+        chunk = x[:, start:end]  # (B, Tc, D)
+        out = layer(chunk if batch_first else chunk.transpose(0, 1), kv_cache=cache).output
+        parts.append(out if batch_first else out.transpose(0, 1))  # (B, Tc, D)
+    assert max_error(torch.cat(parts, dim=1), full) < 1e-12
+    # Unbatched (T, D) input uses a cache of batch 1.
+    single = layer.new_kv_cache(1, 6)
+    out = torch.cat([layer(x[0, :3], kv_cache=single).output, layer(x[0, 3:], kv_cache=single).output])  # (T, D)
+    assert max_error(out, full[0]) < 1e-12
+
+
+def test_reset_cache_decodes_like_a_fresh_one():
+    layer = layer_with_biases(16, 4, n_kv_heads=1, dtype=torch.float32, bias_scale=0.1)
+    x, y = randn(1, 5, 16, seed=1, dtype=torch.float32), randn(1, 5, 16, seed=2, dtype=torch.float32)
+    cache = layer.new_kv_cache(1, 5)
+    with torch.no_grad():
+        layer(x, kv_cache=cache)
+        assert cache.length == 5
+        cache.reset()
+        assert cache.length == 0
+        again = torch.cat([layer(y[:, :2], kv_cache=cache).output, layer(y[:, 2:], kv_cache=cache).output], dim=1)
+        assert cache_error(again, layer(y, is_causal=True).output) < 1e-6
+
+
+def test_a_full_cache_refuses_more_tokens_and_is_left_as_it_was():
+    layer = layer_with_biases(16, 4, dtype=torch.float32, bias_scale=0.1)
+    cache = layer.new_kv_cache(1, max_tokens=4)
+    x = randn(1, 5, 16, seed=1, dtype=torch.float32)
+    with torch.no_grad():
+        layer(x[:, :3], kv_cache=cache)
+        k_before = cache.k.clone()
+        with pytest.raises(ValueError, match=r"kv_cache is full.*3 of max_tokens=4.*2 more"):
+            layer(x[:, 3:], kv_cache=cache)
+        assert cache.length == 3 and torch.equal(cache.k, k_before)
+        layer(x[:, 3:4], kv_cache=cache)  # the last free position still takes one token
+        assert cache.length == 4
+        with pytest.raises(ValueError, match="max_tokens=4"):
+            layer(x[:, 4:], kv_cache=cache)
+
+
+@pytest.mark.parametrize(
+    "make_cache, error, pattern",
+    [
+        (lambda L: TorchMultiHeadAttention(16, 4, n_kv_heads=1).new_kv_cache(1, 8), ValueError,
+         r"kv_cache has k of shape \(1, 1, 8, 4\); this layer needs \(B, Hkv, max_tokens, Dh\) = \(1, 2, max_tokens, 4\)"),
+        (lambda L: L.new_kv_cache(2, 8), ValueError, r"kv_cache is for batch 2 but the input has batch 1"),
+        (lambda L: L.new_kv_cache(1, 8, dtype=torch.float64), TypeError,
+         r"kv_cache holds torch.float64 but this layer's weights are torch.float32"),
+        (lambda L: L.new_kv_cache(1, 8, device="meta"), ValueError, r"kv_cache is on meta but this layer's weights are on cpu"),
+        (lambda L: "cache", TypeError, r"kv_cache must be a KVCache from new_kv_cache\(\); got str"),
+    ],
+    ids=["wrong-heads", "wrong-batch", "wrong-dtype", "wrong-device", "not-a-cache"],
+)
+def test_a_cache_that_does_not_fit_the_layer_is_refused(make_cache, error, pattern):
+    layer = TorchMultiHeadAttention(16, 4, n_kv_heads=2, dtype=torch.float32)
+    cache = make_cache(layer)
+    with pytest.raises(error, match=pattern):
+        layer(torch.zeros(1, 2, 16), kv_cache=cache)
+
+
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"key": "x"}, r"kv_cache is for self-attention decoding: pass only the new tokens as query, not key or value"),
+        ({"value": "x"}, r"not key or value"),
+        ({"attn_mask": torch.zeros(2, 2, dtype=torch.bool)}, r"kv_cache implies the causal mask; attn_mask cannot be combined with it"),
+        ({"key_padding_mask": torch.zeros(1, 2, dtype=torch.bool)}, r"key_padding_mask cannot be combined with it"),
+    ],
+    ids=["key", "value", "attn_mask", "key_padding_mask"],
+)
+def test_kv_cache_refuses_key_value_and_masks(kwargs, pattern):
+    layer = TorchMultiHeadAttention(16, 4, dtype=torch.float32)
+    cache = layer.new_kv_cache(1, 8)
+    x = torch.zeros(1, 2, 16)
+    kwargs = {k: (x if isinstance(v, str) else v) for k, v in kwargs.items()}
+    with pytest.raises(ValueError, match=pattern):
+        layer(x, kv_cache=cache, **kwargs)
+    assert cache.length == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, pattern",
+    [
+        ({"batch": 0, "max_tokens": 4}, ValueError, r"batch=0 is too small"),
+        ({"batch": 1}, TypeError, r"max_tokens is required"),
+        ({"batch": 1, "max_tokens": 2.5}, TypeError, r"max_tokens must be a whole number"),
+        ({"batch": 1, "max_tokens": 10**12}, ValueError, r"max_tokens=1000000000000 would need .* bytes"),
+    ],
+)
+def test_new_kv_cache_refuses_bad_sizes(kwargs, error, pattern):
+    layer = TorchMultiHeadAttention(16, 4)
+    with pytest.raises(error, match=pattern):
+        layer.new_kv_cache(**kwargs)
+
+
+def test_largest_cache_error_seen_is_within_float32_tolerance(capsys):
+    # Runs after the cache tests above (pytest keeps file order); prints the figure for the report.
+    with capsys.disabled():
+        print(f"\nlargest |cached - full| in float32: {CACHE_ERROR['largest']:.2e}")
+    assert CACHE_ERROR["largest"] < 1e-6
+
+
+# --- NaN and inf (refused, as the NumPy reference refuses them) ----------------------------------
+
+
+@pytest.mark.parametrize("bad, word", [(math.nan, "NaN"), (math.inf, "inf"), (-math.inf, "inf")])
+@pytest.mark.parametrize("where", ["query", "key", "value", "self"])
+def test_nan_or_inf_in_an_input_is_refused_never_a_silent_zero(bad, word, where):
+    # A NaN query row in cross-attention used to come back as zeros (SDPA's CPU kernel
+    # treats a row of NaN scores as blocked); torch.nn.MultiheadAttention returns NaN.
+    layer = layer_with_biases(8, 2)
+    query, key, value = randn(2, 3, 8, seed=1), randn(2, 4, 8, seed=2), randn(2, 4, 8, seed=3)
+    target = {"query": query, "key": key, "value": value, "self": query}[where]
+    target[1, 2, 5] = bad
+    name = "query" if where == "self" else where
+    args = (query,) if where == "self" else (query, key, value)
+    for need_weights in (False, True):
+        with pytest.raises(ValueError, match=rf"^{name} contains {word}; every entry must be a finite number"):
+            layer(*args, need_weights=need_weights)
+
+
+def test_huge_finite_inputs_are_not_mistaken_for_inf():
+    # The check sums the input first: a sum that overflows must not count as inf.
+    layer = TorchMultiHeadAttention(8, 2, seed=0, dtype=torch.float32)
+    x = torch.full((1, 2, 8), 3e38)  # finite, but the sum overflows float32
+    layer(x)  # no error (the output itself may overflow: that is the arithmetic, not the input)
+
+
+@pytest.mark.parametrize("bad, word", [(math.nan, "NaN"), (math.inf, r"\+inf")])
+@pytest.mark.parametrize("which", ["attn_mask", "key_padding_mask"])
+def test_nan_or_plus_inf_in_a_float_mask_is_refused(bad, word, which):
+    layer = layer_with_biases(8, 2)
+    x = randn(2, 3, 8, seed=1)
+    mask = torch.zeros((3, 3) if which == "attn_mask" else (2, 3), dtype=torch.float64)
+    mask[1, 2] = bad
+    for need_weights in (False, True):
+        with pytest.raises(ValueError, match=rf"{which} contains {word}; a float mask holds finite numbers or -inf \(blocked\)"):
+            layer(x, need_weights=need_weights, **{which: mask})
+
+
+@pytest.mark.parametrize("value", ["no", 1, None, 0.0])
+@pytest.mark.parametrize("name", ["is_causal", "need_weights"])
+def test_flags_must_be_true_or_false(value, name):
+    layer = TorchMultiHeadAttention(8, 2, dtype=torch.float64)
+    with pytest.raises(TypeError, match=rf"{name} must be True or False; got {re.escape(repr(value))}"):
+        layer(torch.zeros(1, 2, 8, dtype=torch.float64), **{name: value})
+    assert layer(torch.zeros(1, 2, 8, dtype=torch.float64), **{name: np.bool_(True)}).output.shape == (1, 2, 8)
+
+
+# --- sizes no machine could hold ----------------------------------------------------------------
+
+
+def test_a_layer_too_large_for_any_course_machine_is_refused_before_allocating():
+    with pytest.raises(ValueError, match=r"d_model=1000000 .* would need 16,000,016,000,000 bytes \(16.0 TB\)"):
+        TorchMultiHeadAttention(10**6, 8, dtype=torch.float32)
+    # Shapes only (device="meta") allocate nothing, so any size can be counted.
+    assert TorchMultiHeadAttention(10**6, 8, device="meta").n_parameters == costs.attention_parameters(10**6, 8)
+
+
+def test_non_contiguous_masks_are_accepted():
+    layer = layer_with_biases(8, 2)
+    x = randn(2, 3, 8, seed=1)
+    attn_mask = randn(4, 3, 3, seed=2)  # (B*H, Tq, Tk)
+    padding = torch.tensor([[False, True], [False, False], [True, False]])  # (Tk, B), transposed below
+    expected = layer(x, attn_mask=attn_mask.contiguous(), key_padding_mask=padding.T.contiguous()).output
+    got = layer(x, attn_mask=attn_mask.transpose(1, 2).contiguous().transpose(1, 2), key_padding_mask=padding.T).output
+    assert max_error(got, expected) == 0

@@ -14,6 +14,8 @@ Modules:
     costs       head sizes, parameter counts, score tables, FLOPs, KV cache
     examples    the running sentence and small seeded layers
     torch_attention   TorchMultiHeadAttention, the fast path (imports torch)
+    blocks      layer norm and GELU, the rest of a transformer block
+    pretrained  all-MiniLM-L6-v2 in NumPy on this package's attention (load_minilm)
     figures, widgets, exercises, quiz   the course's figures, controls, checks, quizzes
 
 ``import mha_core`` is light: torch, plotly and ipywidgets load only when a feature
@@ -47,6 +49,7 @@ __all__ = [
     "apply_mask",
     "attention_scores",
     "causal_mask",
+    "load_minilm",
     "merge_heads",
     "mix_values",
     "output_projection",
@@ -61,6 +64,7 @@ __all__ = [
 #: A new lazily imported feature adds one row here, not another ``if``.
 _LAZY = {
     "TorchMultiHeadAttention": (".torch_attention", "TorchMultiHeadAttention"),
+    "load_minilm": (".pretrained", "load_minilm"),
 }
 
 

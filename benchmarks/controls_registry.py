@@ -80,6 +80,19 @@ def _head_sizing():
     return head_sizing()
 
 
+def _minilm_explorer():
+    from mha_core.pretrained import load_minilm
+    from mha_core.widgets.pretrained import layer_head_explorer
+
+    return layer_head_explorer(load_minilm(), layer=0, head=2)
+
+
+def _minilm_pruning():
+    from mha_core.widgets.pretrained import pruning_explorer
+
+    return pruning_explorer()
+
+
 GROUPS: dict[str, Group] = {
     "welcome": Group("mha_core.widgets.welcome", _welcome, {"slider": [0.0, 0.5, 1.0, 2.0, 3.0, 4.0]}, notebook="00"),
     "qkv.token_explorer": Group("mha_core.widgets.qkv", _token_explorer, {"token": None}, notebook="01"),
@@ -94,5 +107,17 @@ GROUPS: dict[str, Group] = {
     "sizing.head_sizing": Group(
         "mha_core.widgets.sizing", _head_sizing,
         {"d_model": None, "n_heads": [1, 2, 4, 5, 8, 12, 16, 7, 32, 64], "n_tokens": None}, notebook="05",
+    ),
+    # The text box runs the whole model (continuous_update=False: on Enter); an empty and a too-long text time
+    # the message path.
+    "pretrained.layer_head_explorer": Group(
+        "mha_core.widgets.pretrained", _minilm_explorer,
+        {"layer": None, "head": None,
+         "text": ["we rotated the api key after the leak", "", " ".join(["word"] * 40), "the cache key changed after deploy"]},
+        notebook="07",
+    ),
+    # Notebook 08's real half: a lookup in the precomputed steps.
+    "pretrained.pruning_explorer": Group(
+        "mha_core.widgets.pretrained", _minilm_pruning, {"n_off": [0, 1, 2, 3, 5, 8, 13, 21]}, notebook="08",
     ),
 }

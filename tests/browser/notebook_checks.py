@@ -427,6 +427,75 @@ def review_progress(page, lab) -> dict:
     return {"control": "10 progress table and reset (cancel)", "settings": [n_answers], "latency_s": [seconds]}
 
 
+# --------------------------------------------------------------------------- 07 and 08 (real half): all-MiniLM-L6-v2
+
+
+def _minilm():
+    from mha_core.pretrained import load_minilm
+
+    return load_minilm()
+
+
+def minilm_explorer(page, lab) -> dict:
+    """07: layer and head buttons redraw layer_heads_figure from the model's weights; a sentence typed in the box
+    (Enter) redraws with its tokens; an empty box shows the plain message and keeps the figure."""
+    from mha_core.figures.pretrained import layer_heads_figure
+
+    model = _minilm()
+    layers, plot, group = _group(page, ".mha-minilm-layer")
+    heads = group.locator(".mha-minilm-head").first
+    box = group.locator(".mha-minilm-text input").first
+    message = group.locator("[role=status]")
+    name = "07 layer, head and sentence"
+    state = {"text": "the cache key changed after deploy", "layer": 0, "head": 2}  # the notebook starts at L1 H3
+    encodings = {}
+
+    def build():
+        text = state["text"]
+        if text not in encodings:
+            encodings[text] = model.encode(text)
+        enc = encodings[text]
+        return layer_heads_figure(enc.attentions[state["layer"]], enc.tokens, layer=state["layer"], head=state["head"])
+
+    wait_for_figure(plot, build(), what=f"{name}: the figure as the notebook draws it (L1 H3)")
+    report = {"control": name, "settings": [], "latency_s": []}
+
+    def step(what, act):
+        act()
+        report["settings"].append(what)
+        report["latency_s"].append(wait_for_figure(plot, build(), what=f"{name}: {what}"))
+
+    step("layer 4", lambda: (click_toggle_button(layers, "4"), state.update(layer=3)))
+    step("head 11", lambda: (click_toggle_button(heads, "11"), state.update(head=10)))
+    step("layer 6", lambda: (click_toggle_button(layers, "6"), state.update(layer=5)))
+    own = "we rotated the api key, again?"
+
+    def type_sentence(text):
+        box.scroll_into_view_if_needed(timeout=10_000)
+        box.fill(text)
+        box.press("Enter")
+
+    step("typed a sentence", lambda: (type_sentence(own), state.update(text=own)))
+    type_sentence("")
+    report["latency_s"].append(wait_for_text(message.first, "the box is empty", what=f"{name}: an empty sentence"))
+    report["settings"].append("empty sentence: message")
+    wait_for_figure(plot, build(), what=f"{name}: the figure stays on the last sentence after an empty one")
+    return report
+
+
+def minilm_pruning_slider(page, lab) -> dict:
+    """08 (real half): the 'heads off' slider (arrow keys) redraws the held-out cosines for that many heads off,
+    from data/models/minilm_pruning.json."""
+    from mha_core.pretrained.data import precomputed
+    from mha_core.widgets.pretrained import pruning_step
+
+    record = precomputed("minilm_pruning")
+    last = len(record["steps"]) - 1
+    return slider_check(page, ".mha-minilm-pruned", lambda readout: pruning_step(record, int(readout)),
+                        steps=(("ArrowLeft", 1), ("ArrowLeft", 3), ("ArrowRight", 2)), initial=str(last),
+                        name="08 heads off (arrow keys)")
+
+
 # --------------------------------------------------------------------------- the table
 NOTEBOOKS: dict[str, Expect] = {
     "00": Expect(
@@ -440,6 +509,7 @@ NOTEBOOKS: dict[str, Expect] = {
     "04": Expect(minimum={"plots": 3, "checkboxes": 4, "quizzes": 1}, controls=(head_switches,)),
     "05": Expect(minimum={"plots": 3, "sliders": 2, "dropdowns": 1, "quizzes": 1}, controls=(sizing_controls,)),
     "10": Expect(minimum={"quizzes": 2, "buttons": 2}, controls=(review_progress,)),
+    "07": Expect(minimum={"plots": 4, "toggle_buttons": 2, "quizzes": 1}, controls=(minilm_explorer,)),
 }
 
 

@@ -202,8 +202,8 @@ def head_similarity(attention_sets) -> np.ndarray:
 def cluster_order(similarity: np.ndarray) -> list[int]:
     """An order of the items that puts similar ones side by side: average-linkage clustering.
 
-    Repeatedly merges the two clusters with the highest mean similarity; the order is
-    the leaves of the merge tree, left to right.
+    Repeatedly merges the two clusters with the highest mean similarity between their
+    members; the order is the leaves of the merge tree, left to right.
 
     Shapes:
         similarity: (N, N), symmetric
@@ -212,18 +212,23 @@ def cluster_order(similarity: np.ndarray) -> list[int]:
     similarity = np.asarray(similarity, dtype=np.float64)
     if similarity.ndim != 2 or similarity.shape[0] != similarity.shape[1]:
         raise ValueError(f"similarity must be square (N, N); got {similarity.shape}")
-    clusters: list[list[int]] = [[i] for i in range(len(similarity))]
-    while len(clusters) > 1:
-        best, pair = -np.inf, (0, 1)
-        for a in range(len(clusters)):
-            for b in range(a + 1, len(clusters)):
-                score = similarity[np.ix_(clusters[a], clusters[b])].mean()
-                if score > best:
-                    best, pair = score, (a, b)
-        a, b = pair
-        merged = clusters[a] + clusters[b]
-        clusters = [c for i, c in enumerate(clusters) if i not in pair] + [merged]
-    return clusters[0]
+    N = len(similarity)
+    between = similarity.copy()  # (N, N): mean similarity between clusters, updated as they merge
+    np.fill_diagonal(between, -np.inf)
+    members: dict[int, list[int]] = {i: [i] for i in range(N)}
+    alive = np.ones(N, dtype=bool)
+    for _ in range(N - 1):
+        masked = np.where(alive[:, None] & alive[None, :], between, -np.inf)  # (N, N)
+        a, b = divmod(int(np.argmax(masked)), N)
+        a, b = min(a, b), max(a, b)
+        n_a, n_b = len(members[a]), len(members[b])
+        # The mean over all pairs of the merged cluster is the size-weighted mean of the two parts' means.
+        between[a] = (n_a * between[a] + n_b * between[b]) / (n_a + n_b)
+        between[:, a] = between[a]
+        between[a, a] = -np.inf
+        members[a] = members[a] + members.pop(b)
+        alive[b] = False
+    return members[int(np.flatnonzero(alive)[0])] if N else []
 
 
 # --------------------------------------------------------------------------- pruning

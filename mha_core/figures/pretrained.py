@@ -131,6 +131,9 @@ def layer_heads_figure(weights: np.ndarray, tokens, *, layer: int, head: int, sh
     )
     # Tokens repeat (two 'the's): position on the axis, the word as its label.
     big["x"], big["y"] = list(range(T)), list(range(T))
+    # Plain lists, as the tiles: one restyle then carries the same kind of value for both traces.
+    big["z"] = weights[head].tolist()
+    big["text"] = big["text"].tolist()
     if not show_values:
         big.pop("text"), big.pop("texttemplate")
     gap = tile_gap(T)

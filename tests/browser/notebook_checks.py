@@ -42,6 +42,7 @@ from lab_page import (
     poll_until,
     press_slider_key,
     select_option,
+    wait_kernel_idle,
 )
 
 ATOL = 1e-9
@@ -465,6 +466,9 @@ def minilm_explorer(page, lab) -> dict:
         report["settings"].append(what)
         report["latency_s"].append(wait_for_figure(plot, build(), what=f"{name}: {what}"))
 
+    # The model's cells below the explorer keep the kernel busy for a while on a loaded machine; a click
+    # before they finish waits in the kernel's queue.
+    wait_kernel_idle(page, timeout_s=60)
     step("layer 4", lambda: (click_toggle_button(layers, "4"), state.update(layer=3)))
     step("head 11", lambda: (click_toggle_button(heads, "11"), state.update(head=10)))
     step("layer 6", lambda: (click_toggle_button(layers, "6"), state.update(layer=5)))

@@ -114,14 +114,12 @@ def layer_heads_figure(weights: np.ndarray, tokens, *, layer: int, head: int, sh
     tokens = list(tokens)
     z = head_tiles(weights, cols)
     blank = np.isnan(z)
-    hover = np.full(z.shape, "", dtype=object)
-    for h in range(H):
-        r0, c0 = tile_corner(h, T, cols)
-        hover[r0 : r0 + T, c0 : c0 + T] = [[f"head {h + 1}: {q} -> {k}" for k in tokens] for q in tokens]
+    # No per-cell hover labels on the tiles: they would double what the page holds and
+    # every update sends; the large table on the right names its tokens.
     tiles = dict(
         type="heatmap", z=np.where(blank, None, z).tolist(), zmin=WEIGHTS_RANGE[0], zmax=WEIGHTS_RANGE[1],
-        colorscale=WEIGHTS_COLORSCALE, showscale=False, hoverongaps=False, hovertext=hover,
-        hovertemplate="%{hovertext}: %{z:.2f}<extra></extra>", xaxis="x", yaxis="y",
+        colorscale=WEIGHTS_COLORSCALE, showscale=False, hoverongaps=False,
+        hovertemplate="weight %{z:.2f}<extra></extra>", xaxis="x", yaxis="y",
     )
     if show_values is None:
         show_values = T <= 12

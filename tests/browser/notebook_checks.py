@@ -437,6 +437,17 @@ def _minilm():
     return load_minilm()
 
 
+def _wait_for_figure_slowly(plot, expected_figure, *, what: str, timeout_s: float = 30) -> float:
+    """``wait_for_figure``, polling every 0.4 s: polled every 50 ms, this figure's update did not reach the
+    page within 15 s on the loaded two-core machine, and arrived within a second when polled slowly."""
+    want = expected_figure
+    shown, seconds, ok = poll_until(lambda: plot_data(plot), lambda d: figure_mismatch(d, want) is None,
+                                    timeout_s=timeout_s, interval_s=0.4)
+    if not ok:
+        raise AssertionError(f"{what}: after {seconds:.1f} s {figure_mismatch(shown, want)}")
+    return seconds
+
+
 def minilm_explorer(page, lab) -> dict:
     """07: layer and head buttons redraw layer_heads_figure from the model's weights; a sentence typed in the box
     (Enter) redraws with its tokens; an empty box shows the plain message and keeps the figure."""
@@ -464,7 +475,7 @@ def minilm_explorer(page, lab) -> dict:
     def step(what, act):
         act()
         report["settings"].append(what)
-        report["latency_s"].append(wait_for_figure(plot, build(), what=f"{name}: {what}"))
+        report["latency_s"].append(_wait_for_figure_slowly(plot, build(), what=f"{name}: {what}"))
 
     # The model's cells below the explorer keep the kernel busy for a while on a loaded machine; a click
     # before they finish waits in the kernel's queue.
@@ -483,7 +494,7 @@ def minilm_explorer(page, lab) -> dict:
     type_sentence("")
     report["latency_s"].append(wait_for_text(message.first, "the box is empty", what=f"{name}: an empty sentence"))
     report["settings"].append("empty sentence: message")
-    wait_for_figure(plot, build(), what=f"{name}: the figure stays on the last sentence after an empty one")
+    _wait_for_figure_slowly(plot, build(), what=f"{name}: the figure stays on the last sentence after an empty one")
     return report
 
 

@@ -79,3 +79,67 @@ def test_key_sits_nearest_other_keys_and_only_then_near_cache_or_rotated(model):
     others = Counter(nb.words[nb.labels.index(nb.nearest(l, h, 1, exclude_words={"key"})[0][0])]
                      for l in range(6) for h in range(12))
     assert others["escape"] == 13 and others["insight"] == 8 and others["api"] == 8 and others["cache"] == 5
+
+
+# --------------------------------------------------------------------------- notebook 08, real half
+
+
+@pytest.fixture(scope="module")
+def pruning():
+    from mha_core.pretrained.data import precomputed
+
+    return precomputed("minilm_pruning"), sentence_set("pruning")
+
+
+def test_the_pruning_record_was_made_from_the_sentences_in_data(pruning):
+    record, sets = pruning
+    assert record["held_out"] == sets["held_out"] and record["n_tuning"] == len(sets["tuning"])
+    assert record["n_pairs"] == len(sets["pairs"]) and len(record["steps"]) == len(record["removed"]) + 1
+    assert record["steps"][0]["held_out_cosines"] == [1.0] * len(sets["held_out"])
+
+
+def test_the_removed_heads_keep_the_tuning_mean_at_the_threshold_and_the_held_out_numbers_reproduce(model, pruning):
+    record, sets = pruning
+    off = [tuple(p) for p in record["removed"]]
+    tuning = A.embedding_cosines(model, sets["tuning"], off)
+    held_out = A.embedding_cosines(model, sets["held_out"], off)
+    assert tuning.mean() >= record["threshold"]
+    assert tuning.mean() == pytest.approx(record["tuning_mean_cosine_after_each"][-1], abs=1e-5)
+    np.testing.assert_allclose(held_out, record["steps"][-1]["held_out_cosines"], atol=1e-5)
+    right = A.paraphrase_ranking(model, sets["pairs"], off)
+    assert right.mean() == pytest.approx(record["steps"][-1]["pair_accuracy"], abs=1e-6)
+
+
+def test_the_search_stopped_where_one_more_head_would_cross_the_threshold(model, pruning):
+    # The search stops when no remaining head can go: check the best one on the tuning sentences.
+    record, sets = pruning
+    removed = frozenset(tuple(p) for p in record["removed"])
+    keeper = A.EmbeddingKeeper(model, sets["tuning"])
+    keeper.prepare(removed)
+    remaining = [(l, h) for l in range(6) for h in range(12) if (l, h) not in removed]
+    assert max(keeper(removed | {head}) for head in remaining) < record["threshold"]
+
+
+def test_what_the_real_half_of_08_says_about_similarity(model):
+    attention_sets = [model.encode(t).attentions for t in sentence_set("heads")["sentences"]]
+    similarity = A.head_similarity(attention_sets)
+    others = similarity - np.eye(72)
+    assert int((others.max(axis=1) >= 0.9).sum()) == 46
+    loners = [model.head_names[i] for i in np.argsort(others.max(axis=1))[:4]]
+    assert loners[:2] == ["L1 H3", "L6 H10"]
+
+
+def test_what_the_real_half_of_08_says_about_pruning(pruning):
+    record, sets = pruning
+    steps = record["steps"]
+    assert len(record["removed"]) == 38
+    assert np.bincount([l for l, _ in record["removed"]], minlength=6).tolist() == [8, 8, 8, 8, 6, 0]
+    last = steps[-1]
+    assert (round(last["tuning_mean"], 3), round(last["tuning_worst"], 3)) == (0.951, 0.914)
+    assert (round(last["held_out_mean"], 3), round(last["held_out_worst"], 3)) == (0.950, 0.918)
+    assert sum(c < 0.95 for c in last["held_out_cosines"]) == 9
+    n_pairs = len(sets["pairs"])
+    assert round(steps[0]["pair_accuracy"] * n_pairs) == 20 and round(last["pair_accuracy"] * n_pairs) == 19
+    changed = [i for i, (a, b) in enumerate(zip(steps[0]["pairs_right"], last["pairs_right"])) if a != b]
+    assert len(changed) == 3 and sum(last["pairs_right"][i] for i in changed) == 1
+    assert {round(s["pair_accuracy"] * n_pairs) for s in steps} == {18, 19, 20}

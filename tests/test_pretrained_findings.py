@@ -143,3 +143,10 @@ def test_what_the_real_half_of_08_says_about_pruning(pruning):
     changed = [i for i, (a, b) in enumerate(zip(steps[0]["pairs_right"], last["pairs_right"])) if a != b]
     assert len(changed) == 3 and sum(last["pairs_right"][i] for i in changed) == 1
     assert {round(s["pair_accuracy"] * n_pairs) for s in steps} == {18, 19, 20}
+
+
+def test_what_the_pruning_slider_caption_says(pruning):
+    record, _ = pruning
+    steps = record["steps"]
+    assert min(steps[20]["held_out_cosines"]) > 0.96
+    assert all(min(s["held_out_cosines"]) < 0.95 for s in steps[25:])

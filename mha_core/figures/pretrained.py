@@ -24,15 +24,16 @@ LIVE_WIDTH = 800
 
 def _head_axes(L: int, H: int) -> dict:
     return dict(
-        xaxis=dict(tickvals=list(range(H)), ticktext=[f"H{h + 1}" for h in range(H)], title_text="head",
-                   side="top", showgrid=False, zeroline=False),
+        # Ticks read H1..H12 across the top; an axis title there would sit on the figure's title.
+        xaxis=dict(tickvals=list(range(H)), ticktext=[f"H{h + 1}" for h in range(H)], side="top",
+                   showgrid=False, zeroline=False),
         yaxis=dict(tickvals=list(range(L)), ticktext=[f"L{l + 1}" for l in range(L)], title_text="layer",
                    autorange="reversed", showgrid=False, zeroline=False),
     )
 
 
 def head_map_figure(values: np.ndarray, labels, *, title: str, value_name: str = "weight",
-                    zrange=WEIGHTS_RANGE, colorscale: str = WEIGHTS_COLORSCALE, height: int = 390) -> go.Figure:
+                    zrange=WEIGHTS_RANGE, colorscale: str = WEIGHTS_COLORSCALE, height: int = 360) -> go.Figure:
     """One number per head (the colour) and a short word per head (written in the cell).
 
     Shapes:
@@ -52,7 +53,7 @@ def head_map_figure(values: np.ndarray, labels, *, title: str, value_name: str =
         colorbar=dict(title=dict(text=value_name, side="right")),
         hovertemplate="%{customdata}: %{text}, " + value_name + " %{z:.2f}<extra></extra>",
     )
-    layout = base_layout(title, height=height, margin=dict(l=80, r=30, t=110, b=30), **_head_axes(L, H))
+    layout = base_layout(title, height=height, margin=dict(l=80, r=30, t=100, b=20), **_head_axes(L, H))
     return go.Figure(data=[trace], layout=layout)
 
 
@@ -126,6 +127,7 @@ def layer_heads_figure(weights: np.ndarray, tokens, *, layer: int, head: int, sh
     big = weights_heatmap_trace(
         weights[head], tokens, tokens, xaxis="x2", yaxis="y2", colorbar_x=1.0,
         hovertemplate=f"head {head + 1}: " + "query %{y} -> key %{x}: %{z:.2f}<extra></extra>",
+        textfont=dict(size=FONT_SIZE - 4),  # "0.00" fits a cell of an 8-token table
     )
     # Tokens repeat (two 'the's): position on the axis, the word as its label.
     big["x"], big["y"] = list(range(T)), list(range(T))
@@ -147,14 +149,14 @@ def layer_heads_figure(weights: np.ndarray, tokens, *, layer: int, head: int, sh
     label_size = FONT_SIZE if T <= 12 else max(9, FONT_SIZE - (T - 12) // 2)
     layout = base_layout(
         f"Layer {layer + 1}: its {H} heads (left) and head {head + 1} (right)",
-        width=width, height=470, margin=dict(l=20, r=20, t=60, b=20),
+        width=width, height=480, margin=dict(l=20, r=20, t=60, b=20),
         annotations=annotations, shapes=[outline],
         xaxis=dict(domain=[0.0, 0.33], showticklabels=False, showgrid=False, zeroline=False, constrain="domain"),
         yaxis=dict(domain=[0.18, 0.98], autorange="reversed", showticklabels=False, showgrid=False, zeroline=False,
                    scaleanchor="x", scaleratio=1, constrain="domain"),
-        xaxis2=dict(domain=[0.5, 0.92], tickvals=list(range(T)), ticktext=tokens, tickangle=-60, showgrid=False,
-                    zeroline=False, title=dict(text="key token"), tickfont=dict(size=label_size)),
-        yaxis2=dict(domain=[0.0, 1.0], tickvals=list(range(T)), ticktext=tokens, autorange="reversed",
+        xaxis2=dict(domain=[0.5, 0.92], anchor="y2", tickvals=list(range(T)), ticktext=tokens, tickangle=-60,
+                    showgrid=False, zeroline=False, title=dict(text="key token"), tickfont=dict(size=label_size)),
+        yaxis2=dict(domain=[0.0, 1.0], anchor="x2", tickvals=list(range(T)), ticktext=tokens, autorange="reversed",
                     showgrid=False, zeroline=False, title=dict(text="query token"), tickfont=dict(size=label_size)),
     )
     return go.Figure(data=[tiles, big], layout=layout, _validate=validate)

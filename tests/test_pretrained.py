@@ -185,3 +185,11 @@ def test_load_minilm_is_reached_lazily_from_the_package(model):
     import mha_core
 
     assert mha_core.load_minilm is load_minilm
+
+
+def test_without_threadpoolctl_the_encoder_still_runs_with_numpys_default_threads(model, running, monkeypatch):
+    from mha_core.pretrained import encoder
+
+    monkeypatch.setattr(encoder, "_blas_controller", lambda: None)
+    again = model.encode(RUNNING)
+    np.testing.assert_allclose(again.attentions, running.attentions, atol=1e-12)

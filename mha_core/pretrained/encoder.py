@@ -164,7 +164,7 @@ class MiniLM:
         def t(name):
             # torch.nn.Linear stores (out, in); the course's layout is (in, out). C order keeps
             # NumPy's batched matmul on its fast (BLAS) path: a transposed view falls off it.
-            return np.ascontiguousarray(weights[name].T, dtype=np.float64)
+            return np.ascontiguousarray(weights[name].T, dtype=np.float64)  # (in, out)
 
         # Word embeddings stay float32 as stored (30522 x 384); the rows a text uses become float64.
         self.word_embeddings = w("embeddings.word_embeddings.weight")  # (V, D)

@@ -150,3 +150,8 @@ def test_what_the_pruning_slider_caption_says(pruning):
     steps = record["steps"]
     assert min(steps[20]["held_out_cosines"]) > 0.96
     assert all(min(s["held_out_cosines"]) < 0.95 for s in steps[25:])
+
+
+def test_the_heads_that_read_words_sit_mostly_in_layers_1_and_6(running):
+    below = (A.marker_share(running.attentions, running.tokens) < 0.5).sum(axis=1)  # (L,)
+    assert below.tolist() == [5, 0, 0, 2, 0, 7]

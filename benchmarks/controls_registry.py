@@ -106,6 +106,19 @@ def _toy_head_switches():
     return head_switches(trained(TrainConfig(n_heads=6, seed=0)))
 
 
+def _minilm_explorer():
+    from mha_core.pretrained import load_minilm
+    from mha_core.widgets.pretrained import layer_head_explorer
+
+    return layer_head_explorer(load_minilm(), layer=0, head=2)
+
+
+def _minilm_pruning():
+    from mha_core.widgets.pretrained import pruning_explorer
+
+    return pruning_explorer()
+
+
 GROUPS: dict[str, Group] = {
     "welcome": Group("mha_core.widgets.welcome", _welcome, {"slider": [0.0, 0.5, 1.0, 2.0, 3.0, 4.0]}, notebook="00"),
     "qkv.token_explorer": Group("mha_core.widgets.qkv", _token_explorer, {"token": None}, notebook="01"),
@@ -136,5 +149,17 @@ GROUPS: dict[str, Group] = {
     ),
     "toy.head_switches": Group(
         "mha_core.widgets.toy", _toy_head_switches, {f"switches[{h}]": [False, True] for h in range(6)}, notebook="08"
+    ),
+    # The text box runs the whole model (continuous_update=False: on Enter); an empty and a too-long text time
+    # the message path.
+    "pretrained.layer_head_explorer": Group(
+        "mha_core.widgets.pretrained", _minilm_explorer,
+        {"layer": None, "head": None,
+         "text": ["we rotated the api key after the leak", "", " ".join(["word"] * 40), "the cache key changed after deploy"]},
+        notebook="07",
+    ),
+    # Notebook 08's real half: a lookup in the precomputed steps.
+    "pretrained.pruning_explorer": Group(
+        "mha_core.widgets.pretrained", _minilm_pruning, {"n_off": [0, 1, 2, 3, 5, 8, 13, 21]}, notebook="08",
     ),
 }

@@ -14,6 +14,8 @@ Modules:
     costs       head sizes, parameter counts, score tables, FLOPs, KV cache
     examples    the running sentence and small seeded layers
     torch_attention   TorchMultiHeadAttention, the fast path (imports torch)
+    blocks      layer norm and GELU, the rest of a transformer block
+    pretrained  all-MiniLM-L6-v2 in NumPy on this package's attention (load_minilm)
     figures, widgets, exercises, quiz   the course's figures, controls, checks, quizzes
     models      torch toy models: tasks, training, head roles (imports torch; loaded lazily)
 
@@ -48,6 +50,7 @@ __all__ = [
     "apply_mask",
     "attention_scores",
     "causal_mask",
+    "load_minilm",
     "merge_heads",
     "mix_values",
     "output_projection",
@@ -64,6 +67,7 @@ _LAZY = {
     "TorchMultiHeadAttention": (".torch_attention", "TorchMultiHeadAttention"),
     "ToyModel": (".models", "ToyModel"),
     "TrainConfig": (".models", "TrainConfig"),
+    "load_minilm": (".pretrained", "load_minilm"),
 }
 
 

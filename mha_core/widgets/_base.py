@@ -46,11 +46,13 @@ class _FigureWidget(go.FigureWidget):
         }
 
 
-def figure_widget(fig: go.Figure) -> go.FigureWidget:
-    """Wrap a built figure once; later updates go through ``update_in_place``.
+def figure_widget(fig: go.Figure | dict) -> go.FigureWidget:
+    """Wrap a built figure (a ``go.Figure``, or a builder's ``{"data", "layout"}`` spec) once;
+    later updates go through ``update_in_place``.
 
     A figure without a width gets ``WIDGET_WIDTH`` (see ``figures._style``).
     """
+    fig = go.Figure(fig) if isinstance(fig, dict) else fig  # plotly checks every property here, once
     target = _FigureWidget(fig)
     if fig.layout.width is None:
         target.layout.width = WIDGET_WIDTH
@@ -58,7 +60,9 @@ def figure_widget(fig: go.Figure) -> go.FigureWidget:
     return target
 
 
-def _plain(fig: go.Figure) -> dict:
+def _plain(fig: go.Figure | dict) -> dict:
+    if isinstance(fig, dict):
+        return {"data": list(fig.get("data", ())), "layout": dict(fig.get("layout", {}))}
     return {"data": [t.to_plotly_json() for t in fig.data], "layout": fig.layout.to_plotly_json()}
 
 
@@ -87,9 +91,12 @@ def _same(a, b) -> bool:
         return False
 
 
-def update_in_place(target: go.FigureWidget, built: go.Figure) -> None:
+def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:
     """Make ``target`` show what ``built`` shows, without re-creating or re-displaying it.
 
+    ``built`` is a ``go.Figure`` or a builder's plain ``{"data", "layout"}`` spec (the
+    ``*_spec`` functions in ``mha_core.figures``): a spec skips building and checking a
+    whole ``go.Figure`` on every move, and ``target`` still checks each value it is given.
     Only the properties that differ from what is shown are set, in one
     ``batch_update`` (one message to the browser): setting a whole layout through
     plotly's validators costs tens of milliseconds, a few changed leaves well under
@@ -107,7 +114,7 @@ def update_in_place(target: go.FigureWidget, built: go.Figure) -> None:
                     trace[path] = value
         else:
             target.data = ()
-            target.add_traces(list(built.data))
+            target.add_traces(list(new["data"]))
         for path, value in _changed_leaves(old["layout"], new["layout"]):
             target.layout[path] = value
     target._mha_shown = new
@@ -128,6 +135,38 @@ class ControlGroup:
         from IPython.display import display
 
         display(self.box)
+
+
+#: Control text at 16 px, readable from the back of a room (ipywidgets' default is 13 px).
+LARGE_CONTROLS_CSS = (
+    "<style>.mha-large-controls .widget-toggle-button, .mha-large-controls .widget-label,"
+    " .mha-large-controls .widget-readout { font-size: 16px; }</style>"
+)
+
+
+def large_controls_box(*children) -> widgets.VBox:
+    """A VBox whose buttons, labels and readouts use 16 px text."""
+    box = widgets.VBox([widgets.HTML(LARGE_CONTROLS_CSS), *children])
+    box.add_class("mha-large-controls")
+    return box
+
+
+def check_choice(value, name: str, choices, *, kind: type | tuple = ()) -> object:
+    """``value`` if it is one of ``choices``; else a ValueError (TypeError for the wrong type)
+    naming ``name``, what was given and the valid choices. A control built from a bad
+    setting would otherwise fail deep inside ipywidgets ("Invalid selection") or clamp it
+    without a word."""
+    choices = list(choices)
+    listed = ", ".join(repr(c) if isinstance(c, str) else str(c) for c in choices)
+    if kind and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise TypeError(f"{name} must be one of {listed}; got {value!r} ({type(value).__name__})")
+    try:
+        ok = value in choices
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name}={value!r} is not a valid choice; valid values are {listed}")
+    return value
 
 
 def message_box() -> widgets.HTML:

@@ -54,3 +54,13 @@ def test_the_figure_has_a_fixed_width_because_a_figure_widget_does_not_follow_it
     assert grid.figure.layout.width == FIGURE_WIDTH
     grid.head_count.value = 16
     assert grid.figure.layout.width == FIGURE_WIDTH
+
+
+@pytest.mark.parametrize(("n_heads", "error", "message"), [
+    (0, ValueError, "n_heads=0 is too small"),
+    (2.0, TypeError, r"n_heads must be a whole number of at least 1; got 2.0 \(float\)"),
+    (32, ValueError, "n_heads=32 does not divide d_model=16; valid head counts are 1, 2, 4, 8, 16"),
+])
+def test_a_head_count_the_buttons_cannot_show_is_refused_by_name(n_heads, error, message):
+    with pytest.raises(error, match=message):
+        head_grid(d_model=16, n_heads=n_heads)

@@ -60,3 +60,11 @@ def test_the_figure_has_a_fixed_width_because_a_figure_widget_does_not_follow_it
 
     switches.switches[0].value = False
     assert switches.figure.layout.width == FIGURE_WIDTH
+
+
+def test_an_unknown_token_is_refused_with_the_sentences_tokens():
+    with pytest.raises(ValueError, match=r"token='nope' is not a valid choice; valid values are 'the', 'cache', 'key', "
+                                         r"'changed', 'after', 'deploy'"):
+        head_switches(token="nope")
+    with pytest.raises(TypeError, match=r"token must be one of 'the', .*; got 3 \(int\)"):
+        head_switches(token=3)

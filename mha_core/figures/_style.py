@@ -34,6 +34,11 @@ SCREEN_HEIGHT = 680
 #: fits the ~848 px output area at 1280 x 800 with the file browser open. Plain figures
 #: (``go.Figure``) follow their output area and need no width.
 WIDGET_WIDTH = 820
+#: The most characters one title line holds at TITLE_SIZE in a figure WIDGET_WIDTH wide (plotly
+#: never wraps a title: a longer one runs off the figure); ``base_layout`` wraps longer titles.
+TITLE_CHARS = 76
+#: Pixels one more title line takes from the top margin.
+TITLE_LINE_PX = 24
 #: Room kept above a live figure for its controls (one row of buttons or a slider, a message line).
 CONTROLS_HEIGHT = 120
 #: The tallest live figure: with its controls it fits in SCREEN_HEIGHT.
@@ -52,10 +57,31 @@ TEMPLATE = {
 }
 
 
+def wrap_title(title: str, width: int = TITLE_CHARS) -> str:
+    """``title`` with a ``<br>`` between words wherever a line would pass ``width`` characters."""
+    lines = []
+    for segment in title.split("<br>"):
+        line = ""
+        for word in segment.split(" "):
+            if line and len(line) + 1 + len(word) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+    return "<br>".join(lines)
+
+
 def base_layout(title: str, **extra) -> dict:
-    """Layout every figure starts from: big fonts, a title that says what is shown."""
+    """Layout every figure starts from: big fonts, a title that says what is shown.
+
+    A title longer than ``TITLE_CHARS`` is wrapped onto more lines, and the top margin
+    grows by ``TITLE_LINE_PX`` for each line added, so no title runs off a figure that
+    fits the screen.
+    """
+    wrapped = wrap_title(title)
     layout = dict(
-        title=dict(text=title, font=dict(size=TITLE_SIZE)),
+        title=dict(text=wrapped, font=dict(size=TITLE_SIZE)),
         font=dict(size=FONT_SIZE),
         template=TEMPLATE,
         plot_bgcolor="white",
@@ -63,6 +89,9 @@ def base_layout(title: str, **extra) -> dict:
         margin=dict(l=90, r=30, t=70, b=70),
     )
     layout.update(extra)
+    added = wrapped.count("<br>") - title.count("<br>")
+    if added:
+        layout["margin"] = {**layout["margin"], "t": layout["margin"].get("t", 70) + TITLE_LINE_PX * added}
     return layout
 
 
@@ -77,24 +106,22 @@ def weights_heatmap_trace(weights: np.ndarray, query_tokens, key_tokens, *, text
         weights: (Tq, Tk), values in 0..1
     """
     weights = np.asarray(weights, dtype=float)
-    trace = dict(
-        type="heatmap",
-        z=weights,
-        x=list(key_tokens),
-        y=list(query_tokens),
+    style = dict(
         zmin=WEIGHTS_RANGE[0],
         zmax=WEIGHTS_RANGE[1],
         colorscale=WEIGHTS_COLORSCALE,
         colorbar=dict(title=dict(text="weight", side="right"), x=colorbar_x),
         text=np.char.mod("%.2f", weights) if text is None else text,
         texttemplate="%{text}",
-        textfont=dict(size=FONT_SIZE),
-        xgap=2,
-        ygap=2,
         hovertemplate="query %{y} -> key %{x}: %{z:.2f}<extra></extra>",
     )
-    trace.update(extra)
-    return trace
+    return _table_trace(weights, key_tokens, query_tokens, **{**style, **extra})
+
+
+def _table_trace(z, x, y, **style) -> dict:
+    """A heatmap trace (a dict) of a table with a number printed in every cell; ``style`` sets its scale."""
+    return {"type": "heatmap", "z": z, "x": list(x), "y": list(y), "textfont": dict(size=FONT_SIZE), "xgap": 2, "ygap": 2,
+            **style}
 
 
 def symmetric_max(*arrays) -> float:
@@ -103,8 +130,7 @@ def symmetric_max(*arrays) -> float:
     return largest if largest > 0 else 1.0
 
 
-def signed_heatmap_trace(z, x, y, *, zmax: float, xaxis: str = "x", yaxis: str = "y", name: str = "", decimals: int = 2,
-                         **extra) -> dict:
+def signed_heatmap_trace(z, x, y, *, zmax: float, xaxis: str = "x", yaxis: str = "y", name: str = "", **extra) -> dict:
     """A heatmap trace (as a dict) of signed numbers that prints every value in its cell.
 
     Builders return ``go.Figure(data=[dicts], layout=dict)`` in one call: plotly
@@ -115,28 +141,20 @@ def signed_heatmap_trace(z, x, y, *, zmax: float, xaxis: str = "x", yaxis: str =
         z: (len(y), len(x))
     """
     z = np.asarray(z, dtype=float)
-    trace = dict(
-        type="heatmap",
-        z=z,
-        x=list(x),
-        y=list(y),
+    style = dict(
         zmin=-zmax,
         zmax=zmax,
         zmid=0.0,
         colorscale=SIGNED_COLORSCALE,
         showscale=False,
-        text=np.round(z, decimals),
-        texttemplate=f"%{{text:.{decimals}f}}",
-        textfont=dict(size=FONT_SIZE),
-        xgap=2,
-        ygap=2,
+        text=np.round(z, 2),
+        texttemplate="%{text:.2f}",
         xaxis=xaxis,
         yaxis=yaxis,
         name=name,
         hovertemplate="%{y}, %{x}: %{z:.2f}<extra></extra>",
     )
-    trace.update(extra)
-    return trace
+    return _table_trace(z, x, y, **{**style, **extra})
 
 
 def panel_title(text: str, x_domain, y_top: float) -> dict:

@@ -137,7 +137,7 @@ def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None) -> 
         _sizing_title(rows, n_heads),
         height=WIDGET_HEIGHT,
         width=width,
-        margin=dict(l=80, r=20, t=80, b=100),
+        margin=dict(l=80, r=20, t=100, b=100),
         barmode="relative",
         legend=dict(orientation="h", x=0, y=-0.18, yanchor="top", font=dict(size=FONT_SIZE)),
         annotations=annotations,
@@ -174,9 +174,9 @@ def _short(value: int) -> str:
 
 def _sizing_title(rows: SizingRows, n_heads: int) -> str:
     if n_heads in rows.head_counts:
-        return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens: "
+        return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens:<br>"
                 f"H = {n_heads} marked (d_head = {rows.d_model // n_heads})")
-    return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens: "
+    return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens:<br>"
             f"H = {n_heads} does not divide {rows.d_model}, so no bar is marked")
 
 

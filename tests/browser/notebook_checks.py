@@ -314,7 +314,8 @@ def head_count(page, lab) -> dict:
         return head_grid_figure(head_weights(16, int(label), seed=0), TOKENS)  # weights (H, T, T), tiled
 
     # The widget writes its own title; the tiles (z), their labels and the head titles are compared.
-    return toggle_check(page, ".mha-head-count", build, initial="4", labels=["2", "8"],
+    # Ends at 16 heads, the tallest grid, so the fit check after the controls sees it.
+    return toggle_check(page, ".mha-head-count", build, initial="4", labels=["2", "8", "16"],
                         layout_keys=("annotations", "shapes"), name="03 head count (click)")
 
 

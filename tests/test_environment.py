@@ -3,14 +3,12 @@ and the package finds its data whether installed or run from a checkout."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
-import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name

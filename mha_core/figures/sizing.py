@@ -144,20 +144,25 @@ def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None) -> 
         shapes=shapes,
     )
     for i, (x_domain, y_domain) in _PANELS.items():
-        layout[f"xaxis{i}"] = dict(domain=x_domain, anchor=_ref("y", i), type="category",
+        layout[_axis("x", i)] = dict(domain=x_domain, anchor=_ref("y", i), type="category",
                                    title=dict(text="head count H" if i >= 3 else ""))
-        layout[f"yaxis{i}"] = dict(
+        layout[_axis("y", i)] = dict(
             domain=y_domain, anchor=_ref("x", i), gridcolor="#dddddd", exponentformat="SI", tickformat="~s"
         )
     # A fixed range with room above the tallest bar for the value label.
     for i, y in ((1, rows.d_head), (2, rows.parameters), (3, rows.score_entries), (4, total)):
-        layout[f"yaxis{i}"]["range"] = [0, 1.25 * float(np.max(y))]
+        layout[_axis("y", i)]["range"] = [0, 1.25 * float(np.max(y))]
     return {"data": data, "layout": layout}
 
 
 def _ref(letter: str, panel: int) -> str:
     """Plotly's axis reference: 'x' for the first panel, 'x2', 'x3', ... after it."""
     return letter if panel == 1 else f"{letter}{panel}"
+
+
+def _axis(letter: str, panel: int) -> str:
+    """Plotly's layout key of an axis: 'xaxis' for the first panel, 'xaxis2', 'xaxis3', ... after it."""
+    return f"{letter}axis" if panel == 1 else f"{letter}axis{panel}"
 
 
 def _exact(value: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 import ipywidgets as widgets
 import numpy as np
@@ -61,9 +62,48 @@ def figure_widget(fig: go.Figure | dict) -> go.FigureWidget:
 
 
 def _plain(fig: go.Figure | dict) -> dict:
+    """The figure as nested dicts in plotly's own spelling, so two figures can be compared leaf by leaf."""
     if isinstance(fig, dict):
-        return {"data": list(fig.get("data", ())), "layout": dict(fig.get("layout", {}))}
+        return {"data": [_nested(t) for t in fig.get("data", ())], "layout": _nested(fig.get("layout", {}))}
     return {"data": [t.to_plotly_json() for t in fig.data], "layout": fig.layout.to_plotly_json()}
+
+
+#: The plotly properties whose own names hold an underscore; in every other key an underscore is a path separator.
+_UNDERSCORED = ("plot_bgcolor", "paper_bgcolor", "error_x", "error_y", "error_z", "copy_ystyle", "copy_zstyle")
+
+
+def _split_key(key: str) -> list[str]:
+    """``"xaxis_title_text"`` -> ``["xaxis", "title", "text"]``; plotly's underscored names stay whole,
+    and ``xaxis1`` is plotly's ``xaxis``."""
+    if re.fullmatch(r"[xy]axis1", key):
+        return [key[:-1]]
+    if key.startswith("_") or "_" not in key:
+        return [key]
+    for name in _UNDERSCORED:
+        if key == name or key.startswith(name + "_"):
+            rest = key[len(name) + 1:]
+            return [name] + (rest.split("_") if rest else [])
+    return key.split("_")
+
+
+def _nested(spec):
+    """Spell out plotly's "magic underscores" (``title_text`` is ``title: {text}``), as a validated figure does."""
+    if isinstance(spec, (list, tuple)):
+        return [_nested(v) for v in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out: dict = {}
+    for key, value in spec.items():
+        *parents, leaf = _split_key(key)
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        value = _nested(value)
+        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+            node[leaf] = {**node[leaf], **value}
+        else:
+            node[leaf] = value
+    return out
 
 
 def _changed_leaves(old, new, path=""):

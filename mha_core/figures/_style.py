@@ -81,7 +81,8 @@ def base_layout(title: str, **extra) -> dict:
     """
     wrapped = wrap_title(title)
     layout = dict(
-        title=dict(text=wrapped, font=dict(size=TITLE_SIZE)),
+        # From the top of the figure down, so a title of two lines grows into the margin, not onto the plot.
+        title=dict(text=wrapped, font=dict(size=TITLE_SIZE), yref="container", y=1, yanchor="top", pad=dict(t=12)),
         font=dict(size=FONT_SIZE),
         template=TEMPLATE,
         plot_bgcolor="white",

@@ -32,7 +32,7 @@ from ._style import (
 #: Blank cells between two tiles of the head grid.
 TILE_GAP = 1
 #: The tallest head grid: with its one row of head-count buttons it fits the screen.
-GRID_HEIGHT = SCREEN_HEIGHT - 60
+GRID_HEIGHT = SCREEN_HEIGHT - 80
 
 
 def grid_shape(n_heads: int, cols: int | None = None) -> tuple[int, int]:
@@ -132,7 +132,7 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
     blank = np.isnan(z)
     trace = dict(
         type="heatmap",
-        # Blank cells go out as null: NaN is not valid JSON, and a FigureWidget sends its data as JSON.
+        # Blank cells go out as null: NaN is not valid JSON, and a FigureWidget sends a 2-D array as a JSON list.
         z=np.where(blank, None, z).tolist(),
         zmin=WEIGHTS_RANGE[0],
         zmax=WEIGHTS_RANGE[1],

@@ -137,9 +137,9 @@ def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None) -> 
         _sizing_title(rows, n_heads),
         height=WIDGET_HEIGHT,
         width=width,
-        margin=dict(l=80, r=20, t=100, b=100),
+        margin=dict(l=80, r=20, t=100, b=120),
         barmode="relative",
-        legend=dict(orientation="h", x=0, y=-0.18, yanchor="top", font=dict(size=FONT_SIZE)),
+        legend=dict(orientation="h", x=0, y=-0.27, yanchor="top", font=dict(size=FONT_SIZE)),
         annotations=annotations,
         shapes=shapes,
     )

@@ -89,7 +89,8 @@ def _split_key(key: str) -> list[str]:
 def _nested(spec):
     """Spell out plotly's "magic underscores" (``title_text`` is ``title: {text}``), as a validated figure does."""
     if isinstance(spec, (list, tuple)):
-        return [_nested(v) for v in spec]
+        # Only lists of objects (traces, annotations, shapes) hold keys; lists of values are left as they are.
+        return [_nested(v) for v in spec] if any(isinstance(v, dict) for v in spec[:1]) else spec
     if not isinstance(spec, dict):
         return spec
     out: dict = {}

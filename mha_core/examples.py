@@ -1,7 +1,8 @@
 """The running sentence and small, seeded layers the notebooks share.
 
-Everything is deterministic: the same seed gives the same vectors and weights on
-every machine.
+Everything is deterministic: the same seed gives the same token vectors and projection
+matrices on every machine. In this module, as in the course, "weights" are attention
+weights (after the softmax); the learned matrices w_q, w_k, w_v, w_o are "projections".
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ def token_vectors(d_model: int = 8, seed: int = 0) -> np.ndarray:
 
 
 def demo_layer(d_model: int = 8, n_heads: int = 2, *, n_kv_heads: int | None = None, seed: int = 0, sharpness: float = 2.0) -> MultiHeadAttention:
-    """A seeded attention layer whose weights are scaled so its patterns are easy to see.
+    """A seeded attention layer whose query and key projections are scaled so its patterns are easy to see.
 
     A trained layer's attention is often sharper than a freshly initialised one's;
-    ``sharpness`` multiplies the query and key weights to mimic that. It is a
-    stand-in for learned weights, not a trained model.
+    ``sharpness`` multiplies w_q and w_k to mimic that (the scores grow by sharpness²).
+    It is a stand-in for learned projections, not a trained model.
     """
     layer = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, seed=seed)
     layer.w_q = layer.w_q * sharpness

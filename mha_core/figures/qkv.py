@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ._style import COLORS, FONT_SIZE, WIDGET_HEIGHT, WIDGET_WIDTH, base_layout, panel_title, query_key_axes, signed_heatmap_trace, symmetric_max
+from ._style import COLORS, FONT_SIZE, WIDGET_HEIGHT, WIDGET_WIDTH, base_layout, panel_title, query_key_axes, signed_heatmap_trace, symmetric_max, wrap_title
 
 #: What each of q, k, v is for, shown next to the vectors in the explorer.
 ROLES = (
@@ -130,7 +130,8 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
             hovertemplate=f"q({word}) · k(%{{y}}) = %{{x:.2f}}<extra></extra>",
         ),
     ]
-    roles = "<br>".join(f"<b>{letter}</b>: {what}" for letter, _, _, what in ROLES)
+    # Wrapped to fit beside the bars: an annotation runs off the figure rather than wrap by itself.
+    roles = "<br>".join(wrap_title(f"<b>{letter}</b>: {what}", 36) for letter, _, _, what in ROLES)
     layout = dict(
         **base_layout(f"Token '{word}': its q, k, v, and its raw score q·k against every token"),
         height=WIDGET_HEIGHT,

@@ -433,7 +433,7 @@ def fit_problems(page) -> dict:
 
     Returns ``{"overflow": [...], "too_tall": [...], "output_width": px, "visible_height": px, "groups": [...]}``:
     ``overflow`` names each figure, table or control whose right (or left) edge passes its output
-    area's; ``too_tall`` each output whose controls and figure together are taller than the
+    area's, and each text of a figure (title, annotation, tick label) that runs past the figure; ``too_tall`` each output whose controls and figure together are taller than the
     notebook's visible height; ``groups`` the measured height of every control group.
     """
     return page.evaluate(
@@ -458,6 +458,19 @@ def fit_problems(page) -> dict:
                     if (r.right > box.right + tolerance || r.left < box.left - tolerance) {
                         overflow.push(`output ${i}: ${describe(el)} spans x ${Math.round(r.left)}-${Math.round(r.right)}, ` +
                                       `its output area ${Math.round(box.left)}-${Math.round(box.right)}`);
+                    }
+                }
+                // Text inside a figure (titles, annotations, tick labels) that runs past the figure is cut off.
+                const figures = [...(out.matches('.js-plotly-plot') ? [out] : []), ...out.querySelectorAll('.js-plotly-plot')];
+                for (const plot of figures) {
+                    const edge = plot.getBoundingClientRect();
+                    for (const t of plot.querySelectorAll('.main-svg text')) {
+                        const r = t.getBoundingClientRect();
+                        if (r.width === 0 || !(t.textContent || '').trim()) continue;
+                        if (r.right > edge.right + tolerance || r.left < edge.left - tolerance) {
+                            overflow.push(`output ${i}: text "${t.textContent.trim().slice(0, 50)}" spans x ` +
+                                          `${Math.round(r.left)}-${Math.round(r.right)}, its figure ${Math.round(edge.left)}-${Math.round(edge.right)}`);
+                        }
                     }
                 }
                 const moved = [...out.querySelectorAll(controls)].filter(e => e.getBoundingClientRect().height > 0);

@@ -240,8 +240,8 @@ def model_shapes_figure(shapes) -> go.Figure:
         "parameters per layer (no biases)": [
             f"{costs.attention_parameters(s.d_model, s.n_heads, s.n_kv_heads, bias=False):,}" for s in shapes
         ],
-        # A line break after the organisation keeps long repository names inside their column.
-        "source": [s.source.replace("/", "/<br>", 1) for s in shapes],
+        # Line breaks after the organisation and before the file keep long repository names inside their column.
+        "source": [s.source.replace("/", "/<br>", 1).replace(" ", "<br>") for s in shapes],
     }
     fig = go.Figure(
         go.Table(
@@ -254,6 +254,6 @@ def model_shapes_figure(shapes) -> go.Figure:
     fig.update_layout(
         **base_layout("Attention shapes of real models, from each model's published config",
                       margin=dict(l=20, r=20, t=60, b=10)),
-        height=110 + 54 * (len(shapes) + 1),
+        height=110 + 72 * (len(shapes) + 1),  # rows of up to three lines (the source)
     )
     return fig

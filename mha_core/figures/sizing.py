@@ -245,7 +245,8 @@ def model_shapes_figure(shapes) -> go.Figure:
     }
     fig = go.Figure(
         go.Table(
-            columnwidth=[160, 70, 90, 80, 80, 90, 80, 140, 230],
+            # Pixels at the ~805 px a table gets at 1280 x 800 with the file browser open (plotly scales them).
+            columnwidth=[145, 55, 80, 60, 70, 75, 55, 105, 160],
             header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=FONT_SIZE), align="left",
                         fill_color="#e8eef4", height=34),
             cells=dict(values=list(columns.values()), font=dict(size=FONT_SIZE), align="left", height=32),

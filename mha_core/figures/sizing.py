@@ -247,7 +247,7 @@ def model_shapes_figure(shapes) -> go.Figure:
         go.Table(
             # Pixels at the ~805 px a table gets at 1280 x 800 with the file browser open (plotly scales them).
             columnwidth=[138, 50, 80, 55, 70, 80, 52, 100, 185],
-            header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=FONT_SIZE), align="left",
+            header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=FONT_SIZE - 2), align="left",
                         fill_color="#e8eef4", height=34),
             cells=dict(values=list(columns.values()), font=dict(size=FONT_SIZE), align="left", height=32),
         )

@@ -122,7 +122,7 @@ def _minilm_pruning():
 GROUPS: dict[str, Group] = {
     "welcome": Group("mha_core.widgets.welcome", _welcome, {"slider": [0.0, 0.5, 1.0, 2.0, 3.0, 4.0]}, notebook="00"),
     "qkv.token_explorer": Group("mha_core.widgets.qkv", _token_explorer, {"token": None}, notebook="01"),
-    "single_head.scaling": Group("mha_core.widgets.single_head", _scaling_explorer, {"d_k": None}, notebook="02"),
+    "single_head.scaling": Group("mha_core.widgets.single_head", _scaling_explorer, {"d_head": None}, notebook="02"),
     "single_head.mask": Group("mha_core.widgets.single_head", _mask_explorer, {"mode": None}, notebook="02"),
     "heads.head_grid": Group("mha_core.widgets.heads", _head_grid, {"head_count": None}, notebook="03"),
     # Four heads by default; toggling each in turn also reaches "every head off" (its message path).

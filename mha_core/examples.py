@@ -1,7 +1,8 @@
 """The running sentence and small, seeded layers the notebooks share.
 
-Everything is deterministic: the same seed gives the same vectors and weights on
-every machine.
+Everything is deterministic: the same seed gives the same token vectors and projection
+matrices on every machine. In this module, as in the course, "weights" are attention
+weights (after the softmax); the learned matrices w_q, w_k, w_v, w_o are "projections".
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate
-from .attention import MultiHeadAttention
+from .attention import MultiHeadAttention, softmax
 
 #: The sentence used from notebook 01 to 07.
 RUNNING_SENTENCE = "the cache key changed after deploy"
@@ -32,11 +33,11 @@ def token_vectors(d_model: int = 8, seed: int = 0) -> np.ndarray:
 
 
 def demo_layer(d_model: int = 8, n_heads: int = 2, *, n_kv_heads: int | None = None, seed: int = 0, sharpness: float = 2.0) -> MultiHeadAttention:
-    """A seeded attention layer whose weights are scaled so its patterns are easy to see.
+    """A seeded attention layer whose query and key projections are scaled so its patterns are easy to see.
 
     A trained layer's attention is often sharper than a freshly initialised one's;
-    ``sharpness`` multiplies the query and key weights to mimic that. It is a
-    stand-in for learned weights, not a trained model.
+    ``sharpness`` multiplies w_q and w_k to mimic that (the scores grow by sharpness²).
+    It is a stand-in for learned projections, not a trained model.
     """
     layer = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, seed=seed)
     layer.w_q = layer.w_q * sharpness
@@ -72,8 +73,8 @@ def hand_set_weights() -> np.ndarray:
     return weights
 
 
-def single_head_weights(d_model: int = 8, d_head: int = 4, seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stand-in projections for one head, as notebooks 01 and 02 build them: w_q, w_k, w_v.
+def single_head_projections(d_model: int = 8, d_head: int = 4, seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stand-in projection matrices for one head, as notebooks 01 and 02 use them: w_q, w_k, w_v.
 
     Random, not learned: entries drawn from a normal distribution and divided by
     sqrt(d_model), so a projected vector has entries of about unit size.
@@ -81,17 +82,55 @@ def single_head_weights(d_model: int = 8, d_head: int = 4, seed: int = 1) -> tup
     Shapes:
         returns: w_q, w_k, w_v, each (D, Dh) = (d_model, d_head)
     """
+    d_model = _validate.positive_int(d_model, "d_model")
+    d_head = _validate.positive_int(d_head, "d_head")
     rng = np.random.default_rng(seed)
-    return tuple(rng.standard_normal((d_model, d_head)) / np.sqrt(d_model) for _ in range(3))
+    return tuple(rng.standard_normal((d_model, d_head)) / np.sqrt(d_model) for _ in range(3))  # (D, Dh) each
 
 
 def single_head_example(d_model: int = 8, d_head: int = 4):
     """Notebooks 01 and 02's running example: the sentence's token vectors, the stand-in
-    projections, and the queries, keys and values they give.
+    projection matrices, and the queries, keys and values they give.
 
     Shapes:
         returns: x (T, D); (w_q, w_k, w_v), each (D, Dh); (q, k, v), each (T, Dh)
     """
     x = token_vectors(d_model=d_model, seed=0)  # (T, D)
-    weights = single_head_weights(d_model, d_head, seed=1)  # (D, Dh) each
-    return x, weights, tuple(x @ w for w in weights)  # (T, Dh) each
+    projections = single_head_projections(d_model, d_head, seed=1)  # (D, Dh) each
+    return x, projections, tuple(x @ w for w in projections)  # (T, Dh) each
+
+
+def head_weights(d_model: int, n_heads: int, *, seed: int = 0) -> np.ndarray:
+    """Every head's attention weights for the running sentence, from ``demo_layer`` with a fixed seed.
+
+    The seed fixes w_q, w_k and w_v, so every head count cuts the very same matrices.
+
+    Shapes:
+        returns: (H, T, T), rows sum to 1
+    """
+    layer = demo_layer(d_model, n_heads, seed=seed)
+    return layer(token_vectors(d_model, seed=seed)).weights  # (H, T, T)
+
+
+#: The query of notebook 00's smoke check.
+WELCOME_QUERY = "changed"
+
+
+def welcome_scores() -> np.ndarray:
+    """The scores of the query 'changed' against every token, from a small seeded one-head layer.
+
+    Shapes:
+        returns: (T,)
+    """
+    layer = demo_layer(d_model=8, n_heads=1, seed=0, sharpness=1.0)
+    result = layer(token_vectors(d_model=8, seed=0))
+    return result.scores[0, TOKENS.index(WELCOME_QUERY)]  # (Tk,)
+
+
+def welcome_weights(sharpness: float) -> np.ndarray:
+    """softmax(sharpness x scores) of the query 'changed': more sharpness, more weight on the top token.
+
+    Shapes:
+        returns: (T,), sums to 1
+    """
+    return softmax(sharpness * welcome_scores())

@@ -3,13 +3,12 @@ and the package finds its data whether installed or run from a checkout."""
 
 from __future__ import annotations
 
-import re
+import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
-import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -91,15 +90,36 @@ def test_ci_runs_the_readme_test_command():
     assert commands[-1] == "make test"
 
 
+def copy_of_the_tree(dest: Path) -> Path:
+    """The files git tracks or would track (or, outside git, the tree less environments and run artefacts), copied to ``dest``.
+
+    ``pip install`` of a folder writes ``build/`` and ``*.egg-info`` into it: building
+    from a copy leaves the checkout as it was.
+    """
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, timeout=60)
+    if listed.returncode == 0 and listed.stdout:
+        for name in listed.stdout.decode().split("\0"):
+            if name and (ROOT / name).is_file():
+                (dest / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / name, dest / name)
+    else:
+        shutil.copytree(ROOT, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
+            ".venv", ".git", "artifacts", "build", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache"))
+    return dest
+
+
 def test_quiz_bank_is_found_from_an_installed_copy(tmp_path):
     """`pip install .` (not editable) puts the data inside the package, found without a checkout."""
     target = tmp_path / "site"
+    source = copy_of_the_tree(tmp_path / "src")
+    before = sorted(p.name for p in ROOT.iterdir())
     build = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--disable-pip-version-check", "--target", str(target), str(ROOT)],
+         "--disable-pip-version-check", "--target", str(target), str(source)],
         capture_output=True, text=True, timeout=300,
     )
     assert build.returncode == 0, build.stderr[-2000:]
+    assert sorted(p.name for p in ROOT.iterdir()) == before  # nothing (build/, *.egg-info) left in the checkout
     assert (target / "mha_core" / "data" / "quizzes").is_dir()
     probe = (
         "import mha_core, mha_core.quiz.bank as bank, sys;"

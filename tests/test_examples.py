@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,17 +118,53 @@ def test_demo_layer_passes_the_head_layout_on():
         examples.demo_layer(8, 3)
 
 
-def test_single_head_weights_match_the_construction_notebooks_01_and_02_show():
-    rng = np.random.default_rng(1)
-    expected = [rng.standard_normal((8, 4)) / np.sqrt(8) for _ in range(3)]
-    for got, want in zip(examples.single_head_weights(), expected):
-        np.testing.assert_array_equal(got, want)
-    assert [w.shape for w in examples.single_head_weights(16, 2, seed=3)] == [(16, 2)] * 3
+def notebook_code(prefix: str) -> str:
+    """The code cells of notebooks/<prefix>_*.ipynb, joined."""
+    (path,) = (Path(__file__).resolve().parents[1] / "notebooks").glob(f"{prefix}_*.ipynb")
+    cells = json.loads(path.read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
 
 
-def test_single_head_example_projects_the_sentence_with_those_weights():
+def test_notebooks_01_and_02_take_their_running_example_from_examples_not_from_a_copy():
+    # One source for the notebooks, the tests and the browser checks: no notebook draws its own stand-ins.
+    one, two = notebook_code("01"), notebook_code("02")
+    assert "single_head_projections(d_model, d_head)" in one and "default_rng" not in one
+    assert "single_head_example(" in two and "default_rng" not in two
+
+
+def test_single_head_projections_are_seeded_and_scaled_to_keep_projected_entries_near_unit_size():
+    w_q, w_k, w_v = examples.single_head_projections()
+    assert [w.shape for w in (w_q, w_k, w_v)] == [(8, 4)] * 3
+    assert not np.allclose(w_q, w_k) and not np.allclose(w_k, w_v)
+    np.testing.assert_array_equal(w_q, examples.single_head_projections(seed=1)[0])
+    assert not np.allclose(w_q, examples.single_head_projections(seed=2)[0])
+    big = examples.single_head_projections(400, 50, seed=3)[0]
+    assert big.std() == pytest.approx(1 / np.sqrt(400), rel=0.05)  # N(0, 1) / sqrt(D)
+    x = examples.token_vectors(400, seed=0)
+    assert (x @ big).std() == pytest.approx(1.0, rel=0.15)
+    with pytest.raises(ValueError, match="d_head=0 is too small"):
+        examples.single_head_projections(8, 0)
+
+
+def test_single_head_example_projects_the_sentence_with_those_projections():
     x, (w_q, w_k, w_v), (q, k, v) = examples.single_head_example()
     np.testing.assert_array_equal(x, examples.token_vectors(8, seed=0))
-    np.testing.assert_array_equal(w_k, examples.single_head_weights()[1])
+    np.testing.assert_array_equal(w_k, examples.single_head_projections()[1])
     np.testing.assert_allclose(q, x @ w_q)
     assert k.shape == v.shape == (6, 4)
+
+
+def test_head_weights_are_the_seeded_demo_layers_weights_on_the_sentence():
+    weights = examples.head_weights(16, 4, seed=0)
+    np.testing.assert_array_equal(weights, examples.demo_layer(16, 4, seed=0)(examples.token_vectors(16, seed=0)).weights)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0)
+
+
+def test_welcome_weights_are_the_softmax_of_sharpened_scores_of_changed():
+    from mha_core.attention import softmax
+
+    scores = examples.welcome_scores()
+    layer = examples.demo_layer(8, 1, seed=0, sharpness=1.0)
+    np.testing.assert_allclose(scores, layer(examples.token_vectors(8, seed=0)).scores[0, 3])
+    np.testing.assert_allclose(examples.welcome_weights(2.0), softmax(2.0 * scores))
+    np.testing.assert_allclose(examples.welcome_weights(0.0), np.full(6, 1 / 6))

@@ -31,7 +31,7 @@ def test_grid_shape_puts_at_most_four_tiles_across(n_heads, expected):
 def test_every_head_tile_holds_exactly_that_heads_weights(n_heads):
     weights = weights_for(n_heads)
     fig = heads.head_grid_figure(weights, TOKENS)
-    assert len(fig.data) == 1 and fig.data[0].type == "heatmap"
+    assert [t.type for t in fig.data] == ["heatmap", "scatter"]
     z = np.array(fig.data[0].z, dtype=float)
     for h in range(n_heads):
         np.testing.assert_allclose(heads.head_tile(z, h, n_heads, T), weights[h])
@@ -72,13 +72,32 @@ def test_hover_names_the_head_the_query_and_the_key():
     assert trace.hovertext[r0 + 3][c0 + 5] == "head 2: query changed -> key deploy"
 
 
-def test_unvalidated_grid_equals_the_validated_one_and_passes_plotly_checks():
+def test_grid_spec_is_the_figure_as_a_plain_dict_that_passes_plotly_checks():
     weights = weights_for(8)
-    fast = heads.head_grid_figure(weights, TOKENS, validate=False)
-    checked = heads.head_grid_figure(weights, TOKENS)
-    go.Figure(fast.to_plotly_json())  # raises if any property is invalid
-    np.testing.assert_array_equal(np.array(fast.data[0].z, dtype=float), np.array(checked.data[0].z, dtype=float))
-    assert fast.layout.title.text == checked.layout.title.text
+    spec = heads.head_grid_spec(weights, TOKENS)
+    checked = go.Figure(spec)  # raises if any property is invalid
+    assert checked == heads.head_grid_figure(weights, TOKENS)
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 8, 16])
+def test_every_querys_largest_weight_is_outlined_so_the_pattern_reads_without_hovering(n_heads):
+    weights = weights_for(n_heads)
+    fig = heads.head_grid_figure(weights, TOKENS)
+    outline = fig.data[1]
+    assert outline.marker.symbol == "square-open" and outline.hoverinfo == "skip"
+    for h in range(n_heads):
+        r0, c0 = heads.tile_origin(h, n_heads, T)
+        mine = [(x - c0, y - r0) for x, y in zip(outline.x, outline.y) if 0 <= x - c0 < T and 0 <= y - r0 < T]
+        assert mine == [(int(weights[h, q].argmax()), q) for q in range(T)]
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 8, 16])
+def test_the_live_grid_fits_beside_its_control_on_a_1280_by_800_screen(n_heads):
+    from mha_core.figures._style import SCREEN_HEIGHT, WIDGET_WIDTH
+
+    fig = heads.head_grid_figure(weights_for(n_heads), TOKENS, width=WIDGET_WIDTH)
+    assert fig.layout.width <= 820
+    assert fig.layout.height <= heads.GRID_HEIGHT <= SCREEN_HEIGHT - 40  # one row of head-count buttons above it
 
 
 def test_grid_refuses_weights_that_do_not_match_the_tokens():

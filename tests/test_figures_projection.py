@@ -87,9 +87,12 @@ def test_contributions_figure_refuses_a_wrong_number_of_switches():
         contributions_figure(np.array([True, True]))
 
 
-def test_unvalidated_contributions_figure_passes_plotly_checks():
-    fast = contributions_figure(np.array([True, False, True, False]), validate=False)
-    go.Figure(fast.to_plotly_json())
+def test_contributions_spec_is_the_figure_as_a_plain_dict_and_patterns_tell_the_heads_apart():
+    heads_on = np.array([True, False, True, False])
+    spec = projection.contributions_spec(CONTRIBUTIONS, LAYER.b_o, heads_on, output=output(heads_on), output_all=output(),
+                                         token="changed")
+    fig = go.Figure(spec)  # raises if any property is invalid
+    assert fig == contributions_figure(heads_on)
     # head patterns tell the parts apart without colour
-    shapes = [t.marker.pattern.shape for t in fast.data[2:6]]
+    shapes = [t.marker.pattern.shape for t in fig.data[2:6]]
     assert len(set(shapes)) == 4

@@ -1,10 +1,11 @@
-"""Tests for mha_core.figures.single_head: softmax, the sqrt(d_k) experiment, masks."""
+"""Tests for mha_core.figures.single_head: softmax, the sqrt(d_head) figure, masks."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from mha_core.analysis import D_HEAD_VALUES, scaling_experiment
 from mha_core.attention import attention_scores, causal_mask, scaled_dot_product_attention, softmax
 from mha_core.examples import TOKENS, single_head_example
 from mha_core.figures import single_head as sh
@@ -14,7 +15,7 @@ D_MODEL, D_HEAD = 8, 4
 
 _, _, (Q, K, V) = single_head_example(D_MODEL, D_HEAD)  # notebook 02's q, k, v (6, 4)
 
-DATA = sh.scaling_experiment()
+DATA = scaling_experiment()
 
 
 def test_unique_labels_keeps_repeated_tokens_apart_and_readable():
@@ -36,47 +37,17 @@ def test_scores_and_weights_figure_shows_scaled_scores_and_their_softmax():
     assert list(right.x) == list(TOKENS) and list(left.y) == list(TOKENS)
 
 
-def test_unscaled_scores_spread_like_sqrt_d_k_and_scaled_ones_stay_near_one():
-    d_k = DATA.d_k_values
-    np.testing.assert_allclose(DATA.unscaled_std / np.sqrt(d_k), 1.0, atol=0.15)
-    np.testing.assert_allclose(DATA.scaled_std, 1.0, atol=0.15)
-
-
-def test_without_scaling_the_softmax_saturates_as_d_k_grows():
-    assert DATA.unscaled_top[-1] > 0.9  # d_k = 512: almost one-hot
-    assert DATA.unscaled_top[-1] > DATA.unscaled_top[0] + 0.3
-    # With the division the typical largest weight stays put.
-    assert np.ptp(DATA.scaled_top) < 0.1
-    assert DATA.scaled_top.max() < 0.6
-
-
-def test_scaling_experiment_weights_are_the_softmax_of_the_documented_random_vectors():
-    rng = np.random.default_rng(0)
-    q_all = rng.standard_normal((256, 512))
-    k_all = rng.standard_normal((6, 512))
-    for i, d_k in enumerate(DATA.d_k_values):
-        raw = q_all[0, :d_k] @ k_all[:, :d_k].T
-        np.testing.assert_allclose(DATA.unscaled_weights[i], softmax(raw))
-        np.testing.assert_allclose(DATA.scaled_weights[i], softmax(raw / np.sqrt(d_k)))
-    np.testing.assert_allclose(DATA.unscaled_weights.sum(axis=1), 1.0)
-
-
-def test_scaling_data_names_the_valid_d_k_values_for_one_it_did_not_compute():
-    with pytest.raises(ValueError, match=r"d_k=100 .*valid values are 4, 8, 16, 32, 64, 128, 256, 512"):
-        DATA.index(100)
-
-
-@pytest.mark.parametrize("d_k", sh.D_K_VALUES)
-def test_scaling_figure_shows_the_weights_and_spread_for_its_d_k(d_k):
-    i = DATA.index(d_k)
-    fig = sh.scaling_figure(DATA, d_k)
+@pytest.mark.parametrize("d_head", D_HEAD_VALUES)
+def test_scaling_figure_shows_the_weights_and_spread_for_its_d_head(d_head):
+    i = DATA.index(d_head)
+    fig = sh.scaling_figure(DATA, d_head)
     unscaled, scaled, unscaled_line, scaled_line, unscaled_here, scaled_here = fig.data
     np.testing.assert_allclose(unscaled.y, DATA.unscaled_weights[i])
     np.testing.assert_allclose(scaled.y, DATA.scaled_weights[i])
     np.testing.assert_allclose(unscaled_line.y, DATA.unscaled_std)
-    assert list(unscaled_here.x) == [d_k] and unscaled_here.y[0] == pytest.approx(DATA.unscaled_std[i])
-    assert list(scaled_here.x) == [d_k] and scaled_here.y[0] == pytest.approx(DATA.scaled_std[i])
-    assert fig.layout.title.text.startswith(f"d_k = {d_k}:")
+    assert list(unscaled_here.x) == [d_head] and unscaled_here.y[0] == pytest.approx(DATA.unscaled_std[i])
+    assert list(scaled_here.x) == [d_head] and scaled_here.y[0] == pytest.approx(DATA.scaled_std[i])
+    assert fig.layout.title.text.startswith(f"d_head = {d_head}:")
     assert f"{DATA.unscaled_top[i]:.2f}" in fig.layout.title.text
     assert tuple(fig.layout.yaxis.range) == (0, 1.12)  # fixed: the bars move, the axis does not
     # The two cases differ by pattern and line style, not colour alone.

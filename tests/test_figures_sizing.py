@@ -8,6 +8,7 @@ import pytest
 
 from mha_core import costs
 from mha_core.figures import sizing
+from mha_core.figures._style import WIDGET_HEIGHT
 
 HEADS_768 = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
 ROWS = sizing.sizing_rows(768, 1024, HEADS_768)
@@ -25,7 +26,7 @@ def test_rows_come_from_costs_for_every_head_count():
 
 
 def test_parameters_and_matrix_products_are_flat_while_score_tables_and_softmax_grow():
-    assert set(ROWS.parameters.tolist()) == {2_362_368}  # 4 D^2 + 4 D for D = 768 (COURSE.md)
+    assert set(ROWS.parameters.tolist()) == {2_362_368}  # 4 D^2 + 4 D for D = 768
     assert len(set((ROWS.flops_projections + ROWS.flops_products).tolist())) == 1
     assert np.all(np.diff(ROWS.score_entries) > 0) and np.all(np.diff(ROWS.flops_softmax) > 0)
     assert np.all(np.diff(ROWS.d_head) < 0)
@@ -59,8 +60,10 @@ def test_sizing_figure_marks_nothing_for_a_head_count_that_does_not_divide_d_mod
     assert "H = 10 does not divide 768" in fig.layout.title.text
 
 
-def test_sizing_figure_built_without_checks_passes_plotly_checks():
-    go.Figure(sizing.sizing_figure(ROWS, n_heads=8, validate=False).to_plotly_json())
+def test_sizing_spec_is_the_figure_as_a_plain_dict_that_passes_plotly_checks():
+    fig = go.Figure(sizing.sizing_spec(ROWS, n_heads=8))  # raises if any property is invalid
+    assert fig == sizing.sizing_figure(ROWS, n_heads=8)
+    assert fig.layout.height <= WIDGET_HEIGHT  # with its controls, on one 1280 x 800 screen
 
 
 def test_vaswani_figure_plots_table_3_rows_a_as_published():
@@ -68,7 +71,7 @@ def test_vaswani_figure_plots_table_3_rows_a_as_published():
     bleu, ppl = fig.data
     assert list(bleu.y) == [24.9, 25.5, 25.8, 25.8, 25.4]
     assert list(ppl.y) == [5.29, 5.00, 4.92, 4.91, 5.01]
-    assert [r["d_k"] * r["h"] for r in sizing.VASWANI_2017_TABLE3_A] == [512] * 5  # d_model fixed
+    assert [r["d_head"] * r["n_heads"] for r in sizing.VASWANI_2017_TABLE3_A] == [512] * 5  # d_model fixed
     assert list(bleu.marker.symbol).count("star") == 2 and list(ppl.marker.symbol).count("star") == 1
     assert "Vaswani et al. 2017" in fig.layout.title.text and "Table 3" in fig.layout.title.text
 
@@ -83,7 +86,7 @@ def test_model_table_lists_each_models_published_shape_and_checks_d_head(name):
     shape = costs.MODEL_SHAPES[name]
     assert columns["heads H"][i] == shape.n_heads and columns["d_head"][i] == shape.d_head
     assert columns["d_model / H"][i] == str(shape.d_head)  # the published d_head is d_model / H
-    assert columns["source"][i].replace("<br>", "") == shape.source and "config" in shape.source
+    assert columns["source"][i].replace("/<br>", "/").replace("<br>", " ") == shape.source and "config" in shape.source
 
 
 def test_real_models_keep_d_head_between_32_and_128():

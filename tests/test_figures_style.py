@@ -28,3 +28,24 @@ def test_base_layout_is_readable_when_projected():
     layout = base_layout("What is shown")
     assert layout["font"]["size"] == FONT_SIZE >= 14
     assert layout["title"]["text"] == "What is shown"
+
+
+def test_a_long_title_wraps_between_words_and_the_top_margin_makes_room_for_it():
+    from mha_core.figures._style import TITLE_CHARS, TITLE_LINE_PX, wrap_title
+
+    title = "word " * 40 + "end"
+    wrapped = wrap_title(title)
+    lines = wrapped.split("<br>")
+    assert len(lines) > 1 and all(len(line) <= TITLE_CHARS for line in lines)
+    assert " ".join(lines) == title.strip()
+    assert wrap_title("short<br>title") == "short<br>title"  # explicit breaks stay, short lines too
+    layout = base_layout(title, margin=dict(l=10, r=10, t=50, b=10))
+    assert layout["margin"]["t"] == 50 + TITLE_LINE_PX * (len(lines) - 1)
+    assert base_layout("short")["margin"]["t"] == 70
+
+
+def test_the_screen_constants_describe_1280_by_800_with_the_file_browser_open():
+    from mha_core.figures._style import CONTROLS_HEIGHT, SCREEN_HEIGHT, WIDGET_HEIGHT, WIDGET_WIDTH
+
+    assert WIDGET_WIDTH <= 848 - 20  # the output area is ~848 px wide; room for its padding
+    assert WIDGET_HEIGHT + CONTROLS_HEIGHT == SCREEN_HEIGHT == 680

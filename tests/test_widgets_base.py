@@ -59,3 +59,63 @@ def test_every_control_group_displays_its_box(monkeypatch):
 
     Group()._ipython_display_()
     assert shown == ["the box"]
+
+
+def every_control_group():
+    """Each control group of notebooks 00-05, built as its notebook builds it, at its largest setting."""
+    from mha_core.examples import TOKENS, single_head_example
+    from mha_core.widgets.heads import head_grid
+    from mha_core.widgets.projection import head_switches
+    from mha_core.widgets.qkv import token_explorer
+    from mha_core.widgets.single_head import mask_explorer, scaling_explorer
+    from mha_core.widgets.sizing import head_sizing
+    from mha_core.widgets.welcome import smoke_check
+
+    x, (w_q, w_k, w_v), (q, k, v) = single_head_example()
+    return {
+        "00 smoke check": smoke_check(),
+        "01 token explorer": token_explorer(q, k, v, TOKENS),
+        "02 scaling": scaling_explorer(512),
+        "02 mask (padding: 8 rows)": mask_explorer(x, w_q, w_k, w_v, TOKENS, mode="padding"),
+        "03 head grid (16 heads)": head_grid(16, 16),
+        "04 head switches": head_switches(),
+        "05 sizing": head_sizing(4096, 13, 4096),
+    }
+
+
+def test_every_live_figure_fits_beside_its_controls_on_a_1280_by_800_screen_with_the_file_browser_open():
+    from mha_core.figures._style import SCREEN_HEIGHT, TITLE_CHARS
+
+    for name, group in every_control_group().items():
+        layout = group.figure.layout
+        assert layout.width <= WIDGET_WIDTH <= 820, name
+        assert layout.height <= SCREEN_HEIGHT - 60, name  # at least one row of controls above it
+        lines = layout.title.text.split("<br>")
+        assert all(len(line) <= TITLE_CHARS for line in lines), f"{name}: a title line runs off the figure: {lines}"
+
+
+def test_a_spec_with_plotlys_shorthand_changes_only_what_differs_and_never_drops_a_title():
+    # A builder's spec may write title_text=...; the figure shown holds title: {text: ...}. They are the same.
+    from mha_core.figures._style import base_layout
+
+    def spec(y):
+        return {"data": [{"type": "bar", "x": [1, 2, 3], "y": y}],
+                "layout": base_layout("t", xaxis={"title_text": "key token", "type": "category"})}
+
+    target = figure_widget(spec([1, 2, 3]))
+    sent = []
+    target.observe(lambda change: change["new"] and sent.append(change["new"]), names="_py2js_update")
+    update_in_place(target, spec([3, 2, 1]))
+    assert target.layout.xaxis.title.text == "key token"
+    (message,) = sent
+    assert set(message["layout_data"]) == {"xaxis.type"}  # only the axis type plotly.js needs with a restyle
+
+
+def test_a_spec_naming_the_first_axis_xaxis1_updates_that_axis_and_keeps_it():
+    def spec(y):
+        return {"data": [{"type": "bar", "x": ["a", "b"], "y": y}],
+                "layout": {"xaxis1": {"domain": [0, 0.5], "type": "category"}, "template": {}}}
+
+    target = figure_widget(spec([1, 2]))
+    update_in_place(target, spec([2, 1]))
+    assert tuple(target.layout.xaxis.domain) == (0, 0.5) and target.layout.xaxis.type == "category"

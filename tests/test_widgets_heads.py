@@ -26,7 +26,7 @@ def test_head_count_offers_exactly_the_divisors_of_d_model(grid):
 def test_choosing_a_head_count_redraws_the_same_figure_with_the_layers_weights(grid, n_heads):
     figure = grid.figure
     grid.head_count.value = n_heads
-    assert grid.figure is figure and len(figure.data) == 1
+    assert grid.figure is figure and len(figure.data) == 2
     expected = demo_layer(16, n_heads, seed=0)(token_vectors(16, seed=0)).weights  # (H, T, T)
     z = np.array(figure.data[0].z, dtype=float)
     for h in range(n_heads):
@@ -36,7 +36,7 @@ def test_choosing_a_head_count_redraws_the_same_figure_with_the_layers_weights(g
 
 
 def test_a_head_count_that_does_not_divide_d_model_is_refused_with_the_valid_choices():
-    with pytest.raises(ValueError, match=r"n_heads=3 does not divide d_model=16; valid head counts are \[1, 2, 4, 8, 16\]"):
+    with pytest.raises(ValueError, match=r"n_heads=3 does not divide d_model=16; valid head counts are 1, 2, 4, 8, 16"):
         head_grid(d_model=16, n_heads=3)
 
 
@@ -49,8 +49,18 @@ def test_other_d_model_offers_its_own_head_counts():
 
 
 def test_the_figure_has_a_fixed_width_because_a_figure_widget_does_not_follow_its_container(grid):
-    from mha_core.widgets.heads import FIGURE_WIDTH
+    from mha_core.figures._style import WIDGET_WIDTH as FIGURE_WIDTH
 
     assert grid.figure.layout.width == FIGURE_WIDTH
     grid.head_count.value = 16
     assert grid.figure.layout.width == FIGURE_WIDTH
+
+
+@pytest.mark.parametrize(("n_heads", "error", "message"), [
+    (0, ValueError, "n_heads=0 is too small"),
+    (2.0, TypeError, r"n_heads must be a whole number of at least 1; got 2.0 \(float\)"),
+    (32, ValueError, "n_heads=32 does not divide d_model=16; valid head counts are 1, 2, 4, 8, 16"),
+])
+def test_a_head_count_the_buttons_cannot_show_is_refused_by_name(n_heads, error, message):
+    with pytest.raises(error, match=message):
+        head_grid(d_model=16, n_heads=n_heads)

@@ -7,7 +7,7 @@ import pytest
 
 from mha_core.attention import output_projection
 from mha_core.examples import TOKENS, demo_layer, token_vectors
-from mha_core.widgets.projection import HeadSwitches, head_switches, token_parts
+from mha_core.widgets.projection import HeadSwitches, head_switches
 
 T_CHANGED = TOKENS.index("changed")
 
@@ -21,15 +21,6 @@ def expected_output(heads_on) -> np.ndarray:
     layer = demo_layer(16, 4, seed=0)
     result = layer(token_vectors(16, seed=0)[None])
     return output_projection(result.head_outputs, layer.w_o, layer.b_o, heads_on=np.asarray(heads_on))[0, T_CHANGED]
-
-
-def test_token_parts_split_the_output_of_changed_into_one_part_per_head():
-    layer = demo_layer(16, 4, seed=0)
-    x = token_vectors(16, seed=0)
-    parts = token_parts(layer, x, "changed")
-    assert parts.contributions.shape == (4, 16)
-    np.testing.assert_allclose(parts.contributions.sum(axis=0) + layer.b_o, layer(x).output[T_CHANGED])
-    np.testing.assert_allclose(parts.output(), layer(x).output[T_CHANGED])
 
 
 def test_there_is_one_switch_per_head_and_all_start_on(switches):
@@ -65,7 +56,15 @@ def test_with_every_head_off_only_the_bias_is_left_and_a_message_says_so(switche
 
 
 def test_the_figure_has_a_fixed_width_because_a_figure_widget_does_not_follow_its_container(switches):
-    from mha_core.widgets.projection import FIGURE_WIDTH
+    from mha_core.figures._style import WIDGET_WIDTH as FIGURE_WIDTH
 
     switches.switches[0].value = False
     assert switches.figure.layout.width == FIGURE_WIDTH
+
+
+def test_an_unknown_token_is_refused_with_the_sentences_tokens():
+    with pytest.raises(ValueError, match=r"token='nope' is not a valid choice; valid values are 'the', 'cache', 'key', "
+                                         r"'changed', 'after', 'deploy'"):
+        head_switches(token="nope")
+    with pytest.raises(TypeError, match=r"token must be one of 'the', .*; got 3 \(int\)"):
+        head_switches(token=3)

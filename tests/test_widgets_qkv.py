@@ -66,3 +66,12 @@ def test_the_figure_travels_in_the_widgets_first_message(monkeypatch):
     (state,) = [c["data"]["state"] for c in opened if "_widget_data" in c["data"]["state"]]
     assert [t["type"] for t in state["_widget_data"]] == ["heatmap", "heatmap", "bar"]
     assert state["_widget_layout"]["title"]["text"].startswith("Token 'key'")
+
+
+def test_a_token_that_is_not_an_index_is_refused_with_the_valid_indices():
+    from mha_core.widgets.qkv import token_explorer
+
+    with pytest.raises(TypeError, match=r"token must be a token index, 0 to 5; got 'cache' \(str\)"):
+        token_explorer(Q, K, V, TOKENS, token="cache")
+    with pytest.raises(ValueError, match=r"token=6 is not a token index; valid indices are 0 to 5"):
+        token_explorer(Q, K, V, TOKENS, token=6)

@@ -1,14 +1,14 @@
-"""Tests for mha_core.widgets.single_head: the d_k slider and the mask buttons redraw in place."""
+"""Tests for mha_core.widgets.single_head: the d_head slider and the mask buttons redraw in place."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mha_core.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention, softmax
+from mha_core.attention import causal_mask, scaled_dot_product_attention, softmax
 from mha_core.examples import TOKENS, single_head_example
-from mha_core.figures.single_head import D_K_VALUES
-from mha_core.widgets.single_head import PAD, MaskExplorer, ScalingExplorer, mask_explorer, scaling_explorer
+from mha_core.analysis import D_HEAD_VALUES, PAD_TOKEN as PAD
+from mha_core.widgets.single_head import MaskExplorer, ScalingExplorer, mask_explorer, scaling_explorer
 
 D_MODEL, D_HEAD = 8, 4
 T = len(TOKENS)
@@ -17,7 +17,7 @@ T = len(TOKENS)
 X, (W_Q, W_K, W_V), (Q, K, V) = single_head_example(D_MODEL, D_HEAD)  # notebook 02's x (6, 8), w_* (8, 4), q, k, v (6, 4)
 
 
-# --- the d_k slider --------------------------------------------------------------------
+# --- the d_head slider --------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -26,36 +26,36 @@ def scaling() -> ScalingExplorer:
 
 
 def test_slider_offers_powers_of_two_from_4_to_512_and_starts_at_4(scaling):
-    assert list(scaling.d_k.options) == [4, 8, 16, 32, 64, 128, 256, 512] == list(D_K_VALUES)
-    assert scaling.d_k.value == 4
+    assert list(scaling.d_head.options) == [4, 8, 16, 32, 64, 128, 256, 512] == list(D_HEAD_VALUES)
+    assert scaling.d_head.value == 4
 
 
-@pytest.mark.parametrize("d_k", [512, 64, 8, 256, 4])
-def test_moving_the_slider_redraws_both_weight_rows_in_place(scaling, d_k):
+@pytest.mark.parametrize("d_head", [512, 64, 8, 256, 4])
+def test_moving_the_slider_redraws_both_weight_rows_in_place(scaling, d_head):
     figure, traces = scaling.figure, tuple(scaling.figure.data)
-    scaling.d_k.value = d_k
+    scaling.d_head.value = d_head
     assert scaling.figure is figure and tuple(scaling.figure.data) == traces
-    # The same random vectors the experiment documents: their first d_k entries.
+    # The same random vectors the experiment documents: their first d_head entries.
     rng = np.random.default_rng(0)
-    q = rng.standard_normal((256, 512))[0, :d_k]
-    k = rng.standard_normal((6, 512))[:, :d_k]
+    q = rng.standard_normal((256, 512))[0, :d_head]
+    k = rng.standard_normal((6, 512))[:, :d_head]
     unscaled, scaled = scaling.figure.data[:2]
     np.testing.assert_allclose(unscaled.y, softmax(q @ k.T))
-    np.testing.assert_allclose(scaled.y, softmax(q @ k.T / np.sqrt(d_k)))
-    assert list(scaling.figure.data[4].x) == [d_k]
-    assert scaling.figure.layout.title.text.startswith(f"d_k = {d_k}:")
+    np.testing.assert_allclose(scaled.y, softmax(q @ k.T / np.sqrt(d_head)))
+    assert list(scaling.figure.data[4].x) == [d_head]
+    assert scaling.figure.layout.title.text.startswith(f"d_head = {d_head}:")
 
 
-def test_at_the_largest_d_k_the_unscaled_row_is_nearly_one_hot_and_the_scaled_one_is_not(scaling):
-    scaling.d_k.value = 512
+def test_at_the_largest_d_head_the_unscaled_row_is_nearly_one_hot_and_the_scaled_one_is_not(scaling):
+    scaling.d_head.value = 512
     unscaled, scaled = scaling.figure.data[:2]
     assert max(unscaled.y) > 0.85
     assert max(scaled.y) < 0.5
 
 
-def test_a_d_k_that_was_not_computed_is_refused_with_the_valid_values():
+def test_a_d_head_that_was_not_computed_is_refused_with_the_valid_values():
     with pytest.raises(ValueError, match="valid values are 4, 8, 16"):
-        scaling_explorer(d_k=100)
+        scaling_explorer(d_head=100)
 
 
 # --- the mask buttons --------------------------------------------------------------------
@@ -111,18 +111,6 @@ def test_padding_adds_two_pad_tokens_nobody_reads(masks):
     np.testing.assert_allclose(z[:T, :T], unpadded)
 
 
-def test_padding_case_matches_a_layer_called_with_key_padding_mask(masks):
-    # A one-head layer whose weights are the notebook's: key_padding_mask must give the same table.
-    layer = MultiHeadAttention(D_MODEL, 2, bias=False, seed=0)
-    layer.w_q = np.hstack([W_Q, np.zeros((D_MODEL, D_HEAD))])
-    layer.w_k = np.hstack([W_K, np.zeros((D_MODEL, D_HEAD))])
-    layer.w_v = np.hstack([W_V, np.zeros((D_MODEL, D_HEAD))])
-    x_padded = np.vstack([X, np.zeros((2, D_MODEL))])
-    key_padding_mask = np.array([False] * T + [True] * 2)
-    head_0 = layer(x_padded, key_padding_mask=key_padding_mask).weights[0]
-    np.testing.assert_allclose(masks.case("padding")["weights"], head_0)
-
-
 def test_switching_back_to_no_mask_restores_the_six_token_table(masks):
     masks.mode.value = "padding"
     masks.mode.value = "none"
@@ -131,7 +119,7 @@ def test_switching_back_to_no_mask_restores_the_six_token_table(masks):
 
 
 def test_an_unknown_mask_mode_is_refused_with_the_valid_modes():
-    with pytest.raises(ValueError, match="mode='future' .*valid modes are none, causal, padding"):
+    with pytest.raises(ValueError, match="mode='future' .*valid values are 'none', 'causal', 'padding'"):
         mask_explorer(X, W_Q, W_K, W_V, TOKENS, mode="future")
 
 
@@ -142,9 +130,9 @@ def test_both_figures_travel_in_their_widgets_first_message(monkeypatch):
     opened = []
     real = comm.create_comm
     monkeypatch.setattr(comm, "create_comm", lambda **kwargs: (opened.append(kwargs), real(**kwargs))[1])
-    scaling_explorer(d_k=16)
+    scaling_explorer(d_head=16)
     mask_explorer(X, W_Q, W_K, W_V, TOKENS, mode="causal")
     states = [c["data"]["state"] for c in opened if "_widget_data" in c["data"]["state"]]
     assert [len(s["_widget_data"]) for s in states] == [6, 1]
-    assert states[0]["_widget_layout"]["title"]["text"].startswith("d_k = 16:")
+    assert states[0]["_widget_layout"]["title"]["text"].startswith("d_head = 16:")
     assert states[1]["_widget_layout"]["title"]["text"].startswith("Causal mask")

@@ -80,7 +80,28 @@ def test_impossible_split_message_gives_the_quotient_and_choices():
 
 
 def test_the_figure_has_a_fixed_width_because_a_figure_widget_does_not_follow_its_container(sizing):
-    from mha_core.widgets.sizing import FIGURE_WIDTH
+    from mha_core.figures._style import WIDGET_WIDTH as FIGURE_WIDTH
 
     sizing.d_model.value = 64
     assert sizing.figure.layout.width == FIGURE_WIDTH
+
+
+# --- bad settings: a clear error naming the parameter and the valid choices, never a TraitError or a silent clamp
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    (dict(d_model=100), ValueError, r"d_model=100 is not a valid choice; valid values are 16, 64, 128, 256, 384, 512, 768, 1024, 4096"),
+    (dict(n_tokens=7), ValueError, r"n_tokens=7 is not a valid choice; valid values are 6, 128, 512, 1024, 2048, 4096"),
+    (dict(n_heads=0), ValueError, r"n_heads=0 is outside the slider; valid values are whole numbers from 1 to 64"),
+    (dict(n_heads=100), ValueError, r"n_heads=100 is outside the slider; valid values are whole numbers from 1 to 64"),
+    (dict(n_heads=12.5), TypeError, r"n_heads must be a whole number from 1 to 64; got 12.5 \(float\)"),
+    (dict(d_model="768"), TypeError, r"d_model must be one of 16, 64, .*; got '768' \(str\)"),
+])
+def test_a_setting_the_controls_cannot_show_is_refused_by_name_with_the_valid_choices(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        head_sizing(**kwargs)
+
+
+def test_a_head_count_that_does_not_divide_d_model_is_allowed_and_explained():
+    sizing = head_sizing(d_model=768, n_heads=7)
+    assert sizing.n_heads.value == 7 and "Nearest valid head counts: 6 or 8" in sizing.message.value

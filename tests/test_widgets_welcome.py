@@ -6,7 +6,8 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from mha_core.attention import softmax
-from mha_core.widgets.welcome import smoke_check, static_figure, welcome_scores
+from mha_core.examples import welcome_scores
+from mha_core.widgets.welcome import smoke_check, static_figure
 
 
 def test_slider_updates_the_same_figure_with_softmax_of_scaled_scores():
@@ -42,3 +43,14 @@ def test_static_figure_is_a_plain_figure_matching_the_slider_at_the_same_sharpne
     np.testing.assert_allclose(figure.data[0].y, softmax(welcome_scores()))
     np.testing.assert_allclose(figure.data[0].y, smoke_check(sharpness=1.0).figure.data[0].y)
     assert list(figure.data[0].x) == ["the", "cache", "key", "changed", "after", "deploy"]
+
+
+@pytest.mark.parametrize(("sharpness", "error", "message"), [
+    (100.0, ValueError, r"sharpness=100.0 is outside the slider; valid values are 0 to 4"),
+    (-1, ValueError, r"sharpness=-1 is outside the slider; valid values are 0 to 4"),
+    ("2", TypeError, r"sharpness must be a number from 0 to 4; got '2' \(str\)"),
+])
+def test_a_sharpness_the_slider_cannot_show_is_refused_rather_than_shown_as_another(sharpness, error, message):
+    # SmokeCheck(100.0) used to show 4.00 on the slider while the figure said 100.
+    with pytest.raises(error, match=message):
+        smoke_check(sharpness)

@@ -17,10 +17,22 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ._style import FONT_SIZE, SIGNED_COLORSCALE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout
+from ._style import (
+    COLORS,
+    FONT_SIZE,
+    SCREEN_HEIGHT,
+    SIGNED_COLORSCALE,
+    WEIGHTS_COLORSCALE,
+    WEIGHTS_RANGE,
+    WIDGET_WIDTH,
+    base_layout,
+    head_blocks_figure,
+)
 
 #: Blank cells between two tiles of the head grid.
 TILE_GAP = 1
+#: The tallest head grid: with its one row of head-count buttons it fits the screen.
+GRID_HEIGHT = SCREEN_HEIGHT - 80
 
 
 def grid_shape(n_heads: int, cols: int | None = None) -> tuple[int, int]:
@@ -69,6 +81,10 @@ def _tiled(weights: np.ndarray, tokens, cols: int | None) -> tuple[np.ndarray, n
     return z, hover
 
 
+#: Outline of each query's largest weight: readable from the back of a room at any head count.
+TOP_WEIGHT_COLOR = COLORS[5]
+
+
 def head_grid_figure(
     weights: np.ndarray,
     tokens,
@@ -78,21 +94,28 @@ def head_grid_figure(
     show_values: bool | None = None,
     cols: int | None = None,
     width: int | None = None,
-    validate: bool = True,
 ) -> go.Figure:
     """Every head's attention weights, one tile per head, queries down, keys across.
 
-    ``show_values`` writes each weight in its cell; by default only while tiles are
-    large enough to read (two tiles across at most). ``cols`` fixes the number of
-    tiles across (default: see ``grid_shape``). ``width`` fixes the figure's width in
-    pixels (a ``FigureWidget`` does not follow its container's width; a plain figure
-    does, so leave it None there). ``validate=False`` skips plotly's
-    property checks, for a control that rebuilds the figure on every move (the
-    ``FigureWidget`` it is copied into checks the values anyway).
+    In every tile each query's largest weight is outlined, so the pattern reads without
+    hovering at any head count. ``show_values`` also writes each weight in its cell; by
+    default only while tiles are large enough to read (two tiles across at most).
+    ``cols`` fixes the number of tiles across (default: see ``grid_shape``). ``width``
+    fixes the figure's width in pixels (a ``FigureWidget`` does not follow its
+    container's width; a plain figure does, so leave it None there). The height never
+    exceeds what fits on a 1280 x 800 screen with one row of controls above it.
 
     Shapes:
         weights: (H, T, T), rows sum to 1
     """
+    return go.Figure(head_grid_spec(weights, tokens, title=title, head_titles=head_titles, show_values=show_values,
+                                    cols=cols, width=width))
+
+
+def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, head_titles=None,
+                   show_values: bool | None = None, cols: int | None = None, width: int | None = None) -> dict:
+    """``head_grid_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
+    move (plotly's checks run where the control copies it into its ``FigureWidget``)."""
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 3 or weights.shape[1] != weights.shape[2] or weights.shape[1] != len(tokens):
         raise ValueError(f"weights must have shape (H, T, T) with T = {len(tokens)} tokens; got {weights.shape}")
@@ -109,7 +132,7 @@ def head_grid_figure(
     blank = np.isnan(z)
     trace = dict(
         type="heatmap",
-        # Blank cells go out as null: NaN is not valid JSON, and a FigureWidget sends its data as JSON.
+        # Blank cells go out as null: NaN is not valid JSON, and a FigureWidget sends a 2-D array as a JSON list.
         z=np.where(blank, None, z).tolist(),
         zmin=WEIGHTS_RANGE[0],
         zmax=WEIGHTS_RANGE[1],
@@ -128,12 +151,28 @@ def head_grid_figure(
             textfont=dict(size=FONT_SIZE - 2),
         )
 
-    # Cell size in pixels: big when there are few tiles, so one head fills the view.
+    # Cell size in pixels: big when there are few tiles, never wider or taller than the screen allows.
     step = T + TILE_GAP
     n_cells_high = rows * T + (rows - 1) * TILE_GAP
     n_cells_wide = cols * T + (cols - 1) * TILE_GAP
-    plot_px = (width or 1000) - 250  # less the margins and the colour bar
-    cell_px = min({1: 62, 2: 44}.get(rows, 30), plot_px / n_cells_wide)
+    margin = dict(l=110, r=30, t=100, b={1: 90, 2: 110}.get(cols, 120))
+    plot_width = (width or WIDGET_WIDTH) - margin["l"] - margin["r"] - 90  # less the colour bar
+    plot_height = GRID_HEIGHT - margin["t"] - margin["b"] - 12 * (rows - 1)  # less the head titles between rows
+    cell_px = min({1: 62, 2: 44}.get(rows, 30), plot_width / n_cells_wide, plot_height / n_cells_high)
+
+    # Each query's largest weight, outlined (one marker per head and query).
+    top_x, top_y = [], []
+    for h in range(H):
+        r0, c0 = tile_origin(h, H, T, cols)
+        top_x += [c0 + int(j) for j in weights[h].argmax(axis=-1)]
+        top_y += [r0 + i for i in range(T)]
+    outline = dict(
+        type="scatter", x=top_x, y=top_y, mode="markers", hoverinfo="skip", showlegend=False,
+        marker=dict(symbol="square-open", size=max(6, round(cell_px * 0.8)), color=TOP_WEIGHT_COLOR,
+                    line=dict(width=3 if cell_px >= 20 else 2)),
+    )
+
+    tick_font = dict(size=FONT_SIZE if cols <= 2 else FONT_SIZE - 2)
     x_ticks = [(c * step + j, tok) for c in range(cols) for j, tok in enumerate(tokens)]
     y_ticks = [(r * step + i, tok) for r in range(rows) for i, tok in enumerate(tokens)]
     annotations = []
@@ -142,28 +181,28 @@ def head_grid_figure(
         annotations.append(
             dict(
                 text=head_titles[h], x=c0 + (T - 1) / 2, y=r0 - 0.55, xref="x", yref="y",
-                showarrow=False, yanchor="bottom", font=dict(size=FONT_SIZE),
+                showarrow=False, yanchor="bottom", font=dict(size=FONT_SIZE if cols <= 2 else FONT_SIZE - 2),
             )
         )
     layout = base_layout(
         title,
-        margin=dict(l=110, r=30, t=110, b=110),
-        height=round(230 + n_cells_high * cell_px + 10 * rows),
+        margin=margin,
+        height=round(margin["t"] + margin["b"] + n_cells_high * cell_px + 12 * (rows - 1)),
         width=width,
         annotations=annotations,
         xaxis=dict(
-            tickvals=[p for p, _ in x_ticks], ticktext=[t for _, t in x_ticks],
+            tickvals=[p for p, _ in x_ticks], ticktext=[t for _, t in x_ticks], tickfont=tick_font,
             title=dict(text="key token"), tickangle={1: 0, 2: -45}.get(cols, -90), showgrid=False, zeroline=False,
-            constrain="domain",
+            constrain="domain", range=[-0.5, n_cells_wide - 0.5],
         ),
         yaxis=dict(
-            tickvals=[p for p, _ in y_ticks], ticktext=[t for _, t in y_ticks],
+            tickvals=[p for p, _ in y_ticks], ticktext=[t for _, t in y_ticks], tickfont=tick_font,
             title=dict(text="query token", standoff=18), autorange="reversed", showgrid=False, zeroline=False,
             scaleanchor="x", scaleratio=1, constrain="domain",
         ),
     )
     # One constructor call (no update_layout afterwards): a control rebuilds this on every move.
-    return go.Figure(data=[trace], layout=layout, _validate=validate)
+    return {"data": [trace, outline], "layout": layout}
 
 
 def head_split_figure(q: np.ndarray, n_heads: int, tokens) -> go.Figure:
@@ -174,44 +213,15 @@ def head_split_figure(q: np.ndarray, n_heads: int, tokens) -> go.Figure:
     """
     q = np.asarray(q, dtype=float)
     T, D = q.shape
-    if D % n_heads:
-        raise ValueError(f"n_heads={n_heads} does not divide d_model={D}")
-    d_head = D // n_heads
-    limit = float(np.max(np.abs(q))) or 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=q,
-            x=list(range(D)),
-            y=list(tokens),
-            colorscale=SIGNED_COLORSCALE,
-            zmin=-limit,
-            zmax=limit,
-            xgap=1,
-            ygap=1,
-            colorbar=dict(title=dict(text="value")),
-            hovertemplate="token %{y}, feature %{x}: %{z:.2f}<extra></extra>",
-        )
+    d_head = D // n_heads if n_heads and D % n_heads == 0 else None
+    return head_blocks_figure(
+        q, n_heads, along="columns", y_labels=tokens,
+        title=(f"q for the running sentence, shape (T, D) = ({T}, {D}), "
+               f"cut into H = {n_heads} heads of d_head = {d_head} features"),
+        block_label=lambda h, lo, hi: f"head {h + 1}<br>features {lo}-{hi}" if hi > lo else f"h{h + 1}",
+        hovertemplate="token %{y}, feature %{x}: %{z:.2f}<extra></extra>",
+        margin=dict(l=110, r=30, t=130, b=70), axis_titles=("feature of q (0 to D-1)", "token"), of="d_model",
     )
-    for h in range(1, n_heads):
-        fig.add_vline(x=h * d_head - 0.5, line=dict(color="black", width=4))
-    for h in range(n_heads):
-        lo, hi = h * d_head, (h + 1) * d_head - 1
-        fig.add_annotation(
-            text=f"head {h + 1}<br>features {lo}-{hi}" if d_head > 1 else f"h{h + 1}",
-            x=(lo + hi) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom",
-            showarrow=False, font=dict(size=FONT_SIZE),
-        )
-    fig.update_layout(
-        **base_layout(
-            f"q for the running sentence, shape (T, D) = ({T}, {D}), "
-            f"cut into H = {n_heads} heads of d_head = {d_head} features",
-            margin=dict(l=110, r=30, t=130, b=70),
-        ),
-        height=460,
-        xaxis=dict(title_text="feature of q (0 to D-1)", tickvals=list(range(D)), showgrid=False),
-        yaxis=dict(title_text="token", autorange="reversed", showgrid=False),
-    )
-    return fig
 
 
 def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, query_token: str) -> go.Figure:

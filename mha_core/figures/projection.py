@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ._style import COLORS, FONT_SIZE, SIGNED_COLORSCALE, base_layout
+from ._style import COLORS, FONT_SIZE, WIDGET_HEIGHT, base_layout, head_blocks_figure
 
 #: Hatch patterns, one per head, so the stacked parts differ without colour.
 HEAD_PATTERNS = ("", "/", ".", "x", "\\", "-", "|", "+")
@@ -31,32 +31,12 @@ def concat_figure(head_outputs: np.ndarray, *, token: str) -> go.Figure:
     head_outputs = np.asarray(head_outputs, dtype=float)
     H, Dh = head_outputs.shape
     concat = head_outputs.reshape(1, H * Dh)  # (1, H*Dh)
-    limit = float(np.max(np.abs(concat))) or 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=concat, x=list(range(H * Dh)), y=[f"'{token}'"], colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
-            xgap=2, text=np.round(concat, 1), texttemplate="%{text:.1f}", textfont=dict(size=FONT_SIZE - 2),
-            showscale=False,  # the values are written in the cells
-            hovertemplate="feature %{x}: %{z:.2f}<extra></extra>",
-        )
+    return head_blocks_figure(
+        concat, H, along="columns", y_labels=[f"'{token}'"], decimals=1,
+        title=f"The heads' outputs for '{token}', concatenated: H × d_head = {H} × {Dh} = {H * Dh} numbers",
+        hovertemplate="feature %{x}: %{z:.2f}<extra></extra>", height=280,
+        axis_titles=("position in the concatenated vector", ""),
     )
-    for h in range(1, H):
-        fig.add_vline(x=h * Dh - 0.5, line=dict(color="black", width=4))
-    for h in range(H):
-        fig.add_annotation(
-            text=f"head {h + 1}", x=h * Dh + (Dh - 1) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom",
-            showarrow=False, font=dict(size=FONT_SIZE),
-        )
-    fig.update_layout(
-        **base_layout(
-            f"The heads' outputs for '{token}', concatenated: H × d_head = {H} × {Dh} = {H * Dh} numbers",
-            margin=dict(l=110, r=30, t=110, b=70),
-        ),
-        height=280,
-        xaxis=dict(title_text="position in the concatenated vector", tickvals=list(range(H * Dh)), showgrid=False),
-        yaxis=dict(showgrid=False),
-    )
-    return fig
 
 
 def w_o_blocks_figure(w_o: np.ndarray, n_heads: int) -> go.Figure:
@@ -67,37 +47,15 @@ def w_o_blocks_figure(w_o: np.ndarray, n_heads: int) -> go.Figure:
     """
     w_o = np.asarray(w_o, dtype=float)
     rows, D = w_o.shape
-    if rows % n_heads:
-        raise ValueError(f"n_heads={n_heads} does not divide the {rows} rows of w_o")
-    Dh = rows // n_heads
-    limit = float(np.max(np.abs(w_o))) or 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=w_o, x=list(range(D)), y=list(range(rows)), colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
-            # "entry", not "weight": in this course a weight is an attention weight, after the softmax.
-            xgap=1, ygap=1, colorbar=dict(title=dict(text="entry")),
-            hovertemplate="row %{y} (head %{customdata}), output feature %{x}: %{z:.2f}<extra></extra>",
-            customdata=np.repeat(np.arange(1, n_heads + 1), Dh)[:, None].repeat(D, axis=1),
-        )
+    Dh = rows // n_heads if n_heads and rows % n_heads == 0 else None
+    return head_blocks_figure(
+        # "entry", not "weight": in this course a weight is an attention weight, after the softmax.
+        w_o, n_heads, along="rows", of="the rows of w_o",
+        title=f"W_O, shape (H × d_head, D) = ({rows}, {D}): one block of {Dh} rows per head",
+        block_label=lambda h, lo, hi: f"head {h + 1}'s block<br>rows {lo}-{hi}",
+        hovertemplate="row %{y}, output feature %{x}: %{z:.2f}<extra>entry</extra>",
+        height=WIDGET_HEIGHT, margin=dict(l=200, r=30, t=70, b=70), axis_titles=("output feature (0 to D-1)", ""),
     )
-    for h in range(1, n_heads):
-        fig.add_hline(y=h * Dh - 0.5, line=dict(color="black", width=4))
-    for h in range(n_heads):
-        fig.add_annotation(
-            text=f"head {h + 1}'s block<br>rows {h * Dh}-{(h + 1) * Dh - 1}",
-            x=-0.02, xref="paper", xanchor="right", y=h * Dh + (Dh - 1) / 2, yref="y",
-            showarrow=False, font=dict(size=FONT_SIZE),
-        )
-    fig.update_layout(
-        **base_layout(
-            f"W_O, shape (H × d_head, D) = ({rows}, {D}): one block of {Dh} rows per head",
-            margin=dict(l=200, r=30, t=70, b=70),
-        ),
-        height=560,
-        xaxis=dict(title_text="output feature (0 to D-1)", tickvals=list(range(D)), showgrid=False),
-        yaxis=dict(autorange="reversed", showticklabels=False, showgrid=False),
-    )
-    return fig
 
 
 def contributions_figure(
@@ -109,7 +67,6 @@ def contributions_figure(
     output_all: np.ndarray,
     token: str,
     width: int | None = None,
-    validate: bool = True,
 ) -> go.Figure:
     """The output vector of one token, built from one part per head.
 
@@ -118,7 +75,7 @@ def contributions_figure(
     stacked; a head that is off contributes nothing. The y-axis range depends only on
     the parts, not on which heads are on, so the bars move against a fixed scale.
     ``width`` fixes the width in pixels (for a ``FigureWidget``, which does not follow
-    its container). ``validate=False`` skips plotly's property checks (for a control's callback).
+    its container).
 
     Shapes:
         contributions: (H, D), head h's part of the output (before switching off)
@@ -127,6 +84,14 @@ def contributions_figure(
         output: (D,), the output with only the heads in ``heads_on``
         output_all: (D,), the output with every head on
     """
+    return go.Figure(contributions_spec(contributions, b_o, heads_on, output=output, output_all=output_all, token=token,
+                                        width=width))
+
+
+def contributions_spec(contributions: np.ndarray, b_o: np.ndarray | None, heads_on, *, output: np.ndarray,
+                       output_all: np.ndarray, token: str, width: int | None = None) -> dict:
+    """``contributions_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on
+    every click (plotly's checks run where the control copies it into its ``FigureWidget``)."""
     contributions = np.asarray(contributions, dtype=float)
     H, D = contributions.shape
     b_o = np.zeros(D) if b_o is None else np.asarray(b_o, dtype=float)
@@ -183,11 +148,11 @@ def contributions_figure(
     )
     layout = base_layout(
         f"Heads on: {which} ({len(names)} of {H}). Distance from the all-heads output: {distance:.2f}",
-        margin=dict(l=90, r=30, t=110, b=110),
+        margin=dict(l=90, r=30, t=90, b=120),
         barmode="relative",
-        height=800,
+        height=WIDGET_HEIGHT,
         width=width,
-        legend=dict(orientation="h", yanchor="top", y=-0.16, x=0, font=dict(size=FONT_SIZE)),
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, font=dict(size=FONT_SIZE)),
         xaxis=dict(domain=[0, 1], anchor="y", tickvals=features, showticklabels=False),
         yaxis=dict(domain=[0.58, 1], anchor="x", title=dict(text="value"), **axis_y),
         xaxis2=dict(domain=[0, 1], anchor="y2", matches="x", tickvals=features, title=dict(text="output feature (0 to D-1)")),
@@ -197,4 +162,4 @@ def contributions_figure(
             dict(text="each head's part of it, stacked (a head that is off adds nothing)", y=0.44, **panel_title),
         ],
     )
-    return go.Figure(data=data, layout=layout, _validate=validate)
+    return {"data": data, "layout": layout}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ._style import COLORS, FONT_SIZE, SIGNED_COLORSCALE, WIDGET_WIDTH, base_layout
+from ._style import COLORS, FONT_SIZE, WIDGET_HEIGHT, WIDGET_WIDTH, base_layout, panel_title, query_key_axes, signed_heatmap_trace, symmetric_max, wrap_title
 
 #: What each of q, k, v is for, shown next to the vectors in the explorer.
 ROLES = (
@@ -20,63 +20,9 @@ ROLES = (
 )
 
 
-def _symmetric_max(*arrays) -> float:
-    """The largest absolute entry, so a diverging scale is centred on 0 and fixed."""
-    largest = max(float(np.max(np.abs(a))) for a in arrays)
-    return largest if largest > 0 else 1.0
-
-
-def _signed_heatmap(z, x, y, *, zmax: float, xaxis: str = "x", yaxis: str = "y", name: str = "") -> dict:
-    """A heatmap trace (as a dict) of signed numbers that prints every value in its cell.
-
-    Builders return ``go.Figure(data=[dicts], layout=dict)`` in one call: plotly
-    validates everything once, several times faster than adding and updating piece
-    by piece, which keeps control callbacks well under 20 ms.
-
-    Shapes:
-        z: (len(y), len(x))
-    """
-    z = np.asarray(z, dtype=float)
-    return dict(
-        type="heatmap",
-        z=z,
-        x=list(x),
-        y=list(y),
-        zmin=-zmax,
-        zmax=zmax,
-        zmid=0.0,
-        colorscale=SIGNED_COLORSCALE,
-        showscale=False,
-        text=np.round(z, 2),
-        texttemplate="%{text:.2f}",
-        textfont=dict(size=FONT_SIZE),
-        xgap=2,
-        ygap=2,
-        xaxis=xaxis,
-        yaxis=yaxis,
-        name=name,
-        hovertemplate="%{y}, %{x}: %{z:.2f}<extra></extra>",
-    )
-
-
 def feature_labels(n: int) -> list[str]:
     """Column labels for the numbers inside a vector: ``f1 ... fn``."""
     return [f"f{i + 1}" for i in range(n)]
-
-
-def _panel_title(text: str, x_domain, y_top: float) -> dict:
-    """A panel title placed just above the panel (annotations, so no make_subplots is needed)."""
-    return dict(
-        text=text,
-        x=(x_domain[0] + x_domain[1]) / 2,
-        y=y_top,
-        xref="paper",
-        yref="paper",
-        xanchor="center",
-        yanchor="bottom",
-        showarrow=False,
-        font=dict(size=FONT_SIZE),
-    )
 
 
 def token_vectors_figure(x: np.ndarray, tokens) -> go.Figure:
@@ -93,7 +39,7 @@ def token_vectors_figure(x: np.ndarray, tokens) -> go.Figure:
         xaxis=dict(title_text="feature"),
         yaxis=dict(autorange="reversed", title_text="token"),
     )
-    return go.Figure(data=[_signed_heatmap(x, feature_labels(D), tokens, zmax=_symmetric_max(x))], layout=layout)
+    return go.Figure(data=[signed_heatmap_trace(x, feature_labels(D), tokens, zmax=symmetric_max(x))], layout=layout)
 
 
 def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens) -> go.Figure:
@@ -104,7 +50,7 @@ def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens) -> 
     """
     mats = [np.asarray(a, dtype=float) for a in (q, k, v)]
     T, Dh = mats[0].shape
-    zmax = _symmetric_max(*mats)
+    zmax = symmetric_max(*mats)
     gap = 0.05
     width = (1 - 2 * gap) / 3
     traces, annotations = [], []
@@ -112,25 +58,34 @@ def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens) -> 
     for i, (mat, (letter, _, plural, _)) in enumerate(zip(mats, ROLES)):
         n = "" if i == 0 else str(i + 1)
         dom = [i * (width + gap), i * (width + gap) + width]
-        traces.append(_signed_heatmap(mat, feature_labels(Dh), tokens, zmax=zmax, xaxis=f"x{n}", yaxis=f"y{n}", name=letter))
+        traces.append(signed_heatmap_trace(mat, feature_labels(Dh), tokens, zmax=zmax, xaxis=f"x{n}", yaxis=f"y{n}", name=letter))
         layout[f"xaxis{n}"] = dict(domain=dom, anchor=f"y{n}", title_text="feature")
         layout[f"yaxis{n}"] = dict(
             domain=[0, 0.86], anchor=f"x{n}", autorange="reversed", showticklabels=i == 0,
             title_text="token" if i == 0 else None,
         )
-        annotations.append(_panel_title(f"{letter.upper()} = x @ w_{letter} ({plural})", dom, 0.88))
+        annotations.append(panel_title(f"{letter.upper()} = x @ w_{letter} ({plural})", dom, 0.88))
     layout.update(height=180 + 48 * T, annotations=annotations)
     return go.Figure(data=traces, layout=layout)
 
 
-def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_index: int, *, validate: bool = True) -> go.Figure:
+def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_index: int) -> go.Figure:
     """One token's q, k and v, every token's key, and the token's raw score against each key.
 
     The raw score of query token i against key token j is the dot product
     ``q[i] @ k[j]`` (no scaling yet). Colour and axis ranges are fixed over all
-    tokens, so switching tokens changes only the numbers. ``validate=False`` skips
-    plotly's property checks, for a control that rebuilds the figure on every press
-    (the ``FigureWidget`` it is copied into checks the values anyway).
+    tokens, so switching tokens changes only the numbers.
+
+    Shapes:
+        q, k, v: (T, Dh)
+        token_index: an int in 0..T-1
+    """
+    return go.Figure(token_qkv_spec(q, k, v, tokens, token_index))
+
+
+def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_index: int) -> dict:
+    """``token_qkv_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
+    press (plotly's checks run where the control copies it into its ``FigureWidget``).
 
     Shapes:
         q, k, v: (T, Dh)
@@ -143,7 +98,7 @@ def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_
     word = tokens[i]
     scores = q[i] @ k.T  # (Tk,)
     all_scores = q @ k.T  # (Tq, Tk): fixes the bar axis for every choice of token
-    zmax = _symmetric_max(q, k, v)
+    zmax = symmetric_max(q, k, v)
     features = feature_labels(Dh)
 
     left, right = [0.0, 0.42], [0.58, 1.0]
@@ -157,8 +112,8 @@ def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_
     pad = 0.35 * (hi - lo) + 1e-9
 
     traces = [
-        _signed_heatmap(strip, features, strip_rows, zmax=zmax, xaxis="x", yaxis="y", name="q, k, v"),
-        _signed_heatmap(k, features, tokens, zmax=zmax, xaxis="x2", yaxis="y2", name="K"),
+        signed_heatmap_trace(strip, features, strip_rows, zmax=zmax, xaxis="x", yaxis="y", name="q, k, v"),
+        signed_heatmap_trace(k, features, tokens, zmax=zmax, xaxis="x2", yaxis="y2", name="K"),
         dict(
             type="bar",
             x=scores,
@@ -175,10 +130,11 @@ def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_
             hovertemplate=f"q({word}) · k(%{{y}}) = %{{x:.2f}}<extra></extra>",
         ),
     ]
-    roles = "<br>".join(f"<b>{letter}</b>: {what}" for letter, _, _, what in ROLES)
+    # Wrapped to fit beside the bars: an annotation runs off the figure rather than wrap by itself.
+    roles = "<br>".join(wrap_title(f"<b>{letter}</b>: {what}", 36) for letter, _, _, what in ROLES)
     layout = dict(
         **base_layout(f"Token '{word}': its q, k, v, and its raw score q·k against every token"),
-        height=640,
+        height=WIDGET_HEIGHT,
         width=WIDGET_WIDTH,
         showlegend=False,
         xaxis=dict(domain=left, anchor="y", side="top"),
@@ -190,9 +146,9 @@ def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_
         yaxis3=dict(domain=bottom, anchor="x3", autorange="reversed"),
         annotations=[
             # Panel titles stay the same for every token, so a token change only touches numbers.
-            _panel_title("q, k, v of the chosen token", left, top[1] + 0.04),
-            _panel_title("k of every token (the rows of K)", left, bottom[1] + 0.01),
-            _panel_title("its raw score against each key", right, bottom[1] + 0.01),
+            panel_title("q, k, v of the chosen token", left, top[1] + 0.04),
+            panel_title("k of every token (the rows of K)", left, bottom[1] + 0.01),
+            panel_title("its raw score against each key", right, bottom[1] + 0.01),
             dict(text=roles, x=right[0], y=(top[0] + top[1]) / 2, xref="paper", yref="paper",
                  xanchor="left", yanchor="middle", align="left", showarrow=False, font=dict(size=FONT_SIZE)),
         ],
@@ -202,7 +158,7 @@ def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_
                  line=dict(color="black", width=3)),
         ],
     )
-    return go.Figure(data=traces, layout=layout, _validate=validate)
+    return {"data": traces, "layout": layout}
 
 
 def score_table_figure(scores: np.ndarray, query_tokens, key_tokens, *, title: str | None = None) -> go.Figure:
@@ -213,12 +169,11 @@ def score_table_figure(scores: np.ndarray, query_tokens, key_tokens, *, title: s
     """
     scores = np.asarray(scores, dtype=float)
     Tq, Tk = scores.shape
-    trace = _signed_heatmap(scores, key_tokens, query_tokens, zmax=_symmetric_max(scores))
+    trace = signed_heatmap_trace(scores, key_tokens, query_tokens, zmax=symmetric_max(scores))
     trace["hovertemplate"] = "query %{y} · key %{x} = %{z:.2f}<extra></extra>"
     layout = dict(
         **base_layout(title or f"Raw scores Q @ K.T: shape (Tq, Tk) = ({Tq}, {Tk})"),
         height=170 + 52 * Tq,
-        xaxis=dict(side="bottom", title_text="key token"),
-        yaxis=dict(autorange="reversed", title_text="query token"),
+        **query_key_axes(),
     )
     return go.Figure(data=[trace], layout=layout)

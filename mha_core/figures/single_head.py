@@ -1,23 +1,28 @@
-"""Notebook 02's figures: softmax, the division by sqrt(d_k), and masks.
+"""Notebook 02's figures: softmax, the division by sqrt(d_head), and masks.
 
-The builders are pure: arrays in, ``go.Figure`` out. ``scaling_experiment`` prepares
-the numbers the scaling figure shows (with ``mha_core.attention``), once, so a
-slider only looks them up.
+The builders are pure: arrays in, ``go.Figure`` out. The numbers of the scaling figure
+come from ``mha_core.analysis.scaling_experiment``, computed once, so a slider only
+looks them up.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import plotly.graph_objects as go
 
-from ..attention import attention_scores, softmax
-from ._style import COLORS, FONT_SIZE, WIDGET_WIDTH, base_layout, query_key_axes, weights_heatmap_trace
-from .qkv import _panel_title, _signed_heatmap, _symmetric_max
-
-#: The d_k values the scaling slider offers: powers of two, as real head sizes are.
-D_K_VALUES: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512)
+from ..analysis import ScalingData
+from ._style import (
+    COLORS,
+    FONT_SIZE,
+    WIDGET_HEIGHT,
+    WIDGET_WIDTH,
+    base_layout,
+    panel_title,
+    query_key_axes,
+    signed_heatmap_trace,
+    symmetric_max,
+    weights_heatmap_trace,
+)
 #: Colours and bar patterns for the two cases, so they differ without colour too.
 UNSCALED_STYLE = dict(color=COLORS[5], pattern="/", dash="solid", symbol="circle")
 SCALED_STYLE = dict(color=COLORS[0], pattern="", dash="dash", symbol="square")
@@ -86,7 +91,7 @@ def scores_and_weights_figure(scores: np.ndarray, weights: np.ndarray, tokens) -
     labels = unique_labels(tokens)
     left, right = [0.0, 0.44], [0.52, 0.96]
     traces = [
-        _signed_heatmap(scores, labels, labels, zmax=_symmetric_max(scores), xaxis="x", yaxis="y", name="scores"),
+        signed_heatmap_trace(scores, labels, labels, zmax=symmetric_max(scores), xaxis="x", yaxis="y", name="scores"),
         weights_heatmap_trace(weights, labels, labels, xaxis="x2", yaxis="y2", colorbar_x=0.98),
     ]
     layout = dict(
@@ -97,94 +102,29 @@ def scores_and_weights_figure(scores: np.ndarray, weights: np.ndarray, tokens) -
         xaxis2=dict(domain=right, anchor="y2", title_text="key token"),
         yaxis2=dict(domain=[0, 0.88], anchor="x2", autorange="reversed", showticklabels=False),
         annotations=[
-            _panel_title("scores = q·k / √d_k", left, 0.9),
-            _panel_title("weights = softmax(scores), row by row", right, 0.9),
+            panel_title("scores = q·k / √d_head", left, 0.9),
+            panel_title("weights = softmax(scores), row by row", right, 0.9),
         ],
     )
     return go.Figure(data=traces, layout=layout)
 
 
-# --- why divide by sqrt(d_k) ---------------------------------------------------------
+# --- why divide by sqrt(d_head) ------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ScalingData:
-    """Scores and weights of random unit-variance queries and keys, for each d_k.
-
-    Shapes (n = len(d_k_values)):
-        d_k_values: (n,)
-        unscaled_weights: (n, Tk)   softmax(q·k) for the one query shown
-        scaled_weights: (n, Tk)     softmax(q·k / sqrt(d_k)) for the same query
-        unscaled_std: (n,)          spread of q·k over many query-key pairs
-        scaled_std: (n,)            spread of q·k / sqrt(d_k) over the same pairs
-        unscaled_top: (n,)          largest weight of each query's row, averaged over the queries
-        scaled_top: (n,)            the same with the division by sqrt(d_k)
+def scaling_figure(data: ScalingData, d_head: int) -> go.Figure:
+    """Left: one query's weights over six keys, without and with the division by sqrt(d_head).
+    Right: how far the scores spread as d_head grows, with the current d_head marked.
     """
-
-    d_k_values: np.ndarray
-    key_labels: tuple[str, ...]
-    unscaled_weights: np.ndarray
-    scaled_weights: np.ndarray
-    unscaled_std: np.ndarray
-    scaled_std: np.ndarray
-    unscaled_top: np.ndarray
-    scaled_top: np.ndarray
-    n_queries: int
-
-    def index(self, d_k: int) -> int:
-        """Where ``d_k`` sits in ``d_k_values``, or a clear error naming the valid values."""
-        matches = np.flatnonzero(self.d_k_values == d_k)
-        if matches.size == 0:
-            valid = ", ".join(str(int(d)) for d in self.d_k_values)
-            raise ValueError(f"d_k={d_k!r} was not computed; valid values are {valid}")
-        return int(matches[0])
+    return go.Figure(scaling_spec(data, d_head))
 
 
-def scaling_experiment(
-    d_k_values=D_K_VALUES, key_labels=("key 1", "key 2", "key 3", "key 4", "key 5", "key 6"), *,
-    n_queries: int = 256, seed: int = 0,
-) -> ScalingData:
-    """Draw random queries and keys with unit-variance entries and score them at each d_k.
-
-    For each d_k the vectors are the first d_k entries of the same longer vectors, so
-    moving from one d_k to the next adds features rather than drawing new vectors.
-    The first query is the one whose weights the figure shows; all ``n_queries``
-    give the spread (standard deviation) of the scores.
-    """
-    d_k_values = np.asarray(d_k_values, dtype=int)
-    key_labels = tuple(key_labels)
-    rng = np.random.default_rng(seed)
-    d_max = int(d_k_values.max())
-    q_all = rng.standard_normal((n_queries, d_max))  # (Nq, d_max)
-    k_all = rng.standard_normal((len(key_labels), d_max))  # (Tk, d_max)
-    unscaled_w, scaled_w, unscaled_sd, scaled_sd, unscaled_top, scaled_top = [], [], [], [], [], []
-    for d_k in d_k_values:
-        q, k = q_all[:, :d_k], k_all[:, :d_k]  # (Nq, d_k), (Tk, d_k)
-        raw = q @ k.T  # (Nq, Tk): no scaling
-        scaled = attention_scores(q, k)  # (Nq, Tk): divided by sqrt(d_k)
-        raw_weights, scaled_weights = softmax(raw, axis=-1), softmax(scaled, axis=-1)  # (Nq, Tk) each
-        unscaled_w.append(raw_weights[0])
-        scaled_w.append(scaled_weights[0])
-        unscaled_sd.append(raw.std())
-        scaled_sd.append(scaled.std())
-        unscaled_top.append(raw_weights.max(axis=-1).mean())
-        scaled_top.append(scaled_weights.max(axis=-1).mean())
-    return ScalingData(
-        d_k_values, key_labels, *(np.array(a) for a in (unscaled_w, scaled_w, unscaled_sd, scaled_sd, unscaled_top, scaled_top)),
-        n_queries=n_queries,
-    )
-
-
-def scaling_figure(data: ScalingData, d_k: int, *, validate: bool = True) -> go.Figure:
-    """Left: one query's weights over six keys, without and with the division by sqrt(d_k).
-    Right: how far the scores spread as d_k grows, with the current d_k marked.
-
-    ``validate=False`` skips plotly's property checks, for a control that rebuilds the
-    figure on every move (the ``FigureWidget`` it is copied into checks the values anyway).
-    """
-    i = data.index(d_k)
+def scaling_spec(data: ScalingData, d_head: int) -> dict:
+    """``scaling_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
+    move (plotly's checks run where the control copies it into its ``FigureWidget``)."""
+    i = data.index(d_head)
     keys = list(data.key_labels)
-    d = [int(v) for v in data.d_k_values]  # plain ints: a FigureWidget sends int64 arrays badly
+    d = [int(v) for v in data.d_head_values]  # plain ints: a FigureWidget sends int64 arrays badly
     unscaled, scaled = data.unscaled_weights[i], data.scaled_weights[i]
     left, right = [0.0, 0.5], [0.62, 1.0]
     y_top = float(np.max(data.unscaled_std)) * 1.12
@@ -202,31 +142,31 @@ def scaling_figure(data: ScalingData, d_k: int, *, validate: bool = True) -> go.
             type="scatter", x=d, y=values, name=name, xaxis="x2", yaxis="y2", mode="lines+markers", showlegend=False,
             line=dict(color=style["color"], dash=style["dash"], width=3),
             marker=dict(symbol=style["symbol"], size=9),
-            hovertemplate="d_k = %{x}: std %{y:.2f}<extra>" + name + "</extra>",
+            hovertemplate="d_head = %{x}: std %{y:.2f}<extra>" + name + "</extra>",
         )
 
     def here(value, style):
         return dict(
-            type="scatter", x=[int(d_k)], y=[value], xaxis="x2", yaxis="y2", mode="markers", showlegend=False,
+            type="scatter", x=[int(d_head)], y=[value], xaxis="x2", yaxis="y2", mode="markers", showlegend=False,
             marker=dict(symbol=style["symbol"], size=18, color=style["color"], line=dict(color="black", width=2)),
             hoverinfo="skip",
         )
 
     traces = [
         bars(unscaled, "without scaling: softmax(q·k)", UNSCALED_STYLE),
-        bars(scaled, "with scaling: softmax(q·k / √d_k)", SCALED_STYLE),
+        bars(scaled, "with scaling: softmax(q·k / √d_head)", SCALED_STYLE),
         spread(data.unscaled_std, "q·k", UNSCALED_STYLE),
-        spread(data.scaled_std, "q·k / √d_k", SCALED_STYLE),
+        spread(data.scaled_std, "q·k / √d_head", SCALED_STYLE),
         here(float(data.unscaled_std[i]), UNSCALED_STYLE),
         here(float(data.scaled_std[i]), SCALED_STYLE),
     ]
     layout = dict(
         **base_layout(
-            f"d_k = {d_k}: a query's largest weight is {data.unscaled_top[i]:.2f} without scaling, "
+            f"d_head = {d_head}: a query's largest weight is {data.unscaled_top[i]:.2f} without scaling, "
             f"{data.scaled_top[i]:.2f} with it (mean of {data.n_queries} queries)",
             margin=dict(l=80, r=30, t=90, b=150),
         ),
-        height=540,
+        height=min(540, WIDGET_HEIGHT),
         width=WIDGET_WIDTH,
         barmode="group",
         legend=dict(orientation="h", x=0, y=-0.24, xanchor="left", yanchor="top"),
@@ -234,38 +174,39 @@ def scaling_figure(data: ScalingData, d_k: int, *, validate: bool = True) -> go.
         yaxis=dict(domain=[0, 0.9], anchor="x", range=[0, 1.12], title_text="weight"),
         xaxis2=dict(domain=right, anchor="y2", type="log", tickvals=d, ticktext=[str(v) for v in d],
                     range=[float(np.log10(min(d))) - 0.15, float(np.log10(max(d))) + 0.15], tickangle=0,
-                    title_text="d_k (log scale)"),
+                    title_text="d_head (log scale)"),
         yaxis2=dict(domain=[0, 0.9], anchor="x2", range=[0, y_top], title_text="std of the scores"),
         annotations=[
-            _panel_title("one query's weights over six keys", left, 0.92),
-            _panel_title("spread (std) of the scores", right, 0.92),
-            dict(text=(f"at d_k = {d_k} (√d_k = {np.sqrt(d_k):.1f}):<br>"
-                       f"std of q·k: {data.unscaled_std[i]:.1f}<br>std of q·k / √d_k: {data.scaled_std[i]:.1f}"),
+            panel_title("one query's weights over six keys", left, 0.92),
+            panel_title("spread (std) of the scores", right, 0.92),
+            dict(text=(f"at d_head = {d_head} (√d_head = {np.sqrt(d_head):.1f}):<br>"
+                       f"std of q·k: {data.unscaled_std[i]:.1f}<br>std of q·k / √d_head: {data.scaled_std[i]:.1f}"),
                  x=right[0] + 0.01, y=0.86, xref="paper", yref="paper", xanchor="left", yanchor="top",
                  align="left", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.85)"),
         ],
     )
-    return go.Figure(data=traces, layout=layout, _validate=validate)
+    return {"data": traces, "layout": layout}
 
 
 # --- masks ------------------------------------------------------------------------------
 
 
-def masked_weights_figure(
-    weights: np.ndarray, query_tokens, key_tokens, blocked: np.ndarray, *, title: str, validate: bool = True
-) -> go.Figure:
+def masked_weights_figure(weights: np.ndarray, query_tokens, key_tokens, blocked: np.ndarray, *, title: str) -> go.Figure:
     """Attention weights with blocked cells written as 'blocked' (their weight is exactly 0).
-
-    ``validate=False`` skips plotly's property checks (see ``scaling_figure``).
 
     Shapes:
         weights: (Tq, Tk), rows sum to 1 (0 for a fully blocked row)
         blocked: (Tq, Tk) bool, True = blocked
     """
+    return go.Figure(masked_weights_spec(weights, query_tokens, key_tokens, blocked, title=title))
+
+
+def masked_weights_spec(weights: np.ndarray, query_tokens, key_tokens, blocked: np.ndarray, *, title: str) -> dict:
+    """``masked_weights_figure`` as a plain ``{"data", "layout"}`` dict, for a control (see ``scaling_spec``)."""
     weights = np.asarray(weights, dtype=float)
     blocked = np.broadcast_to(np.asarray(blocked, dtype=bool), weights.shape)
     Tq = weights.shape[0]
     text = np.where(blocked, "blocked", np.char.mod("%.2f", weights))
     trace = weights_heatmap_trace(weights, unique_labels(query_tokens), unique_labels(key_tokens), text=text)
-    layout = dict(**base_layout(title), height=170 + 52 * Tq, width=WIDGET_WIDTH, **query_key_axes())
-    return go.Figure(data=[trace], layout=layout, _validate=validate)
+    layout = dict(**base_layout(title), height=min(170 + 48 * Tq, WIDGET_HEIGHT), width=WIDGET_WIDTH, **query_key_axes())
+    return {"data": [trace], "layout": layout}

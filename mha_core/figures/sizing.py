@@ -13,17 +13,18 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .. import costs
-from ._style import COLORS, FONT_SIZE, base_layout
+from ._style import COLORS, FONT_SIZE, WIDGET_HEIGHT, base_layout
 
 #: Vaswani et al. 2017, "Attention Is All You Need", Table 3 rows (A): the base model
-#: (d_model = 512) with only the head count h and head size d_k = d_v changed;
-#: perplexity (PPL, lower is better) and BLEU (higher is better) on newstest2013 (dev).
+#: (d_model = 512) with only the head count changed, and the head size with it (the
+#: paper's h and d_k = d_v; here n_heads and d_head); perplexity (PPL, lower is better)
+#: and BLEU (higher is better) on newstest2013 (dev).
 VASWANI_2017_TABLE3_A: tuple[dict, ...] = (
-    dict(h=1, d_k=512, ppl=5.29, bleu=24.9),
-    dict(h=4, d_k=128, ppl=5.00, bleu=25.5),
-    dict(h=8, d_k=64, ppl=4.92, bleu=25.8),
-    dict(h=16, d_k=32, ppl=4.91, bleu=25.8),
-    dict(h=32, d_k=16, ppl=5.01, bleu=25.4),
+    dict(n_heads=1, d_head=512, ppl=5.29, bleu=24.9),
+    dict(n_heads=4, d_head=128, ppl=5.00, bleu=25.5),
+    dict(n_heads=8, d_head=64, ppl=4.92, bleu=25.8),
+    dict(n_heads=16, d_head=32, ppl=4.91, bleu=25.8),
+    dict(n_heads=32, d_head=16, ppl=5.01, bleu=25.4),
 )
 
 CURRENT_COLOR = COLORS[5]  # vermillion band: the head count you picked
@@ -74,16 +75,21 @@ _PANELS = {
 }
 
 
-def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None, validate: bool = True) -> go.Figure:
+def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None) -> go.Figure:
     """Four bar charts against the head count: d_head, parameters, score-table entries, FLOPs.
 
     The column of ``n_heads`` is marked in every panel by a shaded, outlined band and
     its value written above it; when ``n_heads`` does not divide d_model nothing is
     marked. (The mark lives in the layout, so moving the head count changes only
     the layout, not the bars.) ``width`` fixes the width in pixels (for a
-    ``FigureWidget``, which does not follow its container). ``validate=False`` skips
-    plotly's property checks.
+    ``FigureWidget``, which does not follow its container).
     """
+    return go.Figure(sizing_spec(rows, n_heads=n_heads, width=width))
+
+
+def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None) -> dict:
+    """``sizing_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
+    move (plotly's checks run where the control copies it into its ``FigureWidget``)."""
     x = [str(h) for h in rows.head_counts]
     matmul = rows.flops_projections + rows.flops_products  # (n,) flat in H
     total = matmul + rows.flops_softmax
@@ -129,29 +135,34 @@ def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None, v
             )
     layout = base_layout(
         _sizing_title(rows, n_heads),
-        height=820,
+        height=WIDGET_HEIGHT,
         width=width,
-        margin=dict(l=100, r=30, t=110, b=130),
+        margin=dict(l=80, r=20, t=100, b=120),
         barmode="relative",
-        legend=dict(orientation="h", x=0, y=-0.12, yanchor="top", font=dict(size=FONT_SIZE)),
+        legend=dict(orientation="h", x=0, y=-0.27, yanchor="top", font=dict(size=FONT_SIZE)),
         annotations=annotations,
         shapes=shapes,
     )
     for i, (x_domain, y_domain) in _PANELS.items():
-        layout[f"xaxis{i}"] = dict(domain=x_domain, anchor=_ref("y", i), type="category",
+        layout[_axis("x", i)] = dict(domain=x_domain, anchor=_ref("y", i), type="category",
                                    title=dict(text="head count H" if i >= 3 else ""))
-        layout[f"yaxis{i}"] = dict(
+        layout[_axis("y", i)] = dict(
             domain=y_domain, anchor=_ref("x", i), gridcolor="#dddddd", exponentformat="SI", tickformat="~s"
         )
     # A fixed range with room above the tallest bar for the value label.
     for i, y in ((1, rows.d_head), (2, rows.parameters), (3, rows.score_entries), (4, total)):
-        layout[f"yaxis{i}"]["range"] = [0, 1.25 * float(np.max(y))]
-    return go.Figure(data=data, layout=layout, _validate=validate)
+        layout[_axis("y", i)]["range"] = [0, 1.25 * float(np.max(y))]
+    return {"data": data, "layout": layout}
 
 
 def _ref(letter: str, panel: int) -> str:
     """Plotly's axis reference: 'x' for the first panel, 'x2', 'x3', ... after it."""
     return letter if panel == 1 else f"{letter}{panel}"
+
+
+def _axis(letter: str, panel: int) -> str:
+    """Plotly's layout key of an axis: 'xaxis' for the first panel, 'xaxis2', 'xaxis3', ... after it."""
+    return f"{letter}axis" if panel == 1 else f"{letter}axis{panel}"
 
 
 def _exact(value: int) -> str:
@@ -168,15 +179,15 @@ def _short(value: int) -> str:
 
 def _sizing_title(rows: SizingRows, n_heads: int) -> str:
     if n_heads in rows.head_counts:
-        return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens: "
+        return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens:<br>"
                 f"H = {n_heads} marked (d_head = {rows.d_model // n_heads})")
-    return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens: "
+    return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens:<br>"
             f"H = {n_heads} does not divide {rows.d_model}, so no bar is marked")
 
 
 def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
     """Translation quality against head count at fixed d_model = 512 (Vaswani et al. 2017, Table 3 (A))."""
-    x = [f"h={r['h']}<br>d_k={r['d_k']}" for r in rows]
+    x = [f"H={r['n_heads']}<br>d_head={r['d_head']}" for r in rows]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=("BLEU (higher is better)", "perplexity (lower is better)"))
     # Each value label sits where the line does not cross it.
@@ -204,7 +215,7 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
         height=460,
     )
     fig.update_annotations(font=dict(size=FONT_SIZE))
-    fig.update_xaxes(title_text="heads h and head size d_k", gridcolor="#dddddd")
+    fig.update_xaxes(title_text="heads H and head size d_head", gridcolor="#dddddd")
     fig.update_yaxes(gridcolor="#dddddd")
     fig.update_xaxes(range=[-0.4, len(rows) - 0.6])  # room for the labels at both ends
     fig.update_yaxes(range=[24.6, 26.1], row=1, col=1)
@@ -229,13 +240,14 @@ def model_shapes_figure(shapes) -> go.Figure:
         "parameters per layer (no biases)": [
             f"{costs.attention_parameters(s.d_model, s.n_heads, s.n_kv_heads, bias=False):,}" for s in shapes
         ],
-        # A line break after the organisation keeps long repository names inside their column.
-        "source": [s.source.replace("/", "/<br>", 1) for s in shapes],
+        # Line breaks after the organisation and before the file keep long repository names inside their column.
+        "source": [s.source.replace("/", "/<br>", 1).replace(" ", "<br>") for s in shapes],
     }
     fig = go.Figure(
         go.Table(
-            columnwidth=[160, 70, 90, 80, 80, 90, 80, 140, 230],
-            header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=FONT_SIZE), align="left",
+            # Pixels at the ~805 px a table gets at 1280 x 800 with the file browser open (plotly scales them).
+            columnwidth=[138, 50, 80, 55, 70, 80, 52, 100, 185],
+            header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=FONT_SIZE - 2), align="left",
                         fill_color="#e8eef4", height=34),
             cells=dict(values=list(columns.values()), font=dict(size=FONT_SIZE), align="left", height=32),
         )
@@ -243,6 +255,6 @@ def model_shapes_figure(shapes) -> go.Figure:
     fig.update_layout(
         **base_layout("Attention shapes of real models, from each model's published config",
                       margin=dict(l=20, r=20, t=60, b=10)),
-        height=110 + 54 * (len(shapes) + 1),
+        height=110 + 72 * (len(shapes) + 1),  # rows of up to three lines (the source)
     )
     return fig

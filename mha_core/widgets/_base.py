@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 import ipywidgets as widgets
 import numpy as np
@@ -46,11 +47,13 @@ class _FigureWidget(go.FigureWidget):
         }
 
 
-def figure_widget(fig: go.Figure) -> go.FigureWidget:
-    """Wrap a built figure once; later updates go through ``update_in_place``.
+def figure_widget(fig: go.Figure | dict) -> go.FigureWidget:
+    """Wrap a built figure (a ``go.Figure``, or a builder's ``{"data", "layout"}`` spec) once;
+    later updates go through ``update_in_place``.
 
     A figure without a width gets ``WIDGET_WIDTH`` (see ``figures._style``).
     """
+    fig = go.Figure(fig) if isinstance(fig, dict) else fig  # plotly checks every property here, once
     target = _FigureWidget(fig)
     if fig.layout.width is None:
         target.layout.width = WIDGET_WIDTH
@@ -58,8 +61,50 @@ def figure_widget(fig: go.Figure) -> go.FigureWidget:
     return target
 
 
-def _plain(fig: go.Figure) -> dict:
+def _plain(fig: go.Figure | dict) -> dict:
+    """The figure as nested dicts in plotly's own spelling, so two figures can be compared leaf by leaf."""
+    if isinstance(fig, dict):
+        return {"data": [_nested(t) for t in fig.get("data", ())], "layout": _nested(fig.get("layout", {}))}
     return {"data": [t.to_plotly_json() for t in fig.data], "layout": fig.layout.to_plotly_json()}
+
+
+#: The plotly properties whose own names hold an underscore; in every other key an underscore is a path separator.
+_UNDERSCORED = ("plot_bgcolor", "paper_bgcolor", "error_x", "error_y", "error_z", "copy_ystyle", "copy_zstyle")
+
+
+def _split_key(key: str) -> list[str]:
+    """``"xaxis_title_text"`` -> ``["xaxis", "title", "text"]``; plotly's underscored names stay whole,
+    and ``xaxis1`` is plotly's ``xaxis``."""
+    if re.fullmatch(r"[xy]axis1", key):
+        return [key[:-1]]
+    if key.startswith("_") or "_" not in key:
+        return [key]
+    for name in _UNDERSCORED:
+        if key == name or key.startswith(name + "_"):
+            rest = key[len(name) + 1:]
+            return [name] + (rest.split("_") if rest else [])
+    return key.split("_")
+
+
+def _nested(spec):
+    """Spell out plotly's "magic underscores" (``title_text`` is ``title: {text}``), as a validated figure does."""
+    if isinstance(spec, (list, tuple)):
+        # Only lists of objects (traces, annotations, shapes) hold keys; lists of values are left as they are.
+        return [_nested(v) for v in spec] if any(isinstance(v, dict) for v in spec[:1]) else spec
+    if not isinstance(spec, dict):
+        return spec
+    out: dict = {}
+    for key, value in spec.items():
+        *parents, leaf = _split_key(key)
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        value = _nested(value)
+        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+            node[leaf] = {**node[leaf], **value}
+        else:
+            node[leaf] = value
+    return out
 
 
 def _changed_leaves(old, new, path=""):
@@ -87,9 +132,12 @@ def _same(a, b) -> bool:
         return False
 
 
-def update_in_place(target: go.FigureWidget, built: go.Figure) -> None:
+def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:
     """Make ``target`` show what ``built`` shows, without re-creating or re-displaying it.
 
+    ``built`` is a ``go.Figure`` or a builder's plain ``{"data", "layout"}`` spec (the
+    ``*_spec`` functions in ``mha_core.figures``): a spec skips building and checking a
+    whole ``go.Figure`` on every move, and ``target`` still checks each value it is given.
     Only the properties that differ from what is shown are set, in one
     ``batch_update`` (one message to the browser): setting a whole layout through
     plotly's validators costs tens of milliseconds, a few changed leaves well under
@@ -107,7 +155,7 @@ def update_in_place(target: go.FigureWidget, built: go.Figure) -> None:
                     trace[path] = value
         else:
             target.data = ()
-            target.add_traces(list(built.data))
+            target.add_traces(list(new["data"]))
         for path, value in _changed_leaves(old["layout"], new["layout"]):
             target.layout[path] = value
     target._mha_shown = new
@@ -128,6 +176,38 @@ class ControlGroup:
         from IPython.display import display
 
         display(self.box)
+
+
+#: Control text at 16 px, readable from the back of a room (ipywidgets' default is 13 px).
+LARGE_CONTROLS_CSS = (
+    "<style>.mha-large-controls .widget-toggle-button, .mha-large-controls .widget-label,"
+    " .mha-large-controls .widget-readout { font-size: 16px; }</style>"
+)
+
+
+def large_controls_box(*children) -> widgets.VBox:
+    """A VBox whose buttons, labels and readouts use 16 px text."""
+    box = widgets.VBox([widgets.HTML(LARGE_CONTROLS_CSS), *children])
+    box.add_class("mha-large-controls")
+    return box
+
+
+def check_choice(value, name: str, choices, *, kind: type | tuple = ()) -> object:
+    """``value`` if it is one of ``choices``; else a ValueError (TypeError for the wrong type)
+    naming ``name``, what was given and the valid choices. A control built from a bad
+    setting would otherwise fail deep inside ipywidgets ("Invalid selection") or clamp it
+    without a word."""
+    choices = list(choices)
+    listed = ", ".join(repr(c) if isinstance(c, str) else str(c) for c in choices)
+    if kind and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise TypeError(f"{name} must be one of {listed}; got {value!r} ({type(value).__name__})")
+    try:
+        ok = value in choices
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name}={value!r} is not a valid choice; valid values are {listed}")
+    return value
 
 
 def message_box() -> widgets.HTML:

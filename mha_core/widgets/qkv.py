@@ -5,22 +5,8 @@ from __future__ import annotations
 import ipywidgets as widgets
 import numpy as np
 
-from ..figures.qkv import token_qkv_figure
-from ._base import ControlGroup, figure_widget, update_in_place
-
-#: Control text at 16 px, readable from the back of a room (ipywidgets' default is 13 px).
-LARGE_CONTROLS_CSS = (
-    "<style>.mha-large-controls .widget-toggle-button, .mha-large-controls .widget-label,"
-    " .mha-large-controls .widget-readout { font-size: 16px; }</style>"
-)
-
-
-def large_controls_box(*children) -> widgets.VBox:
-    """A VBox whose buttons, labels and readouts use 16 px text."""
-    box = widgets.VBox([widgets.HTML(LARGE_CONTROLS_CSS), *children])
-    box.add_class("mha-large-controls")
-    return box
-
+from ..figures.qkv import token_qkv_spec
+from ._base import ControlGroup, figure_widget, large_controls_box, update_in_place
 
 class TokenExplorer(ControlGroup):
     """Token buttons and the one figure they redraw.
@@ -38,8 +24,11 @@ class TokenExplorer(ControlGroup):
                 f"q, k and v must each have shape (T, Dh) with T = {len(self.tokens)} tokens; "
                 f"got q {self.q.shape}, k {self.k.shape}, v {self.v.shape}"
             )
+        if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
+            raise TypeError(f"token must be a token index, 0 to {len(self.tokens) - 1}; got {token!r} ({type(token).__name__})")
         if token not in range(len(self.tokens)):
             raise ValueError(f"token={token!r} is not a token index; valid indices are 0 to {len(self.tokens) - 1}")
+        token = int(token)
         self.token = widgets.ToggleButtons(
             options=[(word, i) for i, word in enumerate(self.tokens)],
             value=token,
@@ -51,7 +40,7 @@ class TokenExplorer(ControlGroup):
         self.token.observe(self._on_change, names="value")
 
     def _build(self, token: int):
-        return token_qkv_figure(self.q, self.k, self.v, self.tokens, token, validate=False)
+        return token_qkv_spec(self.q, self.k, self.v, self.tokens, token)
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build(change["new"]))
@@ -59,7 +48,6 @@ class TokenExplorer(ControlGroup):
     @property
     def box(self) -> widgets.VBox:
         return large_controls_box(self.token, self.figure)
-
 
 
 def token_explorer(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, *, token: int = 1) -> TokenExplorer:

@@ -1,17 +1,14 @@
-"""Notebook 02's controls: a d_k slider (why scores are divided by sqrt(d_k)) and a mask toggle."""
+"""Notebook 02's controls: a d_head slider (why scores are divided by sqrt(d_head)) and a mask toggle."""
 
 from __future__ import annotations
 
 import ipywidgets as widgets
 import numpy as np
 
-from ..attention import causal_mask, project, scaled_dot_product_attention
-from ..figures.single_head import D_K_VALUES, masked_weights_figure, scaling_experiment, scaling_figure
-from ._base import ControlGroup, figure_widget, update_in_place
-from .qkv import large_controls_box
+from ..analysis import D_HEAD_VALUES, MASK_MODES, masked_attention, scaling_experiment
+from ..figures.single_head import masked_weights_spec, scaling_spec
+from ._base import ControlGroup, check_choice, figure_widget, large_controls_box, update_in_place
 
-PAD = "[PAD]"
-MASK_MODES = ("none", "causal", "padding")
 MASK_TITLES = {
     "none": "No mask: every token may read every token",
     "causal": "Causal mask: each token reads itself and the tokens before it",
@@ -20,53 +17,51 @@ MASK_TITLES = {
 
 
 class ScalingExplorer(ControlGroup):
-    """A d_k slider and the figure it redraws (looked up from ``scaling_experiment``, computed once).
+    """A d_head slider and the figure it redraws (looked up from ``scaling_experiment``, computed once).
 
-    Attributes: ``d_k`` (a ``SelectionSlider`` over powers of two), ``figure``, ``data``.
+    Attributes: ``d_head`` (a ``SelectionSlider`` over powers of two), ``figure``, ``data``.
     """
 
-    def __init__(self, d_k: int = 4, *, d_k_values=D_K_VALUES, seed: int = 0):
-        self.data = scaling_experiment(d_k_values, seed=seed)
-        self.data.index(d_k)  # a clear error for a d_k that was not computed
-        self.d_k = widgets.SelectionSlider(
-            options=[int(d) for d in self.data.d_k_values],
-            value=d_k,
-            description="d_k",
+    def __init__(self, d_head: int = 4, *, d_head_values=D_HEAD_VALUES, seed: int = 0):
+        self.data = scaling_experiment(d_head_values, seed=seed)
+        self.data.index(d_head)  # a clear error for a d_head that was not computed
+        self.d_head = widgets.SelectionSlider(
+            options=[int(d) for d in self.data.d_head_values],
+            value=int(d_head),
+            description="d_head",
             continuous_update=True,
             style={"description_width": "initial"},
             layout=widgets.Layout(width="480px"),
         )
-        self.d_k.add_class("mha-dk-slider")
-        self.figure = figure_widget(scaling_figure(self.data, d_k, validate=False))
-        self.d_k.observe(self._on_change, names="value")
+        self.d_head.add_class("mha-d-head-slider")
+        self.figure = figure_widget(scaling_spec(self.data, d_head))
+        self.d_head.observe(self._on_change, names="value")
 
     def _on_change(self, change):
-        update_in_place(self.figure, scaling_figure(self.data, change["new"], validate=False))
+        update_in_place(self.figure, scaling_spec(self.data, change["new"]))
 
     @property
     def box(self) -> widgets.VBox:
-        return large_controls_box(self.d_k, self.figure)
+        return large_controls_box(self.d_head, self.figure)
 
 
-def scaling_explorer(d_k: int = 4, *, seed: int = 0) -> ScalingExplorer:
-    """Build the d_k slider and its figure; display the result to see it."""
-    return ScalingExplorer(d_k, seed=seed)
+def scaling_explorer(d_head: int = 4, *, seed: int = 0) -> ScalingExplorer:
+    """Build the d_head slider and its figure; display the result to see it."""
+    return ScalingExplorer(d_head, seed=seed)
 
 
 class MaskExplorer(ControlGroup):
     """Mask buttons (none / causal / padding) and the weights heatmap they redraw.
 
-    'none' and 'causal' use the sentence as it is. 'padding' appends ``n_pad``
-    ``[PAD]`` tokens whose vectors are all zeros (as when a short sentence shares a
-    batch with a longer one) and blocks them as keys with a key padding mask.
+    The weights come from ``analysis.masked_attention``: 'padding' appends ``n_pad``
+    ``[PAD]`` tokens and blocks them as keys.
 
     Attributes: ``mode`` (a ``ToggleButtons``), ``figure``, ``tokens``.
     """
 
     def __init__(self, x: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, tokens, *,
                  mode: str = "none", n_pad: int = 2):
-        if mode not in MASK_MODES:
-            raise ValueError(f"mode={mode!r} is not a mask mode; valid modes are {', '.join(MASK_MODES)}")
+        check_choice(mode, "mode", MASK_MODES)
         self.x = np.asarray(x, dtype=float)
         self.w_q, self.w_k, self.w_v = w_q, w_k, w_v
         self.tokens = tuple(tokens)
@@ -79,32 +74,9 @@ class MaskExplorer(ControlGroup):
         self.figure = figure_widget(self._build(mode))
         self.mode.observe(self._on_change, names="value")
 
-    def case(self, mode: str) -> dict:
-        """What the heatmap shows for ``mode``: tokens, the bool mask (True = blocked) and the weights.
-
-        Shapes:
-            returns: query_tokens (Tq,), key_tokens (Tk,), blocked (Tq, Tk), weights (Tq, Tk)
-        """
-        x, tokens = self.x, self.tokens
-        T = len(tokens)
-        if mode == "padding":
-            x = np.vstack([x, np.zeros((self.n_pad, x.shape[1]))])  # (T + n_pad, D)
-            tokens = tokens + (PAD,) * self.n_pad
-            key_padding_mask = np.arange(T + self.n_pad) >= T  # (Tk,), True = padding
-            attn_mask = np.broadcast_to(key_padding_mask, (T + self.n_pad, T + self.n_pad))  # (Tq, Tk)
-        elif mode == "causal":
-            attn_mask = causal_mask(T)  # (T, T)
-        else:
-            attn_mask = np.zeros((T, T), dtype=bool)  # (T, T): nothing blocked
-        q, k, v = (project(x, w) for w in (self.w_q, self.w_k, self.w_v))  # (T, Dh) each
-        _, weights = scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
-        return dict(query_tokens=tokens, key_tokens=tokens, blocked=attn_mask, weights=weights)
-
-    def _build(self, mode: str):
-        c = self.case(mode)
-        return masked_weights_figure(
-            c["weights"], c["query_tokens"], c["key_tokens"], c["blocked"], title=MASK_TITLES[mode], validate=False
-        )
+    def _build(self, mode: str) -> dict:
+        case = masked_attention(self.x, self.w_q, self.w_k, self.w_v, self.tokens, mode, n_pad=self.n_pad)
+        return masked_weights_spec(case.weights, case.tokens, case.tokens, case.blocked, title=MASK_TITLES[mode])
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build(change["new"]))

@@ -7,13 +7,14 @@ message with the nearest valid choices, never a traceback.
 
 from __future__ import annotations
 
+import numbers
+
 import ipywidgets as widgets
 
 from .. import costs
-from ..figures.sizing import sizing_figure, sizing_rows
-from ..figures._style import WIDGET_WIDTH as FIGURE_WIDTH
-from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
-
+from ..figures._style import WIDGET_WIDTH
+from ..figures.sizing import sizing_rows, sizing_spec
+from ._base import ControlGroup, check_choice, figure_widget, message_box, show_message, update_in_place
 
 D_MODEL_CHOICES = (16, 64, 128, 256, 384, 512, 768, 1024, 4096)
 TOKEN_CHOICES = (6, 128, 512, 1024, 2048, 4096)
@@ -61,6 +62,15 @@ class HeadSizing(ControlGroup):
     """
 
     def __init__(self, d_model: int = 768, n_heads: int = 12, n_tokens: int = 1024):
+        check_choice(d_model, "d_model", D_MODEL_CHOICES, kind=numbers.Integral)
+        check_choice(n_tokens, "n_tokens", TOKEN_CHOICES, kind=numbers.Integral)
+        if isinstance(n_heads, bool) or not isinstance(n_heads, numbers.Integral):
+            raise TypeError(f"n_heads must be a whole number from 1 to {MAX_HEADS}; got {n_heads!r} ({type(n_heads).__name__})")
+        if not 1 <= n_heads <= MAX_HEADS:
+            raise ValueError(f"n_heads={n_heads} is outside the slider; valid values are whole numbers from 1 to {MAX_HEADS} "
+                             f"(the valid head counts of d_model={d_model} among them: "
+                             f"{', '.join(map(str, shown_head_counts(d_model)))})")
+        d_model, n_heads, n_tokens = int(d_model), int(n_heads), int(n_tokens)
         style = {"description_width": "initial"}
         self.d_model = widgets.Dropdown(options=D_MODEL_CHOICES, value=d_model, description="d_model",
                                         style=style, layout=widgets.Layout(width="200px"))
@@ -84,7 +94,7 @@ class HeadSizing(ControlGroup):
     def _build(self):
         D, T = self.d_model.value, self.n_tokens.value
         rows = sizing_rows(D, T, shown_head_counts(D))
-        return sizing_figure(rows, n_heads=self.n_heads.value, width=FIGURE_WIDTH, validate=False)
+        return sizing_spec(rows, n_heads=self.n_heads.value, width=WIDGET_WIDTH)
 
     def _show_numbers(self):
         D, H, T = self.d_model.value, self.n_heads.value, self.n_tokens.value
@@ -102,8 +112,8 @@ class HeadSizing(ControlGroup):
     @property
     def box(self) -> widgets.VBox:
         controls = widgets.VBox([widgets.HBox([self.d_model, self.n_tokens]), self.n_heads])
-        return widgets.VBox([controls, self.message, self.readout, self.figure])
-
+        # The readout goes below the figure, so the controls and the figure they move fit one screen.
+        return widgets.VBox([controls, self.message, self.figure, self.readout])
 
 
 def head_sizing(d_model: int = 768, n_heads: int = 12, n_tokens: int = 1024) -> HeadSizing:

@@ -12,5 +12,5 @@ NOTEBOOK_DIR = Path(os.environ.get("MHA_BROWSER_NOTEBOOKS") or REPO / "notebooks
 SERVER_ROOT = NOTEBOOK_DIR.parent
 ARTIFACTS = REPO / "artifacts" / "browser"
 CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
-#: The whole browser run should stay under this (the issue's budget); measured and reported.
+#: The whole browser run should stay under this many seconds on two cores; measured and reported.
 BUDGET_S = 300

@@ -6,6 +6,8 @@
 - ``rendered_counts``, ``output_problems``: what the outputs show.
 - ``plot_data``, ``poll_until``: read a plotly figure's live trace list from the page.
 - ``click_toggle_button``, ``press_slider_key``, ``select_option``: controls, moved the way a person would.
+- ``open_file_browser``, ``fit_problems``: the screen people have (1280 x 800, file browser open), and what
+  does not fit in it.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ CHROMIUM_ARGS = (
     "--disable-sync",
     "--disable-dev-shm-usage",
 )
-VIEWPORT = {"width": 1400, "height": 1000}
+#: The screen the course is sized for: a laptop or a projector at 1280 x 800, JupyterLab's file browser open.
+VIEWPORT = {"width": 1280, "height": 800}
+#: A wide screen, checked too: nothing may depend on the window being small.
+WIDE_VIEWPORT = {"width": 1920, "height": 1080}
 KERNEL_IDLE_TEXT = "Python 3 (ipykernel) | Idle"
 
 # Selectors, in one place (JupyterLab 4, ipywidgets 8).
@@ -398,3 +403,88 @@ def select_option(group, label: str) -> None:
     select = group.locator(".widget-dropdown select").first
     select.scroll_into_view_if_needed(timeout=10_000)
     select.select_option(label=label, timeout=10_000)
+
+
+# --------------------------------------------------------------------------- the screen people have
+
+
+def open_file_browser(page, *, timeout_s: float = 15) -> float:
+    """Make sure JupyterLab's file browser is open in the left sidebar (its default); return its width in px."""
+    visible = "() => { const fb = document.querySelector('#filebrowser'); return !!fb && fb.offsetWidth > 0; }"
+    if not page.evaluate(visible):
+        page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="filebrowser"]').first.click(timeout=timeout_s * 1000)
+        page.wait_for_function(visible, timeout=timeout_s * 1000, polling=100)
+    return page.evaluate("() => document.querySelector('#filebrowser').getBoundingClientRect().width")
+
+
+#: What must stay inside its cell's output area: figures (their drawn SVG), tables, controls.
+FIT_SELECTORS = (".main-svg, table, .widget-slider, .widget-toggle-buttons, .widget-dropdown, .widget-checkbox, "
+                 ".widget-button, .widget-radio-box, .widget-hbox, .widget-html-content")
+#: Pixels an element may pass its output area by: ipywidgets gives a 100%-wide widget a 2 px margin,
+#: so a full-width text box ends 2 px past the area without hiding anything. A figure or a table
+#: that is cut loses far more than this.
+FIT_TOLERANCE_PX = 3
+#: Controls that move a figure: each must share the screen with the figure it moves.
+CONTROL_SELECTORS = ".widget-slider, .widget-toggle-buttons, .widget-dropdown, .widget-checkbox"
+
+
+def fit_problems(page) -> dict:
+    """What sticks out of its output area, and live figures that cannot share the screen with their control.
+
+    Returns ``{"overflow": [...], "too_tall": [...], "output_width": px, "visible_height": px, "groups": [...]}``:
+    ``overflow`` names each figure, table or control whose right (or left) edge passes its output
+    area's, and each text of a figure (title, annotation, tick label) that runs past the figure; ``too_tall`` each output whose controls and figure together are taller than the
+    notebook's visible height; ``groups`` the measured height of every control group.
+    """
+    return page.evaluate(
+        r"""([output, fit, controls, tolerance]) => {
+            const describe = (el) => {
+                const cls = (el.getAttribute('class') || '').split(/\s+/).filter(c => c).slice(0, 3).join('.');
+                const text = (el.innerText || '').trim().split('\n')[0].slice(0, 40);
+                return `${el.tagName.toLowerCase()}.${cls}` + (text ? ` "${text}"` : '');
+            };
+            const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer')
+                       || document.querySelector('.jp-NotebookPanel-notebook');
+            const visible = panel ? panel.getBoundingClientRect().height : window.innerHeight;
+            const overflow = [], too_tall = [], groups = [];
+            let width = null;
+            document.querySelectorAll(output).forEach((out, i) => {
+                const box = out.getBoundingClientRect();
+                if (box.width === 0) return;
+                width = width === null ? box.width : Math.min(width, box.width);
+                for (const el of out.querySelectorAll(fit)) {
+                    const r = el.getBoundingClientRect();
+                    if (r.width === 0 || r.height === 0) continue;
+                    if (r.right > box.right + tolerance || r.left < box.left - tolerance) {
+                        overflow.push(`output ${i}: ${describe(el)} spans x ${Math.round(r.left)}-${Math.round(r.right)}, ` +
+                                      `its output area ${Math.round(box.left)}-${Math.round(box.right)}`);
+                    }
+                }
+                // Text inside a figure (titles, annotations, tick labels) that runs past the figure is cut off.
+                const figures = [...(out.matches('.js-plotly-plot') ? [out] : []), ...out.querySelectorAll('.js-plotly-plot')];
+                for (const plot of figures) {
+                    const edge = plot.getBoundingClientRect();
+                    for (const t of plot.querySelectorAll('.main-svg text')) {
+                        const r = t.getBoundingClientRect();
+                        if (r.width === 0 || !(t.textContent || '').trim()) continue;
+                        if (r.right > edge.right + tolerance || r.left < edge.left - tolerance) {
+                            overflow.push(`output ${i}: text "${t.textContent.trim().slice(0, 50)}" spans x ` +
+                                          `${Math.round(r.left)}-${Math.round(r.right)}, its figure ${Math.round(edge.left)}-${Math.round(edge.right)}`);
+                        }
+                    }
+                }
+                const moved = [...out.querySelectorAll(controls)].filter(e => e.getBoundingClientRect().height > 0);
+                const plots = [...out.querySelectorAll('.js-plotly-plot')].filter(e => e.getBoundingClientRect().height > 0);
+                if (moved.length && plots.length) {
+                    const top = Math.min(...moved.map(e => e.getBoundingClientRect().top), ...plots.map(e => e.getBoundingClientRect().top));
+                    const bottom = Math.max(...moved.map(e => e.getBoundingClientRect().bottom), ...plots.map(e => e.getBoundingClientRect().bottom));
+                    const height = Math.round(bottom - top);
+                    groups.push({output: i, height});
+                    if (height > visible) too_tall.push(`output ${i}: its controls and figure span ${height} px; ` +
+                                                        `the notebook shows ${Math.round(visible)} px at once`);
+                }
+            });
+            return {overflow, too_tall, output_width: width, visible_height: visible, groups};
+        }""",
+        [OUTPUT, FIT_SELECTORS, CONTROL_SELECTORS, FIT_TOLERANCE_PX],
+    )

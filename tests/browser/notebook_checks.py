@@ -238,18 +238,16 @@ def checkbox_check(page, css: str, build, *, clicks, name: str, initial=None, la
 
 def welcome_sharpness(page, lab) -> dict:
     """00: the sharpness slider, moved with the arrow keys, redraws softmax(sharpness * scores)."""
-    from mha_core.attention import softmax
-    from mha_core.widgets.welcome import welcome_scores
+    from mha_core.examples import welcome_weights
 
     slider, plot, _ = _group(page, ".mha-welcome-slider")
-    scores = welcome_scores()  # (T,)
     report = {"control": "00 sharpness slider (arrow keys)", "settings": [], "latency_s": []}
-    wait_for_trace(plot, 0, "y", softmax(1.0 * scores), what="the weights as the notebook draws them (sharpness 1)")
+    wait_for_trace(plot, 0, "y", welcome_weights(1.0), what="the weights as the notebook draws them (sharpness 1)")
     for key, times in (("ArrowRight", 2), ("ArrowLeft", 1)):
         sharpness = float(press_slider_key(slider, key, times))
         report["settings"].append(sharpness)
         report["latency_s"].append(
-            wait_for_trace(plot, 0, "y", softmax(sharpness * scores), what=f"sharpness {sharpness} after {key} x{times}")
+            wait_for_trace(plot, 0, "y", welcome_weights(sharpness), what=f"sharpness {sharpness} after {key} x{times}")
         )
     assert report["settings"] == [1.5, 1.25], f"the slider should read 1.50 then 1.25 (from 1.00), read {report['settings']}"
     return report
@@ -259,7 +257,7 @@ def welcome_sharpness(page, lab) -> dict:
 
 
 def sentence_qkv():
-    """x, w_q, w_k, w_v and q, k, v as notebooks 01 and 02 compute them (01: cells 2, 6, 8; 02: cell 2).
+    """x, w_q, w_k, w_v and q, k, v as notebooks 01 and 02 get them: ``examples.single_head_example``.
 
     Shapes: x (T, D) = (6, 8); w_* (D, Dh) = (8, 4); q, k, v (T, Dh) = (6, 4).
     """
@@ -278,36 +276,28 @@ def token_picker(page, lab) -> dict:
                         initial="cache", labels=["deploy", "the"], name="01 token picker (click)")
 
 
-def dk_slider(page, lab) -> dict:
-    """02: the d_k slider (arrow keys) redraws the scaling figure for the new d_k (scaling_explorer() defaults)."""
-    from mha_core.figures.single_head import scaling_experiment, scaling_figure
+def d_head_slider(page, lab) -> dict:
+    """02: the d_head slider (arrow keys) redraws the scaling figure for the new d_head (scaling_explorer() defaults)."""
+    from mha_core.analysis import scaling_experiment
+    from mha_core.figures.single_head import scaling_figure
 
     data = scaling_experiment(seed=0)
-    return slider_check(page, ".mha-dk-slider", lambda readout: scaling_figure(data, int(readout)),
-                        initial="4", name="02 d_k slider (arrow keys)")
+    return slider_check(page, ".mha-d-head-slider", lambda readout: scaling_figure(data, int(readout)),
+                        initial="4", name="02 d_head slider (arrow keys)")
 
 
 def mask_buttons(page, lab) -> dict:
     """02: the mask buttons redraw the weights with no mask, a causal mask, and a padding mask."""
-    from mha_core.attention import causal_mask, project, scaled_dot_product_attention
+    from mha_core.analysis import masked_attention
     from mha_core.examples import TOKENS
     from mha_core.figures.single_head import masked_weights_figure
-    from mha_core.widgets.single_head import MASK_TITLES, PAD
+    from mha_core.widgets.single_head import MASK_TITLES
 
     x, (w_q, w_k, w_v), _ = sentence_qkv()
-    T, n_pad = len(TOKENS), 2  # mask_explorer appends two [PAD] tokens (zero vectors) for 'padding'
 
     def build(mode):
-        xs, tokens = x, tuple(TOKENS)
-        if mode == "padding":
-            xs = np.vstack([x, np.zeros((n_pad, x.shape[1]))])  # (T + 2, D)
-            tokens += (PAD,) * n_pad
-            blocked = np.broadcast_to(np.arange(T + n_pad) >= T, (T + n_pad, T + n_pad))  # (Tq, Tk): keys that are padding
-        else:
-            blocked = causal_mask(T) if mode == "causal" else np.zeros((T, T), dtype=bool)  # (T, T)
-        q, k, v = (project(xs, w) for w in (w_q, w_k, w_v))  # (T', Dh) each
-        _, weights = scaled_dot_product_attention(q, k, v, attn_mask=blocked)  # (T', T')
-        return masked_weights_figure(weights, tokens, tokens, blocked, title=MASK_TITLES[mode])
+        case = masked_attention(x, w_q, w_k, w_v, TOKENS, mode)  # 'padding' appends two [PAD] tokens, as the widget does
+        return masked_weights_figure(case.weights, case.tokens, case.tokens, case.blocked, title=MASK_TITLES[mode])
 
     return toggle_check(page, ".mha-mask-mode", build, initial="none", labels=["causal", "padding", "none"],
                         name="02 mask buttons (click)")
@@ -318,31 +308,31 @@ def mask_buttons(page, lab) -> dict:
 
 def head_count(page, lab) -> dict:
     """03: clicking a head count redraws every head's weights from demo_layer(16, H, seed=0)."""
-    from mha_core.examples import TOKENS
+    from mha_core.examples import TOKENS, head_weights
     from mha_core.figures.heads import head_grid_figure
-    from mha_core.widgets.heads import head_weights
 
     def build(label):
         return head_grid_figure(head_weights(16, int(label), seed=0), TOKENS)  # weights (H, T, T), tiled
 
     # The widget writes its own title; the tiles (z), their labels and the head titles are compared.
-    return toggle_check(page, ".mha-head-count", build, initial="4", labels=["2", "8"],
+    # Ends at 16 heads, the tallest grid, so the fit check after the controls sees it.
+    return toggle_check(page, ".mha-head-count", build, initial="4", labels=["2", "8", "16"],
                         layout_keys=("annotations", "shapes"), name="03 head count (click)")
 
 
 def head_switches(page, lab) -> dict:
     """04: switching heads off redraws the token's output from output_projection(heads_on=...) and each head's part."""
-    from mha_core.examples import demo_layer, token_vectors
+    from mha_core.analysis import token_parts
+    from mha_core.examples import TOKENS, demo_layer, token_vectors
     from mha_core.figures.projection import contributions_figure
-    from mha_core.widgets.projection import token_parts
 
-    parts = token_parts(demo_layer(16, 4, seed=0), token_vectors(16, seed=0), "changed")
+    parts = token_parts(demo_layer(16, 4, seed=0), token_vectors(16, seed=0), TOKENS.index("changed"))
     output_all = parts.output()  # (D,)
 
     def build(ticked):
         heads_on = np.array([ticked[f"head {h + 1}"] for h in range(4)])  # (H,) bool
         return contributions_figure(parts.contributions, parts.layer.b_o, heads_on, output=parts.output(heads_on),
-                                    output_all=output_all, token="changed", validate=False)
+                                    output_all=output_all, token="changed")
 
     return checkbox_check(page, ".mha-head-switch", build, clicks=["head 2", "head 1", "head 2"],
                           name="04 head switches (click)")
@@ -358,7 +348,7 @@ def sizing_controls(page, lab) -> dict:
     from mha_core.widgets.sizing import impossible_split_message, shown_head_counts
 
     def build(D, H, T):
-        return sizing_figure(sizing_rows(D, T, shown_head_counts(D)), n_heads=H, validate=False)
+        return sizing_figure(sizing_rows(D, T, shown_head_counts(D)), n_heads=H)
 
     heads, plot, group = _group(page, ".mha-sizing-head-count")
     tokens = group.locator(".mha-sizing-tokens").first
@@ -634,7 +624,7 @@ NOTEBOOKS: dict[str, Expect] = {
         quiz="00",
     ),
     "01": Expect(minimum={"plots": 4, "toggle_buttons": 1, "quizzes": 1}, controls=(token_picker,)),
-    "02": Expect(minimum={"plots": 3, "sliders": 1, "toggle_buttons": 1, "quizzes": 1}, controls=(dk_slider, mask_buttons)),
+    "02": Expect(minimum={"plots": 3, "sliders": 1, "toggle_buttons": 1, "quizzes": 1}, controls=(d_head_slider, mask_buttons)),
     "03": Expect(minimum={"plots": 4, "toggle_buttons": 1, "quizzes": 1}, controls=(head_count,)),
     "04": Expect(minimum={"plots": 3, "checkboxes": 4, "quizzes": 1}, controls=(head_switches,)),
     "05": Expect(minimum={"plots": 3, "sliders": 2, "dropdowns": 1, "quizzes": 1}, controls=(sizing_controls,)),

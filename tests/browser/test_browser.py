@@ -5,7 +5,10 @@ Run menu -> Run All Cells, wait until every cell has run and the kernel is idle,
 assert no error output and no 'Error displaying widget', and that the figures and
 controls in ``notebook_checks.NOTEBOOKS`` rendered; move each live control the way a
 person would and assert the figure in the page shows what ``mha_core`` computes;
-answer a quick check. A screenshot per notebook goes to artifacts/browser/, and the
+answer a quick check. The page is 1280 x 800 with JupyterLab's file browser open (a
+laptop or a projector): no figure, table or control may stick out of its output area,
+and each control and the figure it moves must fit on the screen together; then the
+window is widened to 1920 x 1080 and nothing may stick out there either. A screenshot per notebook goes to artifacts/browser/, and the
 time to interactive and kernel-websocket bytes to the report (see conftest.py).
 
 Run: ``.venv/bin/python -m pytest tests/browser -q``.
@@ -20,8 +23,12 @@ import traceback
 import pytest
 from browser_config import ARTIFACTS, NOTEBOOK_DIR, SERVER_ROOT
 from lab_page import (
+    VIEWPORT,
+    WIDE_VIEWPORT,
     WebsocketMeter,
     code_prompts,
+    fit_problems,
+    open_file_browser,
     open_notebook,
     output_problems,
     rendered_counts,
@@ -65,6 +72,7 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
                       timeout_s=OPEN_TIMEOUT_S)
         wait_kernel_idle(page, timeout_s=OPEN_TIMEOUT_S)
         result["kernel_ready_s"] = time.monotonic() - start
+        result["file_browser_px"] = open_file_browser(page)
         prompts = code_prompts(page)
         assert prompts, f"{notebook.name} shows no code cells"
         assert all(p == "[ ]:" for p in prompts), f"the kernel is not fresh: prompts {prompts} before Run All"
@@ -97,6 +105,18 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
 
         problems = output_problems(page)  # a control or the quiz may have written an error
         assert not problems["errors"], "error output after using the controls:\n" + "\n---\n".join(problems["errors"])
+
+        fit = fit_problems(page)
+        result["fit"] = {k: fit[k] for k in ("output_width", "visible_height", "groups")}
+        screen = f"{VIEWPORT['width']} x {VIEWPORT['height']} with the file browser open"
+        assert not fit["overflow"], f"at {screen}, outside the output area:\n" + "\n".join(fit["overflow"])
+        assert not fit["too_tall"], f"at {screen}, a control and its figure do not fit on screen:\n" + "\n".join(fit["too_tall"])
+        page.set_viewport_size(WIDE_VIEWPORT)
+        page.wait_for_timeout(800)  # layout, and plotly's relayout on resize
+        wide = fit_problems(page)
+        page.set_viewport_size(VIEWPORT)
+        assert not wide["overflow"], (f"at {WIDE_VIEWPORT['width']} x {WIDE_VIEWPORT['height']}, outside the output area:\n"
+                                      + "\n".join(wide["overflow"]))
         assert not meter.callback_errors, "a control's callback wrote to stderr in the kernel:\n" + "\n---\n".join(
             meter.callback_errors)
         result["counts"] = rendered_counts(page)

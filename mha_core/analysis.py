@@ -1,0 +1,207 @@
+"""Small experiments the notebooks show, computed with the attention core: pure NumPy.
+
+Figures and controls read these results; they compute nothing themselves.
+
+    scaling_experiment   why scores are divided by sqrt(d_head): spread and saturation per head size
+    masked_attention     one head's weights with no mask, a causal mask, or [PAD] keys blocked
+    head_contributions   each head's part of the output, head_outputs[h] @ (head h's block of W_O)
+    token_parts          one token's output split into those parts, with heads switched on or off
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate
+from .attention import (
+    MultiHeadAttention,
+    attention_scores,
+    causal_mask,
+    output_projection,
+    project,
+    scaled_dot_product_attention,
+    softmax,
+)
+
+# --- why divide by sqrt(d_head) ------------------------------------------------------------
+
+#: The head sizes the scaling experiment tries: powers of two, as real head sizes are.
+D_HEAD_VALUES: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512)
+
+
+@dataclass(frozen=True)
+class ScalingData:
+    """Scores and weights of random unit-variance queries and keys, for each head size d_head.
+
+    Shapes (n = len(d_head_values)):
+        d_head_values: (n,)
+        unscaled_weights: (n, Tk)   softmax(q·k) for the one query shown
+        scaled_weights: (n, Tk)     softmax(q·k / sqrt(d_head)) for the same query
+        unscaled_std: (n,)          spread of q·k over many query-key pairs
+        scaled_std: (n,)            spread of q·k / sqrt(d_head) over the same pairs
+        unscaled_top: (n,)          largest weight of each query's row, averaged over the queries
+        scaled_top: (n,)            the same with the division by sqrt(d_head)
+    """
+
+    d_head_values: np.ndarray
+    key_labels: tuple[str, ...]
+    unscaled_weights: np.ndarray
+    scaled_weights: np.ndarray
+    unscaled_std: np.ndarray
+    scaled_std: np.ndarray
+    unscaled_top: np.ndarray
+    scaled_top: np.ndarray
+    n_queries: int
+
+    def index(self, d_head: int) -> int:
+        """Where ``d_head`` sits in ``d_head_values``, or a clear error naming the valid values."""
+        matches = np.flatnonzero(self.d_head_values == d_head)
+        if matches.size == 0:
+            valid = ", ".join(str(int(d)) for d in self.d_head_values)
+            raise ValueError(f"d_head={d_head!r} was not computed; valid values are {valid}")
+        return int(matches[0])
+
+
+def scaling_experiment(
+    d_head_values=D_HEAD_VALUES, key_labels=("key 1", "key 2", "key 3", "key 4", "key 5", "key 6"), *,
+    n_queries: int = 256, seed: int = 0,
+) -> ScalingData:
+    """Draw random queries and keys with unit-variance entries and score them at each d_head.
+
+    For each d_head the vectors are the first d_head entries of the same longer vectors,
+    so moving from one d_head to the next adds features rather than drawing new vectors.
+    The first query is the one whose weights the figure shows; all ``n_queries`` give
+    the spread (standard deviation) of the scores.
+    """
+    d_head_values = np.asarray(d_head_values, dtype=int)
+    key_labels = tuple(key_labels)
+    n_queries = _validate.positive_int(n_queries, "n_queries")
+    rng = np.random.default_rng(seed)
+    d_max = int(d_head_values.max())
+    q_all = rng.standard_normal((n_queries, d_max))  # (Nq, d_max)
+    k_all = rng.standard_normal((len(key_labels), d_max))  # (Tk, d_max)
+    rows = []
+    for d_head in d_head_values:
+        q, k = q_all[:, :d_head], k_all[:, :d_head]  # (Nq, Dh), (Tk, Dh)
+        raw = q @ k.T  # (Nq, Tk): no scaling
+        scaled = attention_scores(q, k)  # (Nq, Tk): divided by sqrt(Dh)
+        raw_weights, scaled_weights = softmax(raw, axis=-1), softmax(scaled, axis=-1)  # (Nq, Tk) each
+        rows.append((raw_weights[0], scaled_weights[0], raw.std(), scaled.std(),
+                     raw_weights.max(axis=-1).mean(), scaled_weights.max(axis=-1).mean()))
+    columns = (np.array(column) for column in zip(*rows))
+    return ScalingData(d_head_values, key_labels, *columns, n_queries=n_queries)
+
+
+# --- masks ---------------------------------------------------------------------------------
+
+MASK_MODES = ("none", "causal", "padding")
+PAD_TOKEN = "[PAD]"
+
+
+@dataclass(frozen=True)
+class MaskedAttention:
+    """One head's weights under one mask, with the tokens they belong to.
+
+    Shapes (T' = T, or T + n_pad for 'padding'):
+        tokens: (T',)
+        blocked: (T', T') bool, True = blocked
+        weights: (T', T'), rows sum to 1 (0 for a fully blocked row)
+    """
+
+    mode: str
+    tokens: tuple[str, ...]
+    blocked: np.ndarray
+    weights: np.ndarray
+
+
+def masked_attention(x: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, tokens, mode: str, *,
+                     n_pad: int = 2) -> MaskedAttention:
+    """One head's attention weights over the sentence with no mask, a causal mask, or padding blocked.
+
+    'padding' appends ``n_pad`` ``[PAD]`` tokens whose vectors are all zeros (as when a
+    short sentence shares a batch with a longer one) and blocks them as keys with a key
+    padding mask, the same for every query.
+
+    Shapes:
+        x: (T, D), one row per token in ``tokens``
+        w_q, w_k, w_v: (D, Dh)
+        returns: see ``MaskedAttention``
+    """
+    if mode not in MASK_MODES:
+        raise ValueError(f"mode={mode!r} is not a mask mode; valid modes are {', '.join(MASK_MODES)}")
+    x = np.asarray(x, dtype=float)
+    tokens = tuple(tokens)
+    T = len(tokens)
+    if mode == "padding":
+        n_pad = _validate.positive_int(n_pad, "n_pad")
+        x = np.vstack([x, np.zeros((n_pad, x.shape[1]))])  # (T + n_pad, D)
+        tokens = tokens + (PAD_TOKEN,) * n_pad
+        key_padding_mask = np.arange(T + n_pad) >= T  # (Tk,), True = padding
+        blocked = np.broadcast_to(key_padding_mask, (T + n_pad, T + n_pad))  # (Tq, Tk)
+    elif mode == "causal":
+        blocked = causal_mask(T)  # (T, T)
+    else:
+        blocked = np.zeros((T, T), dtype=bool)  # (T, T): nothing blocked
+    q, k, v = (project(x, w) for w in (w_q, w_k, w_v))  # (T', Dh) each
+    _, weights = scaled_dot_product_attention(q, k, v, attn_mask=blocked)  # (T', T')
+    return MaskedAttention(mode, tokens, np.array(blocked), weights)
+
+
+# --- each head's part of the output ------------------------------------------------------------
+
+
+def head_contributions(head_outputs: np.ndarray, w_o: np.ndarray) -> np.ndarray:
+    """Each head's part of the output: ``head_outputs[..., h, :] @ w_o[h*Dh:(h+1)*Dh]``.
+
+    The output projection of the concatenated heads is the sum of these parts (plus
+    ``b_o``), because W_O's rows come in one block of Dh rows per head.
+
+    Shapes:
+        head_outputs: (..., H, Dh)
+        w_o: (H*Dh, D)
+        returns: (..., H, D)
+    """
+    head_outputs = np.asarray(head_outputs, dtype=float)
+    *lead, H, Dh = head_outputs.shape
+    w_o = np.asarray(w_o, dtype=float)
+    if w_o.shape[0] != H * Dh:
+        raise ValueError(f"w_o has {w_o.shape[0]} rows; head_outputs of {H} heads of {Dh} need H*Dh = {H * Dh}")
+    blocks = w_o.reshape(H, Dh, w_o.shape[1])  # (H, Dh, D): head h's block of rows
+    return np.einsum("...hd,hdo->...ho", head_outputs, blocks)  # (..., H, D)
+
+
+@dataclass(frozen=True)
+class TokenParts:
+    """One token's head outputs and each head's part of its output.
+
+    Shapes:
+        head_outputs: (B, H, T, Dh) = (1, H, T, Dh), the whole sentence (for output_projection)
+        contributions: (H, D), head_outputs[0, h, t] @ w_o_block(h)
+    """
+
+    layer: MultiHeadAttention
+    head_outputs: np.ndarray
+    contributions: np.ndarray
+    token_index: int
+
+    def output(self, heads_on=None) -> np.ndarray:
+        """The token's output with only the heads in ``heads_on`` (all when None). Shape (D,)."""
+        out = output_projection(self.head_outputs, self.layer.w_o, self.layer.b_o, heads_on=heads_on)  # (1, T, D)
+        return out[0, self.token_index]  # (D,)
+
+
+def token_parts(layer: MultiHeadAttention, x: np.ndarray, token_index: int) -> TokenParts:
+    """Run ``layer`` on the sentence ``x`` and split token ``token_index``'s output into one part per head.
+
+    Shapes:
+        x: (T, D)
+    """
+    x = np.asarray(x, dtype=float)
+    if not 0 <= int(token_index) < x.shape[0]:
+        raise ValueError(f"token_index={token_index!r} is not a token of the sentence; valid indices are 0 to {x.shape[0] - 1}")
+    t = int(token_index)
+    head_outputs = layer(x[None]).head_outputs  # (1, H, T, Dh)
+    contributions = head_contributions(head_outputs[0, :, t], layer.w_o)  # (H, D)
+    return TokenParts(layer, head_outputs, contributions, t)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 
 import ipywidgets as widgets
 import numpy as np
@@ -125,9 +126,23 @@ class ControlGroup:
         raise NotImplementedError
 
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import HTML, display
 
-        display(self.box)
+        if static_mode():
+            # A handout has no kernel to move a control: show the figure as it stands.
+            display(go.Figure(self.figure), HTML(LIVE_NOTE))
+        else:
+            display(self.box)
+
+
+#: Set to 1 when notebooks are executed for static pages (``make handouts``).
+STATIC_ENV = "MHA_COURSE_STATIC"
+LIVE_NOTE = "<p><i>This control is live in JupyterLab; here it shows its default setting.</i></p>"
+
+
+def static_mode() -> bool:
+    """True while notebooks run for static handouts: control groups show plain figures."""
+    return os.environ.get(STATIC_ENV, "") not in ("", "0")
 
 
 def message_box() -> widgets.HTML:

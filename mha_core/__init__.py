@@ -15,6 +15,7 @@ Modules:
     examples    the running sentence and small seeded layers
     torch_attention   TorchMultiHeadAttention, the fast path (imports torch)
     figures, widgets, exercises, quiz   the course's figures, controls, checks, quizzes
+    projector   the projector theme: ``mha_core.presenter(True)`` for a room
 
 ``import mha_core`` is light: torch, plotly and ipywidgets load only when a feature
 that needs them is used.
@@ -50,6 +51,7 @@ __all__ = [
     "merge_heads",
     "mix_values",
     "output_projection",
+    "presenter",
     "project",
     "scaled_dot_product_attention",
     "softmax",
@@ -61,6 +63,7 @@ __all__ = [
 #: A new lazily imported feature adds one row here, not another ``if``.
 _LAZY = {
     "TorchMultiHeadAttention": (".torch_attention", "TorchMultiHeadAttention"),
+    "presenter": (".projector", "presenter"),
 }
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import projector
+
 FONT_SIZE = 16
 TITLE_SIZE = 18
 #: Attention weights always use this scale and range, so colours mean the same everywhere.
@@ -38,10 +40,14 @@ TEMPLATE = {
 
 
 def base_layout(title: str, **extra) -> dict:
-    """Layout every figure starts from: big fonts, a title that says what is shown."""
+    """Layout every figure starts from: big fonts, a title that says what is shown.
+
+    Sizes come from ``projector.theme()``: 16 px text, or 20 px after ``mha_core.presenter(True)``.
+    """
+    sizes = projector.theme()
     layout = dict(
-        title=dict(text=title, font=dict(size=TITLE_SIZE)),
-        font=dict(size=FONT_SIZE),
+        title=dict(text=title, font=dict(size=sizes.title_size)),
+        font=dict(size=sizes.font_size),
         template=TEMPLATE,
         plot_bgcolor="white",
         paper_bgcolor="white",
@@ -73,7 +79,7 @@ def weights_heatmap_trace(weights: np.ndarray, query_tokens, key_tokens, *, text
         colorbar=dict(title=dict(text="weight", side="right"), x=colorbar_x),
         text=np.char.mod("%.2f", weights) if text is None else text,
         texttemplate="%{text}",
-        textfont=dict(size=FONT_SIZE),
+        textfont=dict(size=projector.theme().cell_text_size),
         xgap=2,
         ygap=2,
         hovertemplate="query %{y} -> key %{x}: %{z:.2f}<extra></extra>",

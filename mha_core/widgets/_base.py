@@ -9,6 +9,7 @@ import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import projector
 from ..figures._style import WIDGET_WIDTH
 
 
@@ -153,4 +154,5 @@ def message_box() -> widgets.HTML:
 def show_message(box: widgets.HTML, text: str, *, kind: str = "warning") -> None:
     """Show ``text`` (plain text, escaped) in ``box``; ``kind`` is 'warning' or 'info'."""
     colour = {"warning": "#8a4b00", "info": "#1b4f72"}.get(kind, "#333")
-    box.value = f'<div style="font-size:16px;color:{colour}" role="status">{html.escape(text)}</div>' if text else ""
+    px = projector.theme().control_font_size
+    box.value = f'<div style="font-size:{px}px;color:{colour}" role="status">{html.escape(text)}</div>' if text else ""

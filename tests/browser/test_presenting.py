@@ -3,8 +3,9 @@
 A scratch copy of ``notebooks/03_multiple_heads.ipynb`` (in a temporary folder under
 the served root; the real notebook is never touched) gets one cell in front,
 ``mha_core.presenter(True)``, as the instructor's guide tells an instructor to do.
-In Chromium the test turns on Presentation Mode from the View menu (View > Appearance
-> Presentation Mode, the command ``application:toggle-presentation-mode``), runs all
+In Chromium the test turns on Presentation Mode and the Simple Interface from the View
+menu (View > Appearance; the commands ``application:toggle-presentation-mode`` and
+``application:toggle-mode``), runs all
 cells, clicks the head-count buttons and checks that the figure in the page shows what
 ``mha_core`` computes for the new head count, then reads the sizes from the page: the
 figure's base and title fonts (plotly's ``layout.font.size``), the token labels on its
@@ -60,15 +61,23 @@ def scratch_notebook():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def toggle_presentation_mode(page) -> None:
-    """View > Appearance > Presentation Mode, clicked like a person; then the shell carries the class."""
+def appearance_menu(page, command: str) -> None:
+    """View > Appearance > the item running ``command``, clicked like a person."""
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^View$")).click(timeout=10_000)
     page.locator(".lm-Menu-item", has_text=re.compile(r"^\s*Appearance\s*$")).hover(timeout=10_000)
-    page.locator('.lm-Menu-item[data-command="application:toggle-presentation-mode"]').click(timeout=10_000)
-    page.wait_for_function(
-        "() => !!document.querySelector('.jp-LabShell.jp-mod-presentationMode, #main.jp-mod-presentationMode')",
-        timeout=10_000,
-    )
+    page.locator(f'.lm-Menu-item[data-command="{command}"]').click(timeout=10_000)
+
+
+def toggle_presentation_mode(page) -> None:
+    """View > Appearance > Presentation Mode; then the shell carries ``jp-mod-presentationMode``."""
+    appearance_menu(page, "application:toggle-presentation-mode")
+    page.wait_for_function("() => !!document.querySelector('.jp-LabShell.jp-mod-presentationMode')", timeout=10_000)
+
+
+def toggle_simple_interface(page) -> None:
+    """View > Appearance > Simple Interface (Ctrl+Shift+D); then the shell shows one document at a time."""
+    appearance_menu(page, "application:toggle-mode")
+    page.wait_for_function("() => !!document.querySelector('[data-shell-mode=\"single-document\"]')", timeout=10_000)
 
 
 _SIZES = """(el) => {
@@ -99,6 +108,7 @@ def test_notebook_03_presents_at_projector_sizes_and_its_head_count_still_answer
         # Presentation Mode enlarges the notebook's own text (prose and code): 14 px to 17 px in JupyterLab 4.6.
         after = page.evaluate(prose)
         assert after > before, f"prose stayed at {before} px in Presentation Mode"
+        toggle_simple_interface(page)
 
         run_all(page)
         prompts = wait_run_finished(page, timeout_s=90)

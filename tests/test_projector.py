@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(autouse=True)
 def laptop_theme_after():
     """Every test leaves the theme as it found it (the laptop sizes)."""
-    before = projector.theme()
+    before, style = projector.theme(), projector._style_widget
     yield
-    projector._current = before
+    projector._current, projector._style_widget = before, style
 
 
 def _python(code: str, **env) -> dict:
@@ -125,3 +125,36 @@ def test_messages_beside_a_control_use_the_control_font_size():
     mha_core.presenter(True)
     show_message(box, "n_heads=5 does not divide d_model=16")
     assert "font-size:20px" in box.value
+
+
+def test_in_a_notebook_presenter_puts_one_style_on_the_page_and_empties_it_when_switched_off(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())  # as if inside a kernel
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    monkeypatch.delenv("MHA_COURSE_STATIC", raising=False)
+    projector._style_widget = None
+
+    mha_core.presenter(True)
+    (style,) = shown
+    assert style.value == projector.controls_css(projector.PROJECTOR)
+    mha_core.presenter(False)
+    assert style.value == "" and len(shown) == 1  # the same element, emptied: controls shrink back
+    mha_core.presenter(True)
+    assert style.value == projector.controls_css(projector.PROJECTOR)
+
+
+def test_static_handouts_get_no_style_widget(monkeypatch):
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    monkeypatch.setenv("MHA_COURSE_STATIC", "1")
+    projector._style_widget = None
+    assert mha_core.presenter(True) is projector.PROJECTOR
+    assert shown == []

@@ -1,14 +1,14 @@
 # The course's two commands:
 #   make lab    create the environment if needed, open the course in JupyterLab
 #   make test   create the environment if needed, run every test
-# Other targets: env, bench, lock, clean.
+# Other targets: env, bench, handouts, lock, clean.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.course-env-installed
 
-.PHONY: lab test env bench lock clean
+.PHONY: lab test env bench lock clean handouts
 
 env: $(STAMP)
 
@@ -35,6 +35,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# Every notebook executed and written as static HTML that works offline, with an index:
+# handouts/index.html (plotly.js and MathJax shipped beside the pages, never a CDN).
+handouts: $(STAMP)
+	$(BIN)/python tools/handouts.py --out handouts
+
 # Re-lock after changing the packages in pyproject.toml (exact versions of everything installed).
 lock: $(STAMP)
 	@{ echo "# The course environment, locked: exact versions of every package (made with pip freeze)."; \
@@ -42,4 +47,4 @@ lock: $(STAMP)
 	   $(BIN)/python -m pip freeze --exclude-editable | grep -v -E '^(mha-core|mha_core|rfc3987-syntax|lark)==' | sed 's/^torch==\([0-9.]*\)+cpu/torch==\1/'; } > requirements.lock
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis artifacts
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis artifacts handouts

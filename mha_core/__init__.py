@@ -18,6 +18,7 @@ Modules:
     pretrained  all-MiniLM-L6-v2 in NumPy on this package's attention (load_minilm)
     figures, widgets, exercises, quiz   the course's figures, controls, checks, quizzes
     models      torch toy models: tasks, training, head roles (imports torch; loaded lazily)
+    projector   the projector theme: ``mha_core.presenter(True)`` for a room
 
 ``import mha_core`` is light: torch, plotly and ipywidgets load only when a feature
 that needs them is used.
@@ -38,6 +39,7 @@ __all__ = [
     "merge_heads",
     "mix_values",
     "output_projection",
+    "presenter",
     "project",
     "scaled_dot_product_attention",
     "softmax",
@@ -59,6 +61,7 @@ _LAZY = {
     "ToyModel": (".models", "ToyModel"),
     "TrainConfig": (".models", "TrainConfig"),
     "load_minilm": (".pretrained", "load_minilm"),
+    "presenter": (".projector", "presenter"),
 }
 
 

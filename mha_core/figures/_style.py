@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import _validate
+from .. import _validate, projector
+
 
 FONT_SIZE = 16
 TITLE_SIZE = 18
@@ -77,13 +78,16 @@ def base_layout(title: str, **extra) -> dict:
 
     A title longer than ``TITLE_CHARS`` is wrapped onto more lines, and the top margin
     grows by ``TITLE_LINE_PX`` for each line added, so no title runs off a figure that
-    fits the screen.
+    fits the screen. Sizes come from ``projector.theme()``: 16 px text, or 20 px after
+    ``mha_core.presenter(True)``.
     """
-    wrapped = wrap_title(title)
+    sizes = projector.theme()
+    # Larger title text holds fewer characters a line.
+    wrapped = wrap_title(title, TITLE_CHARS * TITLE_SIZE // sizes.title_size)
     layout = dict(
         # From the top of the figure down, so a title of two lines grows into the margin, not onto the plot.
-        title=dict(text=wrapped, font=dict(size=TITLE_SIZE), yref="container", y=1, yanchor="top", pad=dict(t=12)),
-        font=dict(size=FONT_SIZE),
+        title=dict(text=wrapped, font=dict(size=sizes.title_size), yref="container", y=1, yanchor="top", pad=dict(t=12)),
+        font=dict(size=sizes.font_size),
         template=TEMPLATE,
         plot_bgcolor="white",
         paper_bgcolor="white",
@@ -121,7 +125,7 @@ def weights_heatmap_trace(weights: np.ndarray, query_tokens, key_tokens, *, text
 
 def _table_trace(z, x, y, **style) -> dict:
     """A heatmap trace (a dict) of a table with a number printed in every cell; ``style`` sets its scale."""
-    return {"type": "heatmap", "z": z, "x": list(x), "y": list(y), "textfont": dict(size=FONT_SIZE), "xgap": 2, "ygap": 2,
+    return {"type": "heatmap", "z": z, "x": list(x), "y": list(y), "textfont": dict(size=projector.theme().cell_text_size), "xgap": 2, "ygap": 2,
             **style}
 
 

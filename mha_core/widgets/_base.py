@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import html
+import os
 import re
 
 import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import projector
 from ..figures._style import WIDGET_WIDTH
 
 
@@ -173,9 +175,23 @@ class ControlGroup:
         raise NotImplementedError
 
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import HTML, display
 
-        display(self.box)
+        if static_mode():
+            # A handout has no kernel to move a control: show the figure as it stands.
+            display(go.Figure(self.figure), HTML(LIVE_NOTE))
+        else:
+            display(self.box)
+
+
+#: Set to 1 when notebooks are executed for static pages (``make handouts``).
+STATIC_ENV = "MHA_COURSE_STATIC"
+LIVE_NOTE = "<p><i>This control is live in JupyterLab; here it shows its default setting.</i></p>"
+
+
+def static_mode() -> bool:
+    """True while notebooks run for static handouts: control groups show plain figures."""
+    return os.environ.get(STATIC_ENV, "") not in ("", "0")
 
 
 #: Control text at 16 px, readable from the back of a room (ipywidgets' default is 13 px).
@@ -218,4 +234,5 @@ def message_box() -> widgets.HTML:
 def show_message(box: widgets.HTML, text: str, *, kind: str = "warning") -> None:
     """Show ``text`` (plain text, escaped) in ``box``; ``kind`` is 'warning' or 'info'."""
     colour = {"warning": "#8a4b00", "info": "#1b4f72"}.get(kind, "#333")
-    box.value = f'<div style="font-size:16px;color:{colour}" role="status">{html.escape(text)}</div>' if text else ""
+    px = projector.theme().control_font_size
+    box.value = f'<div style="font-size:{px}px;color:{colour}" role="status">{html.escape(text)}</div>' if text else ""

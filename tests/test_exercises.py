@@ -650,7 +650,7 @@ def test_unknown_name_raises_value_error_listing_valid_names(call):
 
 
 def test_solution_prints_the_source_outside_ipython(capsys, monkeypatch):
-    monkeypatch.setattr(exercises, "_in_ipython", lambda: False)
+    monkeypatch.setattr(exercises._display, "in_ipython", lambda: False)
     exercises.solution("merge_heads")
     out = capsys.readouterr().out
     assert out.startswith("Solution for merge_heads:")
@@ -661,7 +661,7 @@ def test_solution_is_behind_a_disclosure_in_ipython(monkeypatch):
     import IPython.display
 
     shown = []
-    monkeypatch.setattr(exercises, "_in_ipython", lambda: True)
+    monkeypatch.setattr(exercises._display, "in_ipython", lambda: True)
     monkeypatch.setattr(IPython.display, "display", shown.append)
     exercises.solution("scaled_dot_product_attention")
     (obj,) = shown

@@ -39,10 +39,9 @@ from __future__ import annotations
 
 import html
 import inspect
-import sys
 from typing import Callable
 
-from .. import solutions
+from .. import _display, solutions
 from . import _runner, heads, projection, single_head
 from ._tables import CheckResult, Exercise
 
@@ -107,15 +106,10 @@ def reference(name: str) -> Callable:
     return _exercise(name).reference
 
 
-def _in_ipython() -> bool:
-    ipython = sys.modules.get("IPython")
-    return ipython is not None and ipython.get_ipython() is not None
-
-
 def solution(name: str) -> None:
     """Show the solution behind a one-click disclosure (in a notebook), or print it."""
     source = solution_source(name)
-    if _in_ipython():
+    if _display.in_ipython():
         from IPython.display import HTML, display
 
         display(

@@ -61,6 +61,7 @@ from .bank import (
     parse_number,
     shuffled_order,
 )
+from .._display import in_ipython
 from .progress import ProgressStore, course_score, default_store, progress_summary, set_result
 
 FONT_PX = 18
@@ -427,14 +428,6 @@ def _execution_count() -> int | None:
     return getattr(shell, "execution_count", None) if shell is not None else None
 
 
-def _in_ipython() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    return get_ipython() is not None
-
-
 def quick_check(set_id, *, classroom: bool = False, show: bool | None = None, store: ProgressStore | None = None) -> QuickCheck:
     """Show a notebook's quick check and return it. ``set_id``: "00" to "10" (3 works too).
 
@@ -442,7 +435,7 @@ def quick_check(set_id, *, classroom: bool = False, show: bool | None = None, st
     ``show`` defaults to True inside IPython (a notebook), False elsewhere (tests).
     """
     quiz = QuickCheck(set_id, classroom=classroom, store=store)
-    if show if show is not None else _in_ipython():
+    if show if show is not None else in_ipython():
         from IPython.display import display
 
         display(quiz)
@@ -537,7 +530,7 @@ def progress_table_html(summary) -> str:
 def show_progress(*, show: bool | None = None, store: ProgressStore | None = None) -> ProgressView:
     """Display the progress table for every notebook (for the review notebook) and return it."""
     view = ProgressView(store=store)
-    if show if show is not None else _in_ipython():
+    if show if show is not None else in_ipython():
         from IPython.display import display
 
         display(view)

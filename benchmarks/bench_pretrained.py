@@ -7,7 +7,7 @@
 - also reported: one sentence of 32 word pieces, and ``model.embed`` of the 16 held-out
   sentences of notebook 08 in one padded batch.
 
-Runs without torch in the process (TOOLCHAIN.md: torch's threads slow NumPy down).
+Runs without torch in the process (torch's worker threads slow NumPy down in a process that ran torch).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ class ModelShape:
                               self.d_head, batch=batch, bytes_per_value=bytes_per_value)
 
 
-#: Shapes from each model's published config (see COURSE.md, "Facts checked against their sources").
+#: Shapes from each model's published config (each source is named in its row).
 MODEL_SHAPES: dict[str, ModelShape] = {
     m.name: m
     for m in (

@@ -48,7 +48,7 @@ class Theme:
         return self.name == "projector"
 
 
-#: The sizes the course is designed with (a laptop, 1280 x 800): COURSE.md asks for 14 px or more.
+#: The sizes the course is designed with (a laptop, 1280 x 800): the course uses 14 px or more.
 LAPTOP = Theme(name="laptop", font_size=16, title_size=18, cell_text_size=16,
                control_font_size=16, control_height=28, slider_handle_size=16)
 #: Projector sizes: text of 20 px or more everywhere, larger handles and rows.

@@ -796,7 +796,7 @@ def test_from_weights_rejects_bad_weights_by_name(change, message):
     assert message in str(info.value)
 
 
-# --- hostile input (issue 15): every bad value named, never a silent wrong answer ------------------
+# --- hostile input: every bad value named, never a silent wrong answer ------------------
 
 
 @pytest.mark.parametrize(

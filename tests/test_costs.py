@@ -1,4 +1,4 @@
-"""What heads cost (mha_core.costs), checked against the figures in COURSE.md
+"""What heads cost (mha_core.costs), checked against published figures
 ("Facts checked against their sources") and against the layer itself."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from mha_core.attention import MultiHeadAttention
 
 KIB = 1024
 
-# COURSE.md's model table: layers, d_model, heads, d_head, KV heads, FFN, vocab, context.
+# Each model's published config: layers, d_model, heads, d_head, KV heads, FFN, vocab, context.
 COURSE_TABLE = {
     "GPT-2 small": (12, 768, 12, 64, 12, 3072, 50257, 1024),
     "BERT-base": (12, 768, 12, 64, 12, 3072, 30522, 512),
@@ -29,7 +29,7 @@ COURSE_TABLE = {
     "Gemma-7B": (28, 3072, 16, 256, 16, 24576, 256000, 8192),
     "Gemma-2B": (18, 2048, 8, 256, 1, 16384, 256000, 8192),
 }
-#: Models whose d_head is not d_model / H (COURSE.md: a convention, not a law).
+#: Models whose d_head is not d_model / H (a convention, not a law).
 D_HEAD_NOT_D_MODEL_OVER_H = {"Gemma-7B"}
 
 

@@ -19,7 +19,7 @@ stops at an exercise. ``evaluate`` returns the same verdict as a ``CheckResult``
 
 The package:
     _tables       what an exercise is made of: cases, Mistake and Raised rows, CheckResult
-    _runner       the check, in the order of STYLE.md: shape, inputs unchanged, each
+    _runner       the check, in this order: shape, inputs unchanged, each
                   known mistake by name, then the reference on several shapes
     _shared       exceptions every exercise can meet (PyTorch habits, typed-in sizes)
     single_head   notebook 02: scaled_dot_product_attention

@@ -1,6 +1,6 @@
 """The runner: call the learner's function on each case and decide the verdict.
 
-A check runs in this order (see STYLE.md):
+A check runs in this order:
 
 1. call on the first case; an untouched stub (``NotImplementedError``) is "not
    attempted yet"; any other exception is named from the exercise's table of

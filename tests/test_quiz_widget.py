@@ -377,3 +377,14 @@ def test_a_busy_file_note_clears_once_the_answers_are_saved(tmp_path, monkeypatc
     view.check()
     assert quiz.note.value == "" and [a.answer for a in quiz.store.attempts()] == ["64", "8"]
     assert not quiz.store.pending
+
+
+@pytest.mark.parametrize("answer", [5, None, 2.5, ["a", 1]])
+def test_choose_with_a_non_letter_names_the_answer_and_the_valid_letters(answer):
+    from mha_core.quiz.bank import default_bank
+    from mha_core.quiz.widget import QuestionView
+
+    question = next(q for q in default_bank().all_questions() if q.kind == "single")
+    view = QuestionView(question, 1, 1, seed="test", on_check=lambda *a: None)
+    with pytest.raises(TypeError, match=r"answer=.* is not valid for .*give one letter from a to [a-z]"):
+        view.choose(answer)

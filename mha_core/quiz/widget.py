@@ -217,8 +217,12 @@ class QuestionView:
         if kind == "numeric":
             self.options_widget.value = str(answer)
             return
-        letters = [a.strip().lower() for a in (answer.split(",") if isinstance(answer, str) else answer)]
         valid = LETTERS[: len(self.order)]
+        if not isinstance(answer, (str, list, tuple)) or not all(isinstance(a, str) for a in answer):
+            count = "one letter" if kind == "single" else "letters"
+            raise TypeError(f"answer={answer!r} is not valid for {self.question.id}; give {count} from a to {valid[-1]}, "
+                            f"as a string such as 'b' or 'a,c'")
+        letters = [a.strip().lower() for a in (answer.split(",") if isinstance(answer, str) else answer)]
         if not letters or any(len(a) != 1 or a not in valid for a in letters) or (kind == "single" and len(letters) != 1):
             count = "one letter" if kind == "single" else "letters"
             raise ValueError(f"answer={answer!r} is not valid for {self.question.id}; give {count} from a to {valid[-1]}")

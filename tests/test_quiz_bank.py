@@ -579,13 +579,7 @@ def strictly_longest(q) -> bool:
     return all(lengths[right] > n for i, n in enumerate(lengths) if i != right)
 
 
-#: Sets 06-09 are written on other branches; their balance is checked here but fixed there.
-UNBALANCED_ELSEWHERE = pytest.mark.xfail(reason="sets 06-09 are rewritten on other branches (toy, minilm, serving): "
-                                                "balance their option lengths there", strict=False)
-
-
-@pytest.mark.parametrize("set_id", [s if s not in ("06", "07", "08", "09") else pytest.param(s, marks=UNBALANCED_ELSEWHERE)
-                                    for s in SET_IDS])
+@pytest.mark.parametrize("set_id", SET_IDS)
 def test_the_correct_option_is_not_a_giveaway_by_length_in_any_set(bank, set_id):
     """In at most a third of a set's single-choice questions is the right option the strictly longest (one is fine)."""
     mine = [q for q in bank.sets[set_id].questions if q.kind == "single"]
@@ -593,7 +587,6 @@ def test_the_correct_option_is_not_a_giveaway_by_length_in_any_set(bank, set_id)
     assert len(longest) <= max(1, len(mine) / 3), longest
 
 
-@UNBALANCED_ELSEWHERE
 def test_the_correct_option_is_not_a_giveaway_by_length_across_the_bank(bank):
     singles = [q for q in bank.all_questions() if q.kind == "single"]
     longest = [q.id for q in singles if strictly_longest(q)]

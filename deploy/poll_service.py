@@ -233,7 +233,8 @@ def main() -> None:
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{SERVICE_NAME}/")
     app = make_app(store, HubAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=60), prefix)
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
-    app.listen(url.port, url.hostname)
+    # On Kubernetes the service's address is the hub's Service name; it listens on all interfaces.
+    app.listen(url.port, os.environ.get("MHA_POLL_BIND_IP") or url.hostname)
     ioloop.IOLoop.current().start()
 
 

@@ -243,3 +243,45 @@ def test_the_poll_client_keeps_a_kernel_light():
     code = "import sys; import mha_core.quiz.poll; print(sorted(m for m in ('requests', 'tornado', 'jupyterhub', 'ipywidgets', 'plotly') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- the quiz widget's hook (deploy/widget_hook.patch)
+
+
+def _patched_widget():
+    widget = pytest.importorskip("mha_core.quiz.widget")
+    if not hasattr(widget, "_room_answers"):
+        pytest.skip("deploy/widget_hook.patch is not applied to mha_core/quiz/widget.py yet")
+    return widget
+
+
+def test_a_learners_check_reaches_the_instructors_classroom_view(poll_url, monkeypatch, tmp_path):
+    import time
+
+    widget = _patched_widget()
+    from mha_core.quiz.progress import ProgressStore
+
+    _as(monkeypatch, poll_url, "learner-ada")
+    quiz = widget.quick_check("03", show=False, store=ProgressStore(tmp_path / "p.sqlite3"))
+    view = next(v for v in quiz.questions if v.question.kind == "single")
+    view.choose("b")
+    view.check()
+    chosen = str(view.chosen()[0])
+    _as(monkeypatch, poll_url, "teacher")
+    room = widget.quick_check("03", classroom=True, show=False)
+    shown = next(v for v in room.questions if v.question.id == view.question.id)
+    assert shown.room_button is not None
+    deadline = time.monotonic() + 10  # the learner's answer is sent in the background
+    while poll.counts(view.question.id) is None or not poll.counts(view.question.id)["answered"]:
+        assert time.monotonic() < deadline, "the learner's answer never reached the service"
+        time.sleep(0.05)
+    shown.room_button.click()
+    letter = widget.option_labels(shown.order)[int(chosen)].rstrip(")")
+    assert f"{letter}: 1" in shown.feedback.value and "1 learners" in shown.feedback.value
+
+
+def test_the_classroom_view_has_no_room_button_without_a_hub(monkeypatch):
+    widget = _patched_widget()
+    monkeypatch.delenv(poll.URL_VAR, raising=False)
+    room = widget.quick_check("03", classroom=True, show=False)
+    assert all(v.room_button is None for v in room.questions)

@@ -90,7 +90,6 @@ c.Spawner.args = [
     "--ServerApp.shutdown_no_activity_timeout=0",
 ]
 c.Spawner.default_url = "/lab/tree/course/00_welcome.ipynb"
-c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {"MHA_POLL_URL": f"http://127.0.0.1:{POLL_PORT}/services/{SERVICE_NAME}/"}
 c.Spawner.start_timeout = 180  # 16 learners starting at once on 2 cores take ~45 s each
 c.Spawner.http_timeout = 120

@@ -401,6 +401,7 @@ def remove_accounts(names: list[str]) -> None:
             continue
         subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
         subprocess.run(["userdel", name], capture_output=True)
+        subprocess.run(["rm", "-rf", f"/tmp/mha-hub-run/{name}"], capture_output=True)
 
 
 def summarise(run: dict) -> dict:

@@ -223,3 +223,46 @@ def test_helm_values_use_the_course_image_and_the_measured_limits():
     assert values["hub"]["config"]["KubeSpawner"]["server_token_scopes"][-1] == "custom:mha-poll:read"
     assert values["cull"]["enabled"] is True
     assert "mha-poll" in values["hub"]["services"]
+
+
+# --------------------------------------------------------------------------- the load test's arithmetic
+
+
+def _fake_run():
+    def learner(name, lat, choice_sent=True):
+        return {"name": name, "failures": [], "first_figure_s": 10.0,
+                "latency_s": {"staggered": lat, "lockstep": [x * 2 for x in lat]},
+                "notebooks": {"03_multiple_heads": {"errors": [], "torch": False, "cpu_s": 2.0, "rss_mib": 110.0},
+                              "04_concat_and_output_projection": {"errors": [], "torch": True, "cpu_s": 4.0, "rss_mib": 300.0}},
+                "poll": {"sent": choice_sent, "counts_refused": True, "counts_http_status": 403},
+                "neighbour_progress": "refused"}
+
+    mem = {"server_rss": 160.0, "server_pss": 140.0, "kernel_rss": 115.0, "kernel_pss": 95.0, "kernels": 1, "server_cpu_s": 3.0}
+    return {"learners": 2, "all_ready_s": 50.0, "failures": [], "hub": {"rss_mib": 290.0, "pss_mib": 240.0, "cpu_s": 3.0},
+            "memory_mib": {"a": mem, "b": mem}, "poll": {"sent": {"0": 1, "1": 1}, "equal": True},
+            "per_learner": [learner("a", [0.010, 0.020, 0.030]), learner("b", [0.040, 0.050, 0.060])]}
+
+
+def test_the_load_test_summary_gives_percentiles_torch_and_the_poll_checks():
+    from benchmarks.loadtest.run import pct, summarise
+
+    assert pct([1, 2, 3, 4, 5], 0.5) == 3 and pct([], 0.5) is None
+    assert pct([0, 10], 0.95) == pytest.approx(9.5)
+    s = summarise(_fake_run())
+    assert s["staggered"]["p50_ms"] == pytest.approx(35.0) and s["lockstep"]["p50_ms"] == pytest.approx(70.0)
+    assert s["staggered"]["n"] == 6 and s["failures"] == 0
+    assert s["torch_imported"] == {"03_multiple_heads": [False], "04_concat_and_output_projection": [True]}
+    assert s["notebooks_cpu_s_per_learner"] == pytest.approx(6.0)
+    assert s["poll"]["learner_counts_refused"] is True and s["poll"]["learners_sent"] == 2
+    assert s["neighbour_progress"] == {"refused": 2}
+
+
+def test_the_load_test_report_says_it_was_taken_under_load():
+    from benchmarks.loadtest.report import markdown
+    from benchmarks.loadtest.run import summarise
+
+    machine = {"cores": 2, "cpu": "x", "ram_gib": 24, "time": "t", "load_average": [9.0, 8.0, 7.0]}
+    text = markdown({"machine_before": machine, "machine_after": machine, "settings": {"learners": "2"},
+                     "runs": [{"summary": summarise(_fake_run())}]})
+    assert "Taken under load" in text and "[9.0, 8.0, 7.0]" in text
+    assert "| 2 | 0 | 50 |" in text

@@ -45,6 +45,9 @@ prof.enable(); grid.head_count.value = 8; prof.disable()
 s = io.StringIO()
 stats = pstats.Stats(prof, stream=s)
 stats.sort_stats("cumulative").print_stats(25)
+t = io.StringIO()
+pstats.Stats(prof, stream=t).sort_stats("tottime").print_stats(15)
+sends = sum(v[1] for (f, l, fn), v in stats.stats.items() if fn == "send" and f.endswith("jupyter_client/session.py"))
 total = sum(v[2] for v in stats.stats.values())
 by_module = {}
 for (file, line, fn), (cc, nc, tt, ct, callers) in stats.stats.items():
@@ -57,7 +60,9 @@ print("__RESULT__" + json.dumps({
     "wall_ms_median": 1000 * wall[len(wall) // 2],
     "parts_cpu_ms": {k: 1000 * v for k, v in parts.items()},
     "profile_self_ms_by_module": {k: 1000 * v for k, v in sorted(by_module.items(), key=lambda kv: -kv[1])},
+    "messages_sent_per_change": sends,
     "profile_top": s.getvalue().splitlines()[:60],
+    "profile_tottime": t.getvalue().splitlines()[:40],
 }))
 """
 

@@ -74,10 +74,12 @@ def markdown(report: dict) -> str:
                      f"{'equal' if s['poll'].get('equal') else 'NOT equal'}; a learner's token reading the counts: "
                      f"{'refused (403) for every learner' if s['poll'].get('learner_counts_refused') else 'NOT refused'}.")
         lines.append(f"- A learner opening the next learner's progress file: {s['neighbour_progress']}.")
-        lines.append(f"- torch in the kernel's `sys.modules` after each notebook: {s['torch_imported']}.")
+        lines.append(f"- torch in the kernel's `sys.modules` after each notebook: {s['torch_imported']}; "
+                     f"lark or rfc3987-syntax installed where a kernel could import them: {s.get('lark_installed_in_a_kernel')}.")
         lines.append("- Kernel RSS after each notebook (MiB): " + ", ".join(f"{nb[:2]} {v:.0f}" for nb, v in s["kernel_rss_mib_after_notebook"].items()) + ".")
         lines.append("- Kernel CPU per notebook (s): " + ", ".join(f"{nb[:2]} {v:.1f}" for nb, v in s["kernel_cpu_s_per_notebook"].items())
-                     + f"; all notebooks: {s['notebooks_cpu_s_per_learner']:.1f} CPU-s per learner.")
+                     + f"; notebooks 01-05: {s['notebooks_cpu_s_per_learner']:.1f} CPU-s per learner; "
+                     f"the learner's JupyterLab server: {s.get('server_cpu_s', 0):.1f} CPU-s over the whole run.")
         lines.append(f"- Control changes measured: staggered {s['staggered']['n']}, lock-step {s['lockstep']['n']}; "
                      f"max {_f(s['staggered']['max_ms'])} / {_f(s['lockstep']['max_ms'])} ms.")
         if s["notebook_errors"]:

@@ -80,6 +80,9 @@ def markdown(report: dict) -> str:
         lines.append("- Kernel CPU per notebook (s): " + ", ".join(f"{nb[:2]} {v:.1f}" for nb, v in s["kernel_cpu_s_per_notebook"].items())
                      + f"; notebooks 01-05: {s['notebooks_cpu_s_per_learner']:.1f} CPU-s per learner; "
                      f"the learner's JupyterLab server: {s.get('server_cpu_s', 0):.1f} CPU-s over the whole run.")
+        for mode, row in (s.get("cpu_ms_per_change") or {}).items():
+            lines.append(f"- CPU per control change, {mode} (ms, all processes while the controls moved): "
+                         + ", ".join(f"{k} {v:.1f}" for k, v in row.items()) + f"; total {sum(row.values()):.1f}.")
         lines.append(f"- Control changes measured: staggered {s['staggered']['n']}, lock-step {s['lockstep']['n']}; "
                      f"max {_f(s['staggered']['max_ms'])} / {_f(s['lockstep']['max_ms'])} ms.")
         if s["notebook_errors"]:

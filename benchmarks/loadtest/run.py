@@ -324,6 +324,27 @@ def memory_by_account(names: list[str]) -> dict[str, dict]:
     return rows
 
 
+def cpu_by_kind(names: list[str], hub: Hub) -> dict[str, float]:
+    """CPU seconds so far of all learners' servers, all their kernels, and the hub's processes (proxy included)."""
+    uids = set()
+    for name in names:
+        try:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            pass
+    total = {"kernel": 0.0, "server": 0.0, "hub": hub_usage(hub)["cpu_s"]}
+    for p in psutil.process_iter(["uids", "cmdline"]):
+        try:
+            if p.info["uids"].real not in uids:
+                continue
+            kind = "kernel" if any("ipykernel" in part for part in p.info["cmdline"] or []) else "server"
+            times = p.cpu_times()
+            total[kind] += times.user + times.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total
+
+
 def hub_usage(hub: Hub) -> dict:
     rss = pss = cpu = 0.0
     for p in hub.processes():
@@ -382,8 +403,16 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
         except Exception as exc:
             result["failures"].append(f"instructor: {type(exc).__name__}: {exc}")
 
+        result["cpu_ms_per_change"] = {}
         for mode in ("staggered", "lockstep"):
+            before = cpu_by_kind(names, hub)
             drive(learners, mode, changes, pace)
+            after = cpu_by_kind(names, hub)
+            done = sum(len(ln.result["latency_s"][mode]) for ln in learners)
+            if done:
+                # Everything each process spent while the controls moved, per change: the
+                # kernel's callback, the server relaying the messages, the hub and its proxy.
+                result["cpu_ms_per_change"][mode] = {k: 1000 * (after[k] - before[k]) / done for k in after}
         result["memory_mib"] = memory_by_account(names)
         usage = hub_usage(hub)
         result["hub"] = {"rss_mib": usage["rss_mib"], "pss_mib": usage["pss_mib"], "cpu_s": usage["cpu_s"] - cpu0}
@@ -425,6 +454,7 @@ def summarise(run: dict) -> dict:
         s["memory_mib"] = {k: statistics.mean(m[k] for m in mem) for k in ("server_rss", "server_pss", "kernel_rss", "kernel_pss")}
         s["server_cpu_s"] = statistics.mean(m["server_cpu_s"] for m in mem)
     s["hub"] = run.get("hub")
+    s["cpu_ms_per_change"] = run.get("cpu_ms_per_change")
     torch = {}
     kernel_rss = {}
     cpu = {}

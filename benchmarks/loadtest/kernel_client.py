@@ -34,9 +34,25 @@ class KernelClient:
         r.raise_for_status()
         body = r.json()
         self.session_id, self.kernel_id = body["id"], body["kernel"]["id"]
-        ws_url = f"{base_url.replace('http', 'ws', 1)}/user/{user}/api/kernels/{self.kernel_id}/channels?session_id={self.session}"
-        self.ws = websocket.create_connection(ws_url, header=[f"Authorization: token {token}"], timeout=timeout)
+        self._ws_url = f"{base_url.replace('http', 'ws', 1)}/user/{user}/api/kernels/{self.kernel_id}/channels?session_id={self.session}"
+        self._token = token
+        self.ws = None
+        self.reconnect()
         self.comms: dict[str, dict] = {}  # comm_id -> state of every widget the kernel opened
+
+    def reconnect(self) -> None:
+        """Open the websocket (again), as JupyterLab does after a pause.
+
+        The server pings every websocket and closes one whose pings go unanswered;
+        websocket-client answers only while it reads, so a socket left unread for
+        minutes (while the learner runs other notebooks) is closed by the server.
+        """
+        if self.ws is not None:
+            try:
+                self.ws.close()
+            except Exception:
+                pass
+        self.ws = websocket.create_connection(self._ws_url, header=[f"Authorization: token {self._token}"], timeout=self.timeout)
 
     def close(self) -> None:
         try:
@@ -60,6 +76,8 @@ class KernelClient:
         while time.monotonic() < deadline:
             self.ws.settimeout(max(0.1, deadline - time.monotonic()))
             raw = self.ws.recv()
+            if not raw:
+                raise KernelError("the server closed the kernel websocket")
             if isinstance(raw, bytes):
                 continue  # binary frames (widget buffers): not needed here
             msg = json.loads(raw)

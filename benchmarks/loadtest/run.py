@@ -227,6 +227,7 @@ class Learner:
         if self.client is None:
             return
         try:
+            self.client.reconnect()  # left unread while the other notebooks ran
             code = (f"from mha_core.quiz import poll\n"
                     f"print('__POLL__', poll.available(), poll.send({POLL_QUESTION!r}, [{self.choice!r}]), poll.counts({POLL_QUESTION!r}) is None)\n"
                     "import os, urllib.request, urllib.error\n"
@@ -274,6 +275,11 @@ def drive(learners: list[Learner], mode: str, changes: int, pace: float) -> None
 
     def run(ln: Learner):
         rng = random.Random(ln.index)
+        try:
+            ln.client.reconnect()  # left unread while the others finished
+        except Exception as exc:
+            ln.fail(f"reconnect {mode}", exc)
+            return
         if mode == "staggered":
             time.sleep(rng.uniform(0, pace))
         for k in range(changes):
@@ -382,6 +388,7 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
         # The neighbour's file exists only once the neighbour's quick check ran: check again now.
         for i, ln in enumerate(learners):
             if n > 1 and ln.client is not None and ln.result.get("neighbour_progress") == "missing":
+                ln.client.reconnect()
                 target = str(homes / names[(i + 1) % n] / ".mha_course" / "progress.sqlite3")
                 out = ln.client.execute(
                     "try:\n    open(%r, 'rb').read(16); print('__READ__ readable')\n"

@@ -3,7 +3,10 @@
 One ``KernelClient`` is one notebook session on a learner's server: it runs cells with
 ``execute_request`` messages and sends widget changes as the browser does, as
 ``comm_msg`` updates to the widget's model, then waits for the kernel to go idle.
-JSON messages on the legacy (unnamed) websocket protocol of jupyter_server.
+It speaks the websocket protocol JupyterLab 4 uses, ``v1.kernel.websocket.jupyter.org``
+(binary frames the server passes through without re-encoding), or, with
+``protocol="legacy"``, the older JSON one (the server then decodes and re-encodes
+every message, which costs it more CPU).
 """
 
 from __future__ import annotations
@@ -15,6 +18,29 @@ import uuid
 import requests
 import websocket
 
+V1 = "v1.kernel.websocket.jupyter.org"
+
+
+def pack_v1(channel: str, parts: list[bytes]) -> bytes:
+    """One message in the v1 framing: offsets, then the channel and each part."""
+    chan = channel.encode()
+    offsets = [8 * (1 + 1 + len(parts) + 1)]
+    offsets.append(offsets[-1] + len(chan))
+    for part in parts:
+        offsets.append(offsets[-1] + len(part))
+    head = len(offsets).to_bytes(8, "little") + b"".join(o.to_bytes(8, "little") for o in offsets)
+    return head + chan + b"".join(parts)
+
+
+def unpack_v1(frame: bytes) -> dict:
+    n = int.from_bytes(frame[:8], "little")
+    offsets = [int.from_bytes(frame[8 * (i + 1): 8 * (i + 2)], "little") for i in range(n)]
+    channel = frame[offsets[0]:offsets[1]].decode()
+    parts = [frame[offsets[i]:offsets[i + 1]] for i in range(1, n - 1)]
+    header, parent, metadata, content = (json.loads(p) for p in parts[:4])
+    return {"channel": channel, "header": header, "msg_type": header.get("msg_type"), "parent_header": parent,
+            "metadata": metadata, "content": content}
+
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -24,7 +50,8 @@ class KernelError(RuntimeError):
 
 
 class KernelClient:
-    def __init__(self, base_url: str, user: str, token: str, path: str, timeout: float = 180.0):
+    def __init__(self, base_url: str, user: str, token: str, path: str, timeout: float = 180.0, protocol: str = "v1"):
+        self.protocol = protocol
         self.api = f"{base_url}/user/{user}/api"
         self.headers = {"Authorization": f"token {token}"}
         self.timeout = timeout
@@ -52,7 +79,8 @@ class KernelClient:
                 self.ws.close()
             except Exception:
                 pass
-        self.ws = websocket.create_connection(self._ws_url, header=[f"Authorization: token {self._token}"], timeout=self.timeout)
+        self.ws = websocket.create_connection(self._ws_url, header=[f"Authorization: token {self._token}"], timeout=self.timeout,
+                                              subprotocols=[V1] if self.protocol == "v1" else None)
 
     def close(self) -> None:
         try:
@@ -62,11 +90,14 @@ class KernelClient:
 
     def _send(self, msg_type: str, content: dict, channel: str = "shell") -> str:
         msg_id = uuid.uuid4().hex
-        self.ws.send(json.dumps({
-            "header": {"msg_id": msg_id, "msg_type": msg_type, "session": self.session, "username": "learner",
-                       "date": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime()), "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "content": content, "channel": channel, "buffers": [],
-        }))
+        header = {"msg_id": msg_id, "msg_type": msg_type, "session": self.session, "username": "learner",
+                  "date": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime()), "version": "5.3"}
+        if self.protocol == "v1":
+            parts = [json.dumps(x).encode() for x in (header, {}, {}, content)]
+            self.ws.send(pack_v1(channel, parts), opcode=websocket.ABNF.OPCODE_BINARY)
+        else:
+            self.ws.send(json.dumps({"header": header, "parent_header": {}, "metadata": {}, "content": content,
+                                     "channel": channel, "buffers": []}))
         return msg_id
 
     def _until_idle(self, msg_id: str, on_message=None) -> list[dict]:
@@ -79,8 +110,11 @@ class KernelClient:
             if not raw:
                 raise KernelError("the server closed the kernel websocket")
             if isinstance(raw, bytes):
-                continue  # binary frames (widget buffers): not needed here
-            msg = json.loads(raw)
+                if self.protocol != "v1":
+                    continue  # legacy: binary frames carry widget buffers, not needed here
+                msg = unpack_v1(raw)
+            else:
+                msg = json.loads(raw)
             if msg.get("msg_type") == "comm_open":
                 data = msg["content"].get("data", {})
                 self.comms[msg["content"]["comm_id"]] = data.get("state", {})

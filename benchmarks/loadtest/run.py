@@ -181,8 +181,8 @@ def _probe(client: KernelClient) -> dict:
 
 
 class Learner:
-    def __init__(self, hub: Hub, name: str, index: int, notebooks: list[str]):
-        self.hub, self.name, self.index, self.notebooks = hub, name, index, notebooks
+    def __init__(self, hub: Hub, name: str, index: int, notebooks: list[str], protocol: str = "v1"):
+        self.hub, self.name, self.index, self.notebooks, self.protocol = hub, name, index, notebooks, protocol
         self.result = {"name": name, "failures": [], "notebooks": {}, "latency_s": {"staggered": [], "lockstep": []}}
         self.client = None
         self.choice = str(index % 3)
@@ -206,7 +206,7 @@ class Learner:
             row = {"errors": []}
             self.result["notebooks"][nb] = row
             try:
-                client = KernelClient(self.hub.url, self.name, self.token, f"course/{nb}.ipynb")
+                client = KernelClient(self.hub.url, self.name, self.token, f"course/{nb}.ipynb", protocol=self.protocol)
                 started = time.perf_counter()
                 for source in code_cells(nb):
                     out = client.execute(source)
@@ -366,13 +366,13 @@ def hub_usage(hub: Hub) -> dict:
 # --------------------------------------------------------------------------- one class size
 
 
-def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagger_login_s: float) -> dict:
+def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagger_login_s: float, protocol: str = "v1") -> dict:
     names = [f"mhalt{n:02d}x{i:02d}" for i in range(n)]
     teacher = f"mhalt{n:02d}teach"
     result = {"learners": n, "changes_per_learner": changes, "pace_s": pace, "failures": []}
     with Hub(f"n{n}", instructors=[teacher]) as hub:
         homes = hub.state / "homes"
-        learners = [Learner(hub, name, i, notebooks) for i, name in enumerate(names)]
+        learners = [Learner(hub, name, i, notebooks, protocol) for i, name in enumerate(names)]
         cpu0 = hub_usage(hub)["cpu_s"]
         t0 = time.perf_counter()
         threads = []
@@ -491,6 +491,8 @@ def main(argv=None) -> int:
     parser.add_argument("--pace", type=float, default=3.0, help="seconds between one learner's changes (default 3)")
     parser.add_argument("--login-stagger", type=float, default=0.5, help="seconds between two learners' logins (default 0.5)")
     parser.add_argument("--notebooks", default=",".join(NOTEBOOKS), help="notebooks each learner runs, in order")
+    parser.add_argument("--protocol", choices=["v1", "legacy"], default="v1",
+                        help="kernel websocket protocol: v1 (JupyterLab 4's, default) or legacy JSON")
     parser.add_argument("--no-profile", action="store_true", help="skip profiling one control change")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "report"), help="report path without suffix")
     args = parser.parse_args(argv)
@@ -504,7 +506,8 @@ def main(argv=None) -> int:
     for n in sizes:
         print(f"loadtest: {n} learners ...", flush=True)
         try:
-            run = run_class(n, changes=args.changes, pace=args.pace, notebooks=notebooks, stagger_login_s=args.login_stagger)
+            run = run_class(n, changes=args.changes, pace=args.pace, notebooks=notebooks, stagger_login_s=args.login_stagger,
+                            protocol=args.protocol)
         except Exception:
             traceback.print_exc()
             run = {"learners": n, "per_learner": [], "failures": [traceback.format_exc(limit=3)], "all_ready_s": None}

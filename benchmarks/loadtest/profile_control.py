@@ -1,0 +1,100 @@
+"""Where one control change's CPU time goes: notebook 03's head count, in a real kernel.
+
+    python -m benchmarks.loadtest.profile_control          # prints JSON; the load test's report includes it
+
+Starts one kernel (the course's ``python3``, Unix-socket transport), builds the head
+grid as notebook 03 does, then changes the head count ``--changes`` times inside the
+kernel: CPU time (``time.process_time``) and wall time per change, widget messages
+really serialised and sent on the kernel's comm. One change is profiled with cProfile,
+and the cumulative time of the parts named in the report is summed: the maths (the
+layer and its weights), the figure builder (a new ``go.Figure``), and the in-place
+update with its serialisation to the browser (plotly's validators and JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+
+CODE = r"""
+import cProfile, io, json, pstats, time
+from mha_core.widgets.heads import head_grid, head_weights
+grid = head_grid(d_model=16, n_heads=4, seed=0)
+seq = [1, 2, 4, 8, 16, 8, 4, 2] * %(rounds)d
+for h in seq[:4]:
+    grid.head_count.value = h      # warm-up: first calls import and cache
+cpu, wall = [], []
+for h in seq:
+    c0, w0 = time.process_time(), time.perf_counter()
+    grid.head_count.value = h
+    cpu.append(time.process_time() - c0); wall.append(time.perf_counter() - w0)
+def part(fn, n=50):
+    c0 = time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.process_time() - c0) / n
+parts = {
+    "maths: head_weights(16, 4)": part(lambda: head_weights(16, 4, seed=0)),
+    "figure builder: grid._build(4)": part(lambda: grid._build(4)),
+}
+prof = cProfile.Profile()
+grid.head_count.value = 4
+prof.enable(); grid.head_count.value = 8; prof.disable()
+s = io.StringIO()
+stats = pstats.Stats(prof, stream=s)
+stats.sort_stats("cumulative").print_stats(25)
+t = io.StringIO()
+pstats.Stats(prof, stream=t).sort_stats("tottime").print_stats(15)
+sends = sum(v[1] for (f, l, fn), v in stats.stats.items() if fn == "send" and f.endswith("jupyter_client/session.py"))
+total = sum(v[2] for v in stats.stats.values())
+by_module = {}
+for (file, line, fn), (cc, nc, tt, ct, callers) in stats.stats.items():
+    key = ("plotly" if "/plotly/" in file else "ipywidgets/comm" if any(m in file for m in ("/ipywidgets/", "/comm/", "/ipykernel/", "/jupyter_client/", "/zmq/", "/anywidget/")) else
+           "mha_core" if "/mha_core/" in file else "numpy" if "/numpy/" in file else "json" if "/json/" in file else "other")
+    by_module[key] = by_module.get(key, 0.0) + tt
+cpu.sort(); wall.sort()
+print("__RESULT__" + json.dumps({
+    "changes": len(cpu), "cpu_ms_median": 1000 * cpu[len(cpu) // 2], "cpu_ms_p95": 1000 * cpu[int(0.95 * (len(cpu) - 1))],
+    "wall_ms_median": 1000 * wall[len(wall) // 2],
+    "parts_cpu_ms": {k: 1000 * v for k, v in parts.items()},
+    "profile_self_ms_by_module": {k: 1000 * v for k, v in sorted(by_module.items(), key=lambda kv: -kv[1])},
+    "messages_sent_per_change": sends,
+    "profile_top": s.getvalue().splitlines()[:60],
+    "profile_tottime": t.getvalue().splitlines()[:40],
+}))
+"""
+
+
+def profile(rounds: int = 3) -> dict:
+    from jupyter_client.manager import KernelManager
+
+    with tempfile.TemporaryDirectory(prefix="mha-prof-", dir="/tmp") as tmp:
+        env = dict(os.environ, JUPYTER_RUNTIME_DIR=tmp, MHA_COURSE_PROGRESS=os.path.join(tmp, "p.sqlite3"))
+        km = KernelManager(kernel_name="python3", transport="ipc", connection_file=os.path.join(tmp, "k.json"))
+        km.start_kernel(env=env)
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=120)
+        try:
+            out = []
+            kc.execute_interactive(CODE % {"rounds": rounds}, timeout=300,
+                                   output_hook=lambda m: out.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+            text = "".join(out)
+            return json.loads(text.split("__RESULT__", 1)[1])
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of 8 changes (default 3)")
+    args = parser.parse_args(argv)
+    print(json.dumps(profile(args.rounds), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

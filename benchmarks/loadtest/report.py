@@ -1,0 +1,126 @@
+"""The load test's report: benchmarks/loadtest/report.md and report.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from .._machine import git_revision, load_average
+from .._machine import machine as _machine
+
+
+def machine() -> dict:
+    row = dict(_machine(), load_average=load_average(), time=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+    try:
+        row["uptime"] = subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return row
+
+
+def _f(x, digits=0, unit=""):
+    if x is None:
+        return "-"
+    return f"{x:.{digits}f}{unit}"
+
+
+def markdown(report: dict) -> str:
+    before, after = report["machine_before"], report["machine_after"]
+    lines = [
+        "# Class load test: simulated learners on the course hub",
+        "",
+        "Made by `python -m benchmarks.loadtest` (see `benchmarks/loadtest/run.py` for what each learner does).",
+        f"Machine: {before['cores']} cores ({before['cpu']}), {before['ram_gib']} GiB. "
+        f"Taken {before['time']} to {after['time']}.",
+        "",
+        f"**Taken under load.** This machine was shared with seven other agents building and testing at the same "
+        f"time: load average {before.get('load_average')} before the run and {after.get('load_average')} after "
+        f"(1, 5, 15 minutes; 2 cores). CPU-bound figures (latency, start-up times) are therefore pessimistic; "
+        f"memory figures are not affected.",
+        "",
+        "Settings: " + ", ".join(f"{k} = {v}" for k, v in report["settings"].items() if k != "out") + ".",
+        "",
+        "## Per class size",
+        "",
+        "| learners | failures | all ready (s) | login to first figure, median / max (s) | staggered p50 / p95 (ms) | lock-step p50 / p95 (ms) | server RSS / PSS (MiB) | kernel RSS / PSS (MiB) | hub RSS (MiB) | hub CPU (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in report["runs"]:
+        s = run["summary"]
+        if "staggered" not in s:
+            lines.append(f"| {s['learners']} | run failed: {s.get('failures')} | | | | | | | | |")
+            continue
+        m = s.get("memory_mib", {})
+        lines.append(
+            f"| {s['learners']} | {s['failures']} | {_f(s['all_ready_s'])} | "
+            f"{_f(s['first_figure_s']['median'], 1)} / {_f(s['first_figure_s']['max'], 1)} | "
+            f"{_f(s['staggered']['p50_ms'])} / {_f(s['staggered']['p95_ms'])} | "
+            f"{_f(s['lockstep']['p50_ms'])} / {_f(s['lockstep']['p95_ms'])} | "
+            f"{_f(m.get('server_rss'))} / {_f(m.get('server_pss'))} | {_f(m.get('kernel_rss'))} / {_f(m.get('kernel_pss'))} | "
+            f"{_f((s['hub'] or {}).get('rss_mib'))} | {_f((s['hub'] or {}).get('cpu_s'), 1)} |"
+        )
+    lines += ["", "Memory is per learner, at the end, with notebook 03's kernel open (the others closed after running); "
+              "PSS counts shared pages once across processes, so PSS is what each further learner costs.", ""]
+    for run in report["runs"]:
+        s = run["summary"]
+        if "staggered" not in s:
+            continue
+        lines += [f"### {s['learners']} learner(s)", ""]
+        lines.append(f"- Poll: {s['poll'].get('learners_sent')} learners sent an answer; the instructor's counts "
+                     f"{s['poll'].get('instructor_counts')} vs sent {s['poll'].get('sent')}: "
+                     f"{'equal' if s['poll'].get('equal') else 'NOT equal'}; a learner's token reading the counts: "
+                     f"{'refused (403) for every learner' if s['poll'].get('learner_counts_refused') else 'NOT refused'}.")
+        lines.append(f"- A learner opening the next learner's progress file: {s['neighbour_progress']}.")
+        lines.append(f"- torch in the kernel's `sys.modules` after each notebook: {s['torch_imported']}; "
+                     f"lark or rfc3987-syntax installed where a kernel could import them: {s.get('lark_installed_in_a_kernel')}.")
+        lines.append("- Kernel RSS after each notebook (MiB): " + ", ".join(f"{nb[:2]} {v:.0f}" for nb, v in s["kernel_rss_mib_after_notebook"].items()) + ".")
+        lines.append("- Kernel CPU per notebook (s): " + ", ".join(f"{nb[:2]} {v:.1f}" for nb, v in s["kernel_cpu_s_per_notebook"].items())
+                     + f"; notebooks 01-05: {s['notebooks_cpu_s_per_learner']:.1f} CPU-s per learner; "
+                     f"the learner's JupyterLab server: {s.get('server_cpu_s', 0):.1f} CPU-s over the whole run.")
+        for mode, row in (s.get("cpu_ms_per_change") or {}).items():
+            lines.append(f"- CPU per control change, {mode} (ms, all processes while the controls moved): "
+                         + ", ".join(f"{k} {v:.1f}" for k, v in row.items()) + f"; total {sum(row.values()):.1f}.")
+        lines.append(f"- Control changes measured: staggered {s['staggered']['n']}, lock-step {s['lockstep']['n']}; "
+                     f"max {_f(s['staggered']['max_ms'])} / {_f(s['lockstep']['max_ms'])} ms.")
+        if s["notebook_errors"]:
+            lines.append(f"- Notebook errors: {s['notebook_errors']}")
+        if s["failure_lines"]:
+            lines.append(f"- Failures: {s['failure_lines'][:10]}")
+        lines.append("")
+    if report.get("profile"):
+        p = report["profile"]
+        lines += ["## One control change, profiled (notebook 03's head count, in a kernel)", "",
+                  f"CPU per change: median {p['cpu_ms_median']:.1f} ms, p95 {p['cpu_ms_p95']:.1f} ms "
+                  f"(wall median {p['wall_ms_median']:.1f} ms) over {p['changes']} changes.",
+                  "Parts (CPU ms per call): " + ", ".join(f"{k} {v:.2f}" for k, v in p["parts_cpu_ms"].items()) + ".",
+                  "Self time of one profiled change by module (ms, with cProfile's overhead): "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in p["profile_self_ms_by_module"].items()) + ".", ""]
+    if report.get("analysis"):
+        lines += ["## What the figures say", "", report["analysis"], ""]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report: dict, out: Path) -> None:
+    report.setdefault("git", git_revision())
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    out.with_suffix(".md").write_text(markdown(report))
+    print(f"loadtest: wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}", flush=True)
+
+
+def rewrite(out: Path, analysis_file: Path | None = None) -> None:
+    """Re-render report.md from report.json (after adding the analysis text)."""
+    report = json.loads(out.with_suffix(".json").read_text())
+    if analysis_file is not None:
+        report["analysis"] = analysis_file.read_text().strip()
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    out.with_suffix(".md").write_text(markdown(report))
+
+
+if __name__ == "__main__":
+    import sys
+
+    rewrite(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None)
+    os._exit(0)

@@ -1,0 +1,526 @@
+"""The class load test: N simulated learners on the course hub, on loopback only.
+
+    python -m benchmarks.loadtest                       # N = 1, 4, 8, 16 (about 10 minutes on 2 cores)
+    python -m benchmarks.loadtest --learners 1,4 --changes 5
+
+For each N it starts the hub (``deploy/start.sh``, dummy authenticator, free loopback
+ports, state under benchmarks/loadtest/_work), then N learner threads each:
+
+1. log in through the hub's login form, get an API token (REST), start their server and
+   wait for it (the time from login to the first figure includes all of this);
+2. run notebooks 01-05 cell by cell through the kernel websocket, each in a fresh kernel
+   (03's kernel stays open); after each notebook a probe reads the kernel's CPU time,
+   resident memory and whether ``torch`` is in ``sys.modules``;
+3. answer a poll question from their kernel (``mha_core.quiz.poll.send``), check that
+   their own token cannot read the counts (403), and that another learner's progress
+   file cannot be opened;
+4. drive notebook 03's head-count control as the browser does (a widget ``comm_msg``),
+   one change every ``--pace`` seconds: first staggered (each learner on its own
+   clock), then lock-step (everyone at the same instant, "now move it").
+
+Then an instructor (role ``instructor``) reads the counts from their kernel, which
+must equal what the learners sent. Memory (RSS and PSS) of each learner's server and
+kernel is read with psutil, by the learner's Unix account; the hub's processes (hub,
+proxy, poll service, culler) separately. Every wait has a timeout; the run stops by
+itself. Only 127.0.0.1 is contacted. Needs root (learners are Unix accounts, removed
+at the end) and the hub's environment (``deploy/start.sh --build-only``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import threading
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import requests
+
+from .kernel_client import KernelClient
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+WORK = Path(__file__).resolve().parent / "_work"
+NOTEBOOKS = ["01_queries_keys_values", "02_single_head_attention", "03_multiple_heads",
+             "04_concat_and_output_projection", "05_head_sizing"]
+CONTROL_NOTEBOOK = "03_multiple_heads"
+HEAD_COUNT_INDICES = [0, 1, 2, 3, 4]  # d_model = 16: H in (1, 2, 4, 8, 16)
+PASSWORD = "loadtest"
+POLL_QUESTION = "03-loadtest"
+PROBE = """
+import json as _j, resource as _r, sys as _s, importlib.util as _iu
+_u = _r.getrusage(_r.RUSAGE_SELF)
+with open("/proc/self/status") as _f:
+    _st = {l.split(":")[0]: int(l.split()[1]) for l in _f if l.startswith(("VmRSS", "VmHWM"))}
+print("__PROBE__" + _j.dumps({"torch": "torch" in _s.modules, "cpu_s": _u.ru_utime + _u.ru_stime,
+                              "lark_installed": _iu.find_spec("lark") is not None or _iu.find_spec("rfc3987_syntax") is not None,
+                              "rss_mib": _st["VmRSS"] / 1024, "peak_rss_mib": _st["VmHWM"] / 1024}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pct(values, q):
+    if not values:
+        return None
+    values = sorted(values)
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def code_cells(name: str) -> list[str]:
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+# --------------------------------------------------------------------------- the hub
+
+
+class Hub:
+    """deploy/start.sh on free loopback ports, stopped (servers and all) on exit."""
+
+    def __init__(self, tag: str, instructors: list[str]):
+        self.state = WORK / f"state-{tag}"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = dict(os.environ, MHA_HUB_STATE=str(self.state), MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD=PASSWORD,
+                        MHA_HUB_IP="127.0.0.1", MHA_HUB_PORT=str(self.port), MHA_HUB_API_PORT=str(free_port()),
+                        MHA_HUB_PROXY_API_PORT=str(free_port()), MHA_POLL_PORT=str(free_port()),
+                        MHA_HUB_INSTRUCTORS=",".join(instructors), MHA_HUB_CREATE_USERS="1")
+        self.proc = None
+
+    def __enter__(self):
+        subprocess.run(["rm", "-rf", str(self.state)], check=True)
+        WORK.mkdir(parents=True, exist_ok=True)
+        self.log = open(WORK / f"{self.state.name}.log", "w")
+        self.proc = subprocess.Popen([str(DEPLOY / "start.sh")], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{self.url}/hub/api/", timeout=2).ok:
+                    time.sleep(1.0)  # let the services register
+                    return self
+            except requests.RequestException:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the hub exited; see {self.log.name}")
+            time.sleep(0.5)
+        raise RuntimeError("the hub did not answer within 120 s")
+
+    def processes(self) -> list[psutil.Process]:
+        """The hub and what it runs for itself: proxy, poll service, culler (not learners' servers)."""
+        try:
+            hub = psutil.Process(self.proc.pid)
+        except psutil.NoSuchProcess:
+            return []
+        me = os.getuid()
+        return [p for p in [hub, *hub.children(recursive=True)] if p.uids().real == me]
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # the hub stops every learner's server (cleanup_servers)
+            try:
+                self.proc.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.log.close()
+
+
+# --------------------------------------------------------------------------- one learner
+
+
+def login(hub: Hub, name: str) -> str:
+    """Log in through the login form (dummy authenticator), then ask the REST API for a token."""
+    s = requests.Session()
+    s.get(f"{hub.url}/hub/login", timeout=60)
+    r = s.post(f"{hub.url}/hub/login", data={"username": name, "password": PASSWORD, "_xsrf": s.cookies.get("_xsrf")},
+               allow_redirects=False, timeout=60)
+    if r.status_code != 302:
+        raise RuntimeError(f"login of {name} gave {r.status_code}")
+    xsrf = [c.value for c in s.cookies if c.name == "_xsrf"][-1]
+    r = s.post(f"{hub.url}/hub/api/users/{name}/tokens", headers={"X-XSRFToken": xsrf},
+               json={"note": "load test", "expires_in": 3600}, timeout=60)
+    r.raise_for_status()
+    return r.json()["token"]
+
+
+def start_server(hub: Hub, name: str, token: str, timeout: float = 240) -> None:
+    h = {"Authorization": f"token {token}"}
+    r = requests.post(f"{hub.url}/hub/api/users/{name}/server", headers=h, timeout=timeout)
+    if r.status_code not in (201, 202):
+        raise RuntimeError(f"starting {name}'s server gave {r.status_code}: {r.text[:200]}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        server = requests.get(f"{hub.url}/hub/api/users/{name}", headers=h, timeout=60).json().get("servers", {}).get("")
+        if server and server.get("ready"):
+            return
+        time.sleep(0.25)
+    raise RuntimeError(f"{name}'s server was not ready within {timeout} s")
+
+
+def _probe(client: KernelClient) -> dict:
+    out = client.execute(PROBE)["stdout"]
+    line = next(line for line in out.splitlines() if line.startswith("__PROBE__"))
+    return json.loads(line[len("__PROBE__"):])
+
+
+class Learner:
+    def __init__(self, hub: Hub, name: str, index: int, notebooks: list[str], protocol: str = "v1"):
+        self.hub, self.name, self.index, self.notebooks, self.protocol = hub, name, index, notebooks, protocol
+        self.result = {"name": name, "failures": [], "notebooks": {}, "latency_s": {"staggered": [], "lockstep": []}}
+        self.client = None
+        self.choice = str(index % 3)
+
+    def fail(self, where: str, exc: BaseException) -> None:
+        self.result["failures"].append(f"{where}: {type(exc).__name__}: {str(exc)[:300]}")
+
+    def setup(self, other_progress: str | None) -> None:
+        """Log in, start the server, run the notebooks, answer the poll, try to read a neighbour."""
+        t0 = time.perf_counter()
+        try:
+            self.token = login(self.hub, self.name)
+            self.result["login_s"] = time.perf_counter() - t0
+            start_server(self.hub, self.name, self.token)
+            self.result["server_ready_s"] = time.perf_counter() - t0
+        except Exception as exc:
+            self.fail("login/start", exc)
+            return
+        # Learner 0 also opens the welcome notebook, last, to check that its kernel stays free of torch too.
+        for nb in self.notebooks + (["00_welcome"] if self.index == 0 and "00_welcome" not in self.notebooks else []):
+            row = {"errors": []}
+            self.result["notebooks"][nb] = row
+            try:
+                client = KernelClient(self.hub.url, self.name, self.token, f"course/{nb}.ipynb", protocol=self.protocol)
+                started = time.perf_counter()
+                for source in code_cells(nb):
+                    out = client.execute(source)
+                    row["errors"] += out["errors"]
+                    if out["figures"] and "first_figure_s" not in self.result and nb != "00_welcome":
+                        self.result["first_figure_s"] = time.perf_counter() - t0
+                    if out["errors"]:
+                        break
+                row["run_s"] = time.perf_counter() - started
+                row.update(_probe(client))
+            except Exception as exc:
+                self.fail(f"notebook {nb}", exc)
+                continue
+            if nb == CONTROL_NOTEBOOK:
+                self.client = client
+            else:
+                client.close()
+        if self.client is None:
+            return
+        try:
+            self.client.reconnect()  # left unread while the other notebooks ran
+            code = (f"from mha_core.quiz import poll\n"
+                    f"print('__POLL__', poll.available(), poll.send({POLL_QUESTION!r}, [{self.choice!r}]), poll.counts({POLL_QUESTION!r}) is None)\n"
+                    "import os, urllib.request, urllib.error\n"
+                    f"req = urllib.request.Request(os.environ['MHA_POLL_URL'] + 'counts/{POLL_QUESTION}', "
+                    "headers={'Authorization': 'token ' + os.environ['JUPYTERHUB_API_TOKEN']})\n"
+                    "try:\n    print('__STATUS__', urllib.request.urlopen(req, timeout=5).status)\n"
+                    "except urllib.error.HTTPError as e:\n    print('__STATUS__', e.code)\n")
+            out = client_out = self.client.execute(code)["stdout"]
+            poll_line = next(line for line in out.splitlines() if line.startswith("__POLL__")).split()
+            self.result["poll"] = {"available": poll_line[1] == "True", "sent": poll_line[2] == "True",
+                                   "counts_refused": poll_line[3] == "True",
+                                   "counts_http_status": int(next(line for line in client_out.splitlines() if line.startswith("__STATUS__")).split()[1])}
+        except Exception as exc:
+            self.fail("poll", exc)
+        if other_progress:
+            try:
+                out = self.client.execute(
+                    "try:\n    open(%r, 'rb').read(16); print('__READ__ readable')\n"
+                    "except PermissionError:\n    print('__READ__ refused')\n"
+                    "except FileNotFoundError:\n    print('__READ__ missing')\n" % other_progress)["stdout"]
+                self.result["neighbour_progress"] = out.split("__READ__", 1)[1].strip()
+            except Exception as exc:
+                self.fail("isolation", exc)
+        try:
+            self.comm_id = self.client.find_widget("ToggleButtonsModel", description="heads H")
+        except Exception as exc:
+            self.fail("find control", exc)
+            self.client = None
+
+    def change(self, mode: str, k: int) -> None:
+        index = HEAD_COUNT_INDICES[(k + 1 + self.index) % len(HEAD_COUNT_INDICES)]
+        try:
+            seconds, replies = self.client.widget_update(self.comm_id, {"index": index})
+            if replies == 0:
+                raise RuntimeError("the kernel sent no widget update for the change")
+            self.result["latency_s"][mode].append(seconds)
+        except Exception as exc:
+            self.fail(f"control {mode}", exc)
+
+
+def drive(learners: list[Learner], mode: str, changes: int, pace: float) -> None:
+    """Each live learner changes the control ``changes`` times, one every ``pace`` seconds."""
+    live = [ln for ln in learners if ln.client is not None]
+    barrier = threading.Barrier(len(live)) if mode == "lockstep" and live else None
+
+    def run(ln: Learner):
+        rng = random.Random(ln.index)
+        try:
+            ln.client.reconnect()  # left unread while the others finished
+        except Exception as exc:
+            ln.fail(f"reconnect {mode}", exc)
+            return
+        if mode == "staggered":
+            time.sleep(rng.uniform(0, pace))
+        for k in range(changes):
+            t = time.monotonic()
+            if barrier is not None:
+                try:
+                    barrier.wait(timeout=120)
+                except threading.BrokenBarrierError:
+                    pass
+            ln.change(mode, k)
+            time.sleep(max(0.0, pace - (time.monotonic() - t)))
+
+    threads = [threading.Thread(target=run, args=(ln,)) for ln in live]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=changes * pace + 300)
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def memory_by_account(names: list[str]) -> dict[str, dict]:
+    """Per learner: server and kernel RSS and PSS (MiB), from every process of their Unix account."""
+    uids = {}
+    for name in names:
+        try:
+            uids[pwd.getpwnam(name).pw_uid] = name
+        except KeyError:
+            pass
+    rows = {name: {"server_rss": 0.0, "server_pss": 0.0, "kernel_rss": 0.0, "kernel_pss": 0.0, "kernels": 0,
+                   "server_cpu_s": 0.0} for name in names}
+    for p in psutil.process_iter(["uids", "cmdline"]):
+        try:
+            name = uids.get(p.info["uids"].real)
+            if name is None:
+                continue
+            mem = p.memory_full_info()
+            kind = "kernel" if any("ipykernel" in part for part in p.info["cmdline"] or []) else "server"
+            rows[name][f"{kind}_rss"] += mem.rss / 2**20
+            rows[name][f"{kind}_pss"] += mem.pss / 2**20
+            rows[name]["kernels"] += kind == "kernel"
+            if kind == "server":
+                times = p.cpu_times()
+                rows[name]["server_cpu_s"] += times.user + times.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return rows
+
+
+def cpu_by_kind(names: list[str], hub: Hub) -> dict[str, float]:
+    """CPU seconds so far of all learners' servers, all their kernels, and the hub's processes (proxy included)."""
+    uids = set()
+    for name in names:
+        try:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            pass
+    total = {"kernel": 0.0, "server": 0.0, "hub": hub_usage(hub)["cpu_s"]}
+    for p in psutil.process_iter(["uids", "cmdline"]):
+        try:
+            if p.info["uids"].real not in uids:
+                continue
+            kind = "kernel" if any("ipykernel" in part for part in p.info["cmdline"] or []) else "server"
+            times = p.cpu_times()
+            total[kind] += times.user + times.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total
+
+
+def hub_usage(hub: Hub) -> dict:
+    rss = pss = cpu = 0.0
+    for p in hub.processes():
+        try:
+            mem, times = p.memory_full_info(), p.cpu_times()
+            rss, pss = rss + mem.rss / 2**20, pss + mem.pss / 2**20
+            cpu += times.user + times.system + times.children_user + times.children_system
+        except psutil.NoSuchProcess:
+            continue
+    return {"rss_mib": rss, "pss_mib": pss, "cpu_s": cpu}
+
+
+# --------------------------------------------------------------------------- one class size
+
+
+def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagger_login_s: float, protocol: str = "v1") -> dict:
+    names = [f"mhalt{n:02d}x{i:02d}" for i in range(n)]
+    teacher = f"mhalt{n:02d}teach"
+    result = {"learners": n, "changes_per_learner": changes, "pace_s": pace, "failures": []}
+    with Hub(f"n{n}", instructors=[teacher]) as hub:
+        homes = hub.state / "homes"
+        learners = [Learner(hub, name, i, notebooks, protocol) for i, name in enumerate(names)]
+        cpu0 = hub_usage(hub)["cpu_s"]
+        t0 = time.perf_counter()
+        threads = []
+        for i, ln in enumerate(learners):
+            neighbour = names[(i + 1) % n] if n > 1 else None
+            target = str(homes / neighbour / ".mha_course" / "progress.sqlite3") if neighbour else None
+            threads.append(threading.Thread(target=ln.setup, args=(target,)))
+            threads[-1].start()
+            time.sleep(stagger_login_s)
+        for t in threads:
+            t.join(timeout=900)
+        result["all_ready_s"] = time.perf_counter() - t0
+        # The neighbour's file exists only once the neighbour's quick check ran: check again now.
+        for i, ln in enumerate(learners):
+            if n > 1 and ln.client is not None and ln.result.get("neighbour_progress") == "missing":
+                ln.client.reconnect()
+                target = str(homes / names[(i + 1) % n] / ".mha_course" / "progress.sqlite3")
+                out = ln.client.execute(
+                    "try:\n    open(%r, 'rb').read(16); print('__READ__ readable')\n"
+                    "except PermissionError:\n    print('__READ__ refused')\n"
+                    "except FileNotFoundError:\n    print('__READ__ missing')\n" % target)["stdout"]
+                ln.result["neighbour_progress"] = out.split("__READ__", 1)[1].strip()
+
+        # The instructor reads the counts from their own kernel.
+        expected = Counter(ln.choice for ln in learners if ln.result.get("poll", {}).get("sent"))
+        try:
+            token = login(hub, teacher)
+            start_server(hub, teacher, token)
+            client = KernelClient(hub.url, teacher, token, "course/10_mental_model_review.ipynb")
+            out = client.execute(f"from mha_core.quiz import poll\nimport json\nprint('__COUNTS__' + json.dumps(poll.counts({POLL_QUESTION!r})))")["stdout"]
+            client.close()
+            got = json.loads(out.split("__COUNTS__", 1)[1])
+            result["poll"] = {"sent": dict(expected), "instructor_counts": got and got["counts"],
+                              "answered": got and got["answered"], "equal": bool(got) and got["counts"] == dict(expected)}
+        except Exception as exc:
+            result["failures"].append(f"instructor: {type(exc).__name__}: {exc}")
+
+        result["cpu_ms_per_change"] = {}
+        for mode in ("staggered", "lockstep"):
+            before = cpu_by_kind(names, hub)
+            drive(learners, mode, changes, pace)
+            after = cpu_by_kind(names, hub)
+            done = sum(len(ln.result["latency_s"][mode]) for ln in learners)
+            if done:
+                # Everything each process spent while the controls moved, per change: the
+                # kernel's callback, the server relaying the messages, the hub and its proxy.
+                result["cpu_ms_per_change"][mode] = {k: 1000 * (after[k] - before[k]) / done for k in after}
+        result["memory_mib"] = memory_by_account(names)
+        usage = hub_usage(hub)
+        result["hub"] = {"rss_mib": usage["rss_mib"], "pss_mib": usage["pss_mib"], "cpu_s": usage["cpu_s"] - cpu0}
+        result["wall_s"] = time.perf_counter() - t0
+        for ln in learners:
+            if ln.client is not None:
+                try:
+                    ln.client.close()
+                except Exception:
+                    pass
+        result["per_learner"] = [ln.result for ln in learners]
+    remove_accounts(names + [teacher])
+    return result
+
+
+def remove_accounts(names: list[str]) -> None:
+    for name in names:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+        subprocess.run(["userdel", name], capture_output=True)
+        subprocess.run(["rm", "-rf", f"/tmp/mha-hub-run/{name}"], capture_output=True)
+
+
+def summarise(run: dict) -> dict:
+    per = run["per_learner"]
+    s = {"learners": run["learners"], "all_ready_s": run["all_ready_s"],
+         "failures": sum(len(p["failures"]) for p in per) + len(run["failures"]),
+         "failure_lines": [f for p in per for f in p["failures"]] + run["failures"]}
+    for mode in ("staggered", "lockstep"):
+        lat = [x * 1000 for p in per for x in p["latency_s"][mode]]
+        s[mode] = {"n": len(lat), "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95), "max_ms": max(lat) if lat else None}
+    firsts = [p["first_figure_s"] for p in per if "first_figure_s" in p]
+    s["first_figure_s"] = {"median": statistics.median(firsts) if firsts else None, "max": max(firsts) if firsts else None}
+    mem = list(run.get("memory_mib", {}).values())
+    if mem:
+        s["memory_mib"] = {k: statistics.mean(m[k] for m in mem) for k in ("server_rss", "server_pss", "kernel_rss", "kernel_pss")}
+        s["server_cpu_s"] = statistics.mean(m["server_cpu_s"] for m in mem)
+    s["hub"] = run.get("hub")
+    s["cpu_ms_per_change"] = run.get("cpu_ms_per_change")
+    torch = {}
+    kernel_rss = {}
+    cpu = {}
+    for p in per:
+        for nb, row in p["notebooks"].items():
+            if "torch" in row:
+                torch.setdefault(nb, set()).add(row["torch"])
+                kernel_rss.setdefault(nb, []).append(row["rss_mib"])
+                cpu.setdefault(nb, []).append(row["cpu_s"])
+    s["torch_imported"] = {nb: sorted(v) for nb, v in torch.items()}
+    s["kernel_rss_mib_after_notebook"] = {nb: statistics.mean(v) for nb, v in kernel_rss.items()}
+    s["kernel_cpu_s_per_notebook"] = {nb: statistics.mean(v) for nb, v in cpu.items()}
+    s["notebooks_cpu_s_per_learner"] = sum(v for nb, v in s["kernel_cpu_s_per_notebook"].items() if nb != "00_welcome")
+    s["lark_installed_in_a_kernel"] = any(row.get("lark_installed") for p in per for row in p["notebooks"].values())
+    s["notebook_errors"] = sorted({e for p in per for row in p["notebooks"].values() for e in row["errors"]})
+    polls = [p.get("poll", {}) for p in per]
+    s["poll"] = dict(run.get("poll", {}), learners_sent=sum(bool(x.get("sent")) for x in polls),
+                     learner_counts_refused=all(x.get("counts_refused") and x.get("counts_http_status") == 403 for x in polls))
+    s["neighbour_progress"] = dict(Counter(p.get("neighbour_progress", "not tried") for p in per))
+    return s
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.loadtest", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--learners", default="1,4,8,16", help="class sizes, comma-separated (default 1,4,8,16)")
+    parser.add_argument("--changes", type=int, default=8, help="control changes per learner and mode (default 8)")
+    parser.add_argument("--pace", type=float, default=3.0, help="seconds between one learner's changes (default 3)")
+    parser.add_argument("--login-stagger", type=float, default=0.5, help="seconds between two learners' logins (default 0.5)")
+    parser.add_argument("--notebooks", default=",".join(NOTEBOOKS), help="notebooks each learner runs, in order")
+    parser.add_argument("--protocol", choices=["v1", "legacy"], default="v1",
+                        help="kernel websocket protocol: v1 (JupyterLab 4's, default) or legacy JSON")
+    parser.add_argument("--no-profile", action="store_true", help="skip profiling one control change")
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "report"), help="report path without suffix")
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        parser.error("run as root: each simulated learner is a Unix account, as on the class server")
+    sizes = [int(x) for x in args.learners.split(",")]
+    notebooks = [x.strip() for x in args.notebooks.split(",") if x.strip()]
+    from .report import machine, write_report
+
+    report = {"machine_before": machine(), "runs": [], "settings": vars(args)}
+    for n in sizes:
+        print(f"loadtest: {n} learners ...", flush=True)
+        try:
+            run = run_class(n, changes=args.changes, pace=args.pace, notebooks=notebooks, stagger_login_s=args.login_stagger,
+                            protocol=args.protocol)
+        except Exception:
+            traceback.print_exc()
+            run = {"learners": n, "per_learner": [], "failures": [traceback.format_exc(limit=3)], "all_ready_s": None}
+        report["runs"].append({"summary": summarise(run) if run["per_learner"] else {"learners": n, "failures": run["failures"]},
+                               "raw": run})
+        print(json.dumps(report["runs"][-1]["summary"], default=str)[:1500], flush=True)
+    if not args.no_profile:
+        from .profile_control import profile
+
+        try:
+            report["profile"] = profile()
+        except Exception:
+            traceback.print_exc()
+    report["machine_after"] = machine()
+    write_report(report, Path(args.out))
+    return 0

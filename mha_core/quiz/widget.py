@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import html
 import re
+import threading
 import time
 
 import ipywidgets as widgets
@@ -62,6 +63,7 @@ from .bank import (
     shuffled_order,
 )
 from .._display import in_ipython
+from . import poll
 from .progress import ProgressStore, course_score, default_store, progress_summary, set_result
 
 FONT_PX = 18
@@ -135,7 +137,7 @@ class QuestionView:
     """One question's controls, Check button and feedback (see the module docstring)."""
 
     def __init__(self, question: Question, number: int, total: int, *, seed: str, on_check, on_reveal=None, tries: int = 0,
-                 solved: bool = False, solved_in: str | None = None, shown_in: str | None = None):
+                 on_room=None, solved: bool = False, solved_in: str | None = None, shown_in: str | None = None):
         self.question = question
         # The review repeats questions: where one was first answered correctly, and where it is shown now.
         self.solved_in = solved_in
@@ -190,6 +192,11 @@ class QuestionView:
         if self.reveal_button is not None:
             self.reveal_button.on_click(lambda _: self.reveal())
             buttons.append(self.reveal_button)
+        self.room_button = None
+        if on_room is not None:  # on the course hub, instructor's classroom view: the room's answers
+            self.room_button = _button("Room's answers", "mha-quiz-room", "How the room answered (live poll)")
+            self.room_button.on_click(lambda _: setattr(self.feedback, "value", on_room(self)))
+            buttons.append(self.room_button)
         self.tries_label = _html("", "mha-quiz-tries")
         self.feedback = _html("", "mha-quiz-feedback")
         self._show_tries()
@@ -350,6 +357,7 @@ class QuickCheck(_Displayable):
             QuestionView(
                 q, n, len(questions), seed=seed, on_check=self._record,
                 on_reveal=(lambda view: None) if classroom else None,
+                on_room=_room_answers if classroom and poll.available() else None,
                 tries=stats[q.id].tries if q.id in stats else 0,
                 solved=stats[q.id].ever_correct if q.id in stats else False,
                 solved_in=stats[q.id].first_correct_set if q.id in stats else None,
@@ -387,6 +395,9 @@ class QuickCheck(_Displayable):
         if self.classroom:
             return self._classroom_check(view, verdict)
         self.store.record(view.question.id, self.set_id, verdict.correct, view.answer_text(), source="notebook")
+        if poll.available():  # on the course hub: the class poll, sent without making Check wait
+            choice = view.chosen() if view.question.kind != "numeric" else [format_number(view.chosen())]
+            threading.Thread(target=poll.send, args=(view.question.id, choice), daemon=True).start()
         stats = self.store.question_stats()
         self._update_score(stats)
         return stats[view.question.id].tries if view.question.id in stats else view.tries + 1
@@ -421,6 +432,21 @@ class QuickCheck(_Displayable):
             f"<div><b>Score.</b> {label}: {result.best} of {result.questions} questions answered correctly. "
             f"Course: {right} of {total}.</div>"
         )
+
+
+def _room_answers(view: QuestionView) -> str:
+    """The class poll's counts for ``view``'s question, one per option in the order shown, as HTML."""
+    result = poll.counts(view.question.id)
+    if result is None:
+        return _message("The room's answers are shown only to an instructor on the course hub.", "info")
+    counts = result["counts"]
+    if view.order:
+        labels = option_labels(view.order)
+        parts = [f"{labels[i].rstrip(')')}: {counts.get(str(i), 0)}" for i in view.order]
+    else:  # a numeric question: each number given
+        parts = [f"{value}: {n}" for value, n in sorted(counts.items())]
+    minutes = round(result["window_s"] / 60)
+    return _message(f"The room ({result['answered']} learners, last {minutes} minutes): " + ", ".join(parts), "info")
 
 
 def _execution_count() -> int | None:

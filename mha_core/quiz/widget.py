@@ -535,7 +535,7 @@ class ProgressView(_Displayable):
 
 def progress_table_html(summary) -> str:
     """The summary as an HTML table: one row per set, then the course total; the rows add up to it."""
-    head = ("Notebook", "Topic", "Questions", "Tried", "Correct at least once", "Correct on the latest try", "Tries", "Last answered")
+    head = ("Notebook", "Topic", "Questions", "Tried", "Right at least once", "Right on the latest try", "Tries", "Last answered")
     rows = []
     repeated = 0
     for key, r in summary.items():
@@ -544,15 +544,17 @@ def progress_table_html(summary) -> str:
         if key != "course":
             repeated += r.repeated
         weight = "font-weight:bold;border-top:2px solid #333;" if key == "course" else ""
-        rows.append("<tr>" + "".join(f'<td style="{weight}padding:0.2em 0.7em">{html.escape(str(c))}</td>' for c in cells) + "</tr>")
-    header = "".join(f'<th style="text-align:left;padding:0.2em 0.7em">{h}</th>' for h in head)
+        rows.append("<tr>" + "".join(f'<td style="{weight}padding:0.2em 0.5em">{html.escape(str(c))}</td>' for c in cells) + "</tr>")
+    header = "".join(f'<th style="text-align:left;vertical-align:bottom;padding:0.2em 0.5em">{h}</th>' for h in head)
     foot = ""
     if repeated:
         foot = (f'<div class="mha-quiz-progress-note" style="color:#555;font-size:0.9em;margin-top:0.3em">'
                 f"Each question counts once, in the notebook it belongs to, so the rows add up to the total. "
                 f"The review's quick check also repeats {repeated} questions of notebooks 01-09: "
                 f"an answer to one of them counts in that notebook's row.</div>")
-    return (f'<table style="font-size:{FONT_PX}px;border-collapse:collapse">'
+    # width:100% lets long topics wrap inside the output area (about 848 px at 1280 x 800 with the
+    # file browser open) instead of running past it.
+    return (f'<table style="font-size:{FONT_PX}px;border-collapse:collapse;width:100%">'
             f"<caption style=\"text-align:left;font-weight:bold\">Your quick-check progress</caption>"
             f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>{foot}")
 

@@ -76,14 +76,15 @@ def lab(browser_run):
             browser_run["cleanup"]["leftover_processes"] = processes_mentioning(str(work_dir))
 
 
-@pytest.fixture(scope="module")
-def browser(lab, browser_run):
-    """Debian's Chromium via playwright, a fresh profile; closed before the server stops."""
+@contextlib.contextmanager
+def chromium(work_dir: Path, cleanup: dict | None = None):
+    """Debian's Chromium via playwright with a fresh profile under ``work_dir``; closed, and any process
+    still holding that profile killed, on the way out (recorded in ``cleanup`` when given)."""
     from playwright.sync_api import sync_playwright
 
-    profile = lab.work_dir / "chromium-profile"
-    home = lab.work_dir / "chromium-home"
-    home.mkdir()
+    profile = work_dir / "chromium-profile"
+    home = work_dir / "chromium-home"
+    home.mkdir(exist_ok=True)
     env = dict(os.environ, HOME=str(home))
     try:
         with sync_playwright() as pw:
@@ -98,7 +99,16 @@ def browser(lab, browser_run):
                     context.close()
     finally:
         # Anything still holding this run's profile folder is ours and should be gone.
-        browser_run["cleanup"]["chromium_killed"] = _kill_matching(str(profile))
+        killed = _kill_matching(str(profile))
+        if cleanup is not None:
+            cleanup["chromium_killed"] = killed
+
+
+@pytest.fixture(scope="module")
+def browser(lab, browser_run):
+    """Chromium for the JupyterLab tests; closed before the server stops."""
+    with chromium(lab.work_dir, browser_run["cleanup"]) as context:
+        yield context
 
 
 def _kill_matching(fragment: str) -> list[int]:

@@ -8,17 +8,14 @@ TeX left), the quick check's answers folded away, and no request that left the m
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from browser_config import CHROMIUM, REPO
-from conftest import _fail_or_skip, _kill_matching, missing_tools
-from lab_page import BrowserStartError, launch_browser
+from browser_config import REPO
+from conftest import _fail_or_skip, chromium, missing_tools
 
 sys.path.insert(0, str(REPO / "tools"))
 import handouts  # noqa: E402
@@ -39,34 +36,18 @@ def offline_browser(tmp_path_factory):
     problems = missing_tools()
     if problems:
         _fail_or_skip("; ".join(problems))
-    from playwright.sync_api import sync_playwright
+    outside = []
 
-    work = tmp_path_factory.mktemp("handout-browser")
-    profile = work / "profile"
-    env = dict(os.environ, HOME=str(work))
-    try:
-        with sync_playwright() as pw:
-            try:
-                context = launch_browser(pw, profile, executable=CHROMIUM, env=env)
-            except BrowserStartError as exc:
-                pytest.fail(str(exc), pytrace=False)
-            outside = []
+    def only_local(route):
+        if route.request.url.startswith(("file://", "data:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
 
-            def only_local(route):
-                if route.request.url.startswith(("file://", "data:", "blob:")):
-                    route.continue_()
-                else:
-                    outside.append(route.request.url)
-                    route.abort()
-
-            context.route("**/*", only_local)
-            try:
-                yield context, outside
-            finally:
-                with contextlib.suppress(Exception):
-                    context.close()
-    finally:
-        _kill_matching(str(profile))
+    with chromium(tmp_path_factory.mktemp("handout-browser")) as context:
+        context.route("**/*", only_local)
+        yield context, outside
 
 
 def test_the_index_links_every_page(built):

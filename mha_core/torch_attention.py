@@ -26,16 +26,16 @@ The blocking rule is the reference's: a query whose keys are all blocked by the 
 gets weights of all zeros and a zero head output (``torch.nn.MultiheadAttention`` gives
 NaN there). Only the masks block: a row made NaN by the data is never zeroed.
 
-NaN and inf in the inputs are not looked for (that would cost a sum and a ``.item()``
-per call, about 10% of a small call, and a GPU sync); they propagate, as in any torch
-layer. A NaN or inf in query row i gives NaN in output row i; one in key or value
-token j gives NaN or inf in every output row of that sequence (a blocked key's zero
-weight times a NaN value is still NaN). Never a silently finite row: SDPA's CPU kernel would
-return zeros for a NaN query, and ``_sdpa`` lets the NaN through (on CPU,
-``torch.nn.MultiheadAttention``'s cross-attention returns that zero row). The NumPy
-reference refuses such inputs instead. Float masks are checked: NaN or +inf in one is
-a ``ValueError``. Scores that overflow the dtype (|q.k| above about 3e38 in float32)
-are not detected here; the NumPy reference refuses them.
+NaN and inf in the inputs propagate, as in any torch layer, and are not looked for:
+a NaN or inf in query row i gives NaN in output row i; one in key or value token j
+gives NaN or inf in every output row of that sequence (a blocked key's zero weight
+times NaN is still NaN). Never a silently finite row: SDPA's CPU kernel returns zeros
+for a NaN query (so does ``torch.nn.MultiheadAttention``'s cross-attention on CPU);
+``_sdpa`` lets the NaN through. That costs one elementwise pass, about as much as a
+check would (a sum and ``.item()``, a sync on a GPU). The NumPy reference refuses such
+inputs instead. Float masks are checked: NaN or +inf in one is a ``ValueError``. Scores
+that overflow the dtype (|q.k| above about 3e38 in float32) are not detected here; the
+NumPy reference refuses them.
 
 This module imports torch; ``import mha_core`` does not import it.
 """
@@ -159,14 +159,13 @@ class TorchMultiHeadAttention(nn.Module):
         if device.type != "meta":
             itemsize = (dtype or torch.get_default_dtype()).itemsize
             _validate.layer_fits(self.d_model, self.n_heads, self.n_kv_heads, self.bias, itemsize)
-        # Made on the "meta" device (no memory, no random draws), then given real storage;
-        # _init_weights fills them, from a private generator when seed is set.
-        meta = {"device": "meta", "dtype": dtype}
-        self.w_qkv = nn.Parameter(torch.empty(D + 2 * kv_width, D, **meta))  # rows: W_Q^T, W_K^T, W_V^T
-        self.register_parameter("b_qkv", nn.Parameter(torch.empty(D + 2 * kv_width, **meta)) if self.bias else None)
-        self.w_out = nn.Parameter(torch.empty(D, D, **meta))  # W_O^T
-        self.register_parameter("b_out", nn.Parameter(torch.empty(D, **meta)) if self.bias else None)
-        self.to_empty(device=device)
+        # Allocated without drawing anything; _init_weights fills them (from a private
+        # generator when seed is set), as the NumPy reference does.
+        where = {"device": device, "dtype": dtype}
+        self.w_qkv = nn.Parameter(torch.empty(D + 2 * kv_width, D, **where))  # rows: W_Q^T, W_K^T, W_V^T
+        self.register_parameter("b_qkv", nn.Parameter(torch.empty(D + 2 * kv_width, **where)) if self.bias else None)
+        self.w_out = nn.Parameter(torch.empty(D, D, **where))  # W_O^T
+        self.register_parameter("b_out", nn.Parameter(torch.empty(D, **where)) if self.bias else None)
         self._init_weights(seed)
 
     def _init_weights(self, seed) -> None:
@@ -240,9 +239,8 @@ class TorchMultiHeadAttention(nn.Module):
             return self._forward_special(query, key, value, attn_mask, key_padding_mask, is_causal,
                                          need_weights, kv_cache)
         # The plain path: self-attention on (B, T, D), as a hand-written module does it.
-        # Parameters are read from nn.Module's own table: self.w_qkv would first fail the
-        # ordinary attribute lookup, then find it there (about 1 us a name; a call at
-        # T=6 takes about 20 us).
+        # The parameters are read from nn.Module's own table, where self.w_qkv finds them
+        # only after the ordinary lookup fails (about 1 us a name; a call at T=6 takes 20 us).
         p = self._parameters
         B, T, D = query.shape
         qkv = F.linear(query, p["w_qkv"], p["b_qkv"])  # (B, T, D + 2*Hkv*Dh)

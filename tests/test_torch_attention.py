@@ -662,10 +662,22 @@ def test_new_kv_cache_is_preallocated_with_the_layers_head_layout(layout, batch)
     assert cache.k.dtype == cache.v.dtype == torch.float32
     assert (cache.length, cache.max_tokens) == (0, 10)
     # The bytes a cache holds: keys and values, B * Hkv * max_tokens * Dh numbers each.
-    # (costs.kv_cache_bytes(n_layers=1, n_tokens=10, n_kv_heads, d_head=4, batch, bytes_per_value=4) once it exists.)
     assert cache.nbytes == cache.k.nbytes + cache.v.nbytes == 2 * batch * n_kv_heads * 10 * 4 * 4
     doubles = layer.new_kv_cache(batch, 10, dtype=torch.float64)
     assert doubles.nbytes == 2 * cache.nbytes and doubles.k.dtype == torch.float64
+
+
+@pytest.mark.parametrize("layout", HEAD_LAYOUTS)
+@pytest.mark.parametrize("batch, max_tokens", [(1, 1), (1, 37), (3, 10), (8, 256)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+def test_cache_bytes_equal_what_costs_kv_cache_bytes_calculates(layout, batch, max_tokens, dtype):
+    # The calculator of notebook 09 and the real cache must agree, for MHA, GQA and MQA.
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = TorchMultiHeadAttention(32, n_heads, n_kv_heads=n_kv_heads, dtype=dtype)
+    cache = layer.new_kv_cache(batch, max_tokens=max_tokens)
+    calculated = costs.kv_cache_bytes(n_layers=1, n_tokens=max_tokens, n_kv_heads=n_kv_heads, d_head=layer.d_head,
+                                      batch=batch, bytes_per_value=dtype.itemsize)
+    assert cache.nbytes == calculated
 
 
 @pytest.mark.parametrize("layout", HEAD_LAYOUTS)

@@ -1,7 +1,7 @@
 """Python overhead of ``TorchMultiHeadAttention`` against the bare composition, in CPU time.
 
     PYTHONPATH=. python -m benchmarks.bench_overhead                 # this checkout against bare SDPA
-    PYTHONPATH=. python -m benchmarks.bench_overhead --old b333901   # and a committed version beside it
+    PYTHONPATH=. python -m benchmarks.bench_overhead --old b333901   # and committed versions beside it (REV,REV,...)
 
 At small shapes the work is a few microseconds of kernels, so what separates a
 module from ``bare_sdpa`` in ``bench_attention`` (F.linear, view/permute, SDPA,
@@ -12,8 +12,9 @@ script measures that alone, robustly on a shared, loaded machine:
 * the contenders interleaved, in an order that rotates every round;
 * the ratio to bare SDPA taken round by round, then the median of those ratios.
 
-``--old REV`` loads ``mha_core/torch_attention.py`` as it was at git revision REV
-(beside the current ``mha_core`` package, whose helpers it imports) as a third contender.
+``--old REV[,REV...]`` loads ``mha_core/torch_attention.py`` as it was at each git
+revision (beside the current ``mha_core`` package, whose helpers it imports) as more
+contenders, named after their revisions.
 Not a section of ``python -m benchmarks``: a tool for working on the module.
 """
 
@@ -33,23 +34,23 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_old(rev: str):
-    """``mha_core/torch_attention.py`` at git revision ``rev``, as module ``mha_core._old_torch_attention``."""
+    """``mha_core/torch_attention.py`` at git revision ``rev``, as module ``mha_core._torch_attention_<rev>``."""
     source = subprocess.run(["git", "show", f"{rev}:mha_core/torch_attention.py"], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout
     import mha_core
 
-    name = "mha_core._old_torch_attention"
+    name = f"mha_core._torch_attention_{rev}"
     spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "mha_core"
-    module.__file__ = str(Path(mha_core.__file__).parent / "_old_torch_attention.py")
+    module.__file__ = str(Path(mha_core.__file__).parent / f"_torch_attention_{rev}.py")
     sys.modules[name] = module
     exec(compile(source, f"{rev}:mha_core/torch_attention.py", "exec"), module.__dict__)  # noqa: S102
     return module
 
 
-def contenders(shape: dict, old_module=None) -> dict:
-    """Zero-argument callables on the same weights and input: bare SDPA, this module, the old one."""
+def contenders(shape: dict, old_modules: dict | None = None) -> dict:
+    """Zero-argument callables on the same weights and input: bare SDPA, this module, older ones by name."""
     import torch
     import torch.nn.functional as F
 
@@ -72,9 +73,9 @@ def contenders(shape: dict, old_module=None) -> dict:
 
     new = TorchMultiHeadAttention.from_torch(module).eval()
     found = {"bare": bare_sdpa, "new": lambda: new(x, is_causal=causal).output}
-    if old_module is not None:
+    for name, old_module in (old_modules or {}).items():
         old = old_module.TorchMultiHeadAttention.from_torch(module).eval()
-        found["old"] = lambda: old(x, is_causal=causal).output
+        found[name] = lambda old=old: old(x, is_causal=causal).output
     with torch.inference_mode():
         expected = bare_sdpa()
         for name, fn in found.items():
@@ -114,7 +115,7 @@ def ratios(times: dict, reference: str = "bare") -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--old", metavar="REV", help="also time torch_attention.py as at this git revision")
+    parser.add_argument("--old", metavar="REV[,REV...]", help="also time torch_attention.py as at these git revisions")
     parser.add_argument("--shapes", default="classroom,sentence,large", help="from " + ", ".join(CPU_SHAPES))
     parser.add_argument("--rounds", type=int, default=200, help="timed rounds at the small shapes")
     args = parser.parse_args(argv)
@@ -122,10 +123,10 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    old_module = load_old(args.old) if args.old else None
+    old_modules = {rev: load_old(rev) for rev in args.old.split(",")} if args.old else {}
     for key in args.shapes.split(","):
         shape = CPU_SHAPES[key]
-        fns = contenders(shape, old_module)
+        fns = contenders(shape, old_modules)
         large = shape["batch"] * shape["tokens"] > 1024
         rounds, inner = (max(5, args.rounds // 20), 1) if large else (args.rounds, 50)
         times = measure(fns, rounds=rounds, inner=inner)

@@ -93,7 +93,8 @@ def main(argv=None) -> int:
     previous = out_dir / "report.json"
     if args.only and not args.fresh and previous.exists():
         try:
-            report["sections"] = json.loads(previous.read_text()).get("sections", {})
+            kept = json.loads(previous.read_text()).get("sections", {})
+            report["sections"] = {name: kept[name] for name in SECTIONS if name in kept}  # a retired section goes
         except (OSError, ValueError):
             pass
 

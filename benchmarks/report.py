@@ -7,7 +7,6 @@ from .shapes import SMALL_SHAPES
 TITLES = {
     "import": "`import mha_core` without torch",
     "attention": "Attention forward on the CPU (fp32)",
-    "decoding": "Decoding with a KV cache against recomputing the prefix (CPU, fp32)",
     "numpy": "The NumPy reference at the small shapes",
     "gpu": "Attention on a CUDA device (bf16, long context)",
     "controls": "Live controls: Python-side update time",
@@ -75,16 +74,6 @@ def derive(sections: dict) -> dict:
              spread("nn.MHA"), g["vs_nn_mha"]["met"], "attention")
         goal(f"TorchMHA vs bare SDPA + linear layers, {shape_name}", "<= 1.10x",
              spread("bare SDPA"), g["vs_bare_sdpa"]["met"], "attention")
-
-    dec = _result(sections, "decoding")
-    if dec:
-        for n, entry in dec["lengths"].items():
-            r = entry["speedup"]
-            goal(f"cached decoding faster than recomputing the prefix, N={n} tokens", "> 1.00x",
-                 f"{_x(r['median'])} (rounds p25-p75 {r['p25']:.2f}-{r['p75']:.2f}; {entry['rounds']} rounds)",
-                 r["median"] > 1.0, "decoding")
-    else:
-        goal("cached decoding faster than recomputing the prefix", "> 1.00x", _missing(sections, "decoding"), None, "decoding")
 
     nbs = _result(sections, "notebooks")
     if nbs and nbs.get("count"):
@@ -283,26 +272,6 @@ def render_markdown(report: dict) -> str:
                 lines.append(f"| {name} | {a['flop_per_s'] / 1e9:.1f} GFLOP/s | {a['fraction_of_matmul']:.0%} |")
         else:
             lines.append("Not measured (needs the large shape of section 1).")
-
-    dec = _section_head(lines, sections, "decoding")
-    if dec:
-        shape = dec["shape"]
-        lines += [
-            f"One `TorchMultiHeadAttention` layer, d_model {shape['d_model']}, {shape['n_heads']} heads, batch {shape['batch']},"
-            f" {shape['dtype']}, torch threads {dec['torch_threads']}, under `torch.inference_mode()`. N tokens produced one at a"
-            " time: *cached* feeds each token with `kv_cache=` (one token projected per step); *recompute* runs the whole"
-            " prefix with `is_causal=True` at every step and keeps the last row. Times are per full decode of N tokens;"
-            " the ratio is recompute / cached, round by round. Both are compared with one full causal pass.",
-            "",
-            "| N | cached | recompute | recompute / cached | cached per token | cache bytes | max abs diff (cached, recompute) | rounds |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        ]
-        for n, e in dec["lengths"].items():
-            s_, r = e["seconds"], e["speedup"]
-            d = e["max_abs_diff_vs_full_pass"]
-            lines.append(f"| {n} | {_ms(s_['cached']['median'])} | {_ms(s_['recompute']['median'])} | {_x(r['median'])}"
-                         f" | {_ms(e['per_token_s']['cached']['median'])} | {e['cache_nbytes']:,} | {d['cached']:.1e}, {d['recompute']:.1e}"
-                         f" | {e['rounds']} |")
 
     num = _section_head(lines, sections, "numpy")
     if num:

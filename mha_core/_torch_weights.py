@@ -14,9 +14,10 @@ def _np(t):
     return None if t is None else t.detach().to("cpu").double().numpy().copy()
 
 
-def _weights(d_model, n_heads, n_kv_heads, w_qkv, b_qkv, out_proj) -> dict:
+def _weights(d_model, n_heads, n_kv_heads, w_qkv, b_qkv, w_out, b_out) -> dict:
     """The dict both readers return: the three input projections (already in reference
-    layout) and the output projection, read from ``out_proj`` (a ``torch.nn.Linear``)."""
+    layout) and the output projection, from ``w_out`` (D, D) and ``b_out`` (D,) or None
+    in ``torch.nn.Linear``'s layout."""
     w_q, w_k, w_v = (np.ascontiguousarray(w) for w in w_qkv)
     b_q, b_k, b_v = b_qkv
     return {
@@ -26,11 +27,11 @@ def _weights(d_model, n_heads, n_kv_heads, w_qkv, b_qkv, out_proj) -> dict:
         "w_q": w_q,
         "w_k": w_k,
         "w_v": w_v,
-        "w_o": _np(out_proj.weight).T.copy(),  # (D, D) in reference layout
+        "w_o": _np(w_out).T.copy(),  # (D, D) in reference layout
         "b_q": b_q,
         "b_k": b_k,
         "b_v": b_v,
-        "b_o": _np(out_proj.bias),
+        "b_o": _np(b_out),
     }
 
 
@@ -55,12 +56,12 @@ def _from_fused(module) -> dict:
     """Weights of an ``mha_core.TorchMultiHeadAttention`` (one fused QKV projection)."""
     D, Hkv, Dh = module.d_model, module.n_kv_heads, module.d_head
     kv_width = Hkv * Dh
-    w = _np(module.qkv.weight)  # (D + 2*Hkv*Dh, D), rows: q, k, v
-    b = _np(module.qkv.bias)  # (D + 2*Hkv*Dh,) or None
+    w = _np(module.w_qkv)  # (D + 2*Hkv*Dh, D), rows: q, k, v
+    b = _np(module.b_qkv)  # (D + 2*Hkv*Dh,) or None
     edges = (0, D, D + kv_width, D + 2 * kv_width)
     w_q, w_k, w_v = (w[lo:hi].T for lo, hi in zip(edges, edges[1:]))  # (D, D), (D, Hkv*Dh), (D, Hkv*Dh)
     b_q, b_k, b_v = (None, None, None) if b is None else (b[lo:hi] for lo, hi in zip(edges, edges[1:]))
-    return _weights(D, module.n_heads, Hkv, (w_q, w_k, w_v), (b_q, b_k, b_v), module.out_proj)
+    return _weights(D, module.n_heads, Hkv, (w_q, w_k, w_v), (b_q, b_k, b_v), module.w_out, module.b_out)
 
 
 def numpy_weights_from_torch(module) -> dict:
@@ -84,4 +85,5 @@ def numpy_weights_from_torch(module) -> dict:
         w_q, w_k, w_v = (_np(p).T for p in (module.q_proj_weight, module.k_proj_weight, module.v_proj_weight))  # each (D, D)
     b = _np(module.in_proj_bias)
     b_q, b_k, b_v = (None, None, None) if b is None else (b[:D], b[D : 2 * D], b[2 * D :])
-    return _weights(D, module.num_heads, module.num_heads, (w_q, w_k, w_v), (b_q, b_k, b_v), module.out_proj)
+    return _weights(D, module.num_heads, module.num_heads, (w_q, w_k, w_v), (b_q, b_k, b_v),
+                    module.out_proj.weight, module.out_proj.bias)

@@ -5,7 +5,7 @@ with the same constructor and the same mask meanings as ``torch.nn.MultiheadAtte
 (bool ``True`` = blocked, float = added to the scores). It differs from the NumPy
 reference only in how the work is done:
 
-* one fused projection, ``qkv``, holds W_Q, W_K and W_V stacked (one matrix product
+* one fused projection, ``w_qkv``, holds W_Q, W_K and W_V stacked (one matrix product
   for self-attention);
 * the attention itself runs in ``torch.nn.functional.scaled_dot_product_attention``
   (SDPA), which never builds the per-head weights unless you ask for them with
@@ -13,20 +13,29 @@ reference only in how the work is done:
 * a ``KVCache`` keeps the keys and values of earlier tokens, so decoding one token
   at a time projects each token once.
 
-Weights are stored as ``torch.nn.Linear`` stores them, ``(out_features, in_features)``,
-the transpose of the NumPy reference's layout:
+The four parameters are stored as ``torch.nn.Linear`` stores its weight,
+``(out_features, in_features)``, the transpose of the NumPy reference's layout, and
+applied with ``F.linear(x, w, b)`` (``x @ w.T + b``):
 
-    qkv.weight: (D + 2*Hkv*Dh, D)   rows: W_Q^T (D rows), W_K^T (Hkv*Dh), W_V^T (Hkv*Dh)
-    qkv.bias:   (D + 2*Hkv*Dh,)
-    out_proj.weight: (D, D)         W_O^T
-    out_proj.bias:   (D,)
+    w_qkv: (D + 2*Hkv*Dh, D)   rows: W_Q^T (D rows), W_K^T (Hkv*Dh), W_V^T (Hkv*Dh)
+    b_qkv: (D + 2*Hkv*Dh,)     or None (bias=False)
+    w_out: (D, D)              W_O^T
+    b_out: (D,)                or None
 
-The blocking rule is the reference's: a query whose keys are all blocked gets weights
-of all zeros and a zero head output (``torch.nn.MultiheadAttention`` gives NaN there).
-Inputs with NaN or inf, and float masks with NaN or +inf, are refused with a
-``ValueError``, as in the reference (the check is one sum per input, read back with
-``.item()``: on a GPU that synchronises once per call). Scores that overflow the dtype
-(|q.k| above about 3e38 in float32) are not detected here; the NumPy reference refuses them.
+The blocking rule is the reference's: a query whose keys are all blocked by the masks
+gets weights of all zeros and a zero head output (``torch.nn.MultiheadAttention`` gives
+NaN there). Only the masks block: a row made NaN by the data is never zeroed.
+
+NaN and inf in the inputs propagate, as in any torch layer, and are not looked for:
+a NaN or inf in query row i gives NaN in output row i; one in key or value token j
+gives NaN or inf in every output row of that sequence (a blocked key's zero weight
+times NaN is still NaN). Never a silently finite row: SDPA's CPU kernel returns zeros
+for a NaN query (so does ``torch.nn.MultiheadAttention``'s cross-attention on CPU);
+``_sdpa`` lets the NaN through. That costs one elementwise pass, about as much as a
+check would (a sum and ``.item()``, a sync on a GPU). The NumPy reference refuses such
+inputs instead. Float masks are checked: NaN or +inf in one is a ``ValueError``. Scores
+that overflow the dtype (|q.k| above about 3e38 in float32) are not detected here; the
+NumPy reference refuses them.
 
 This module imports torch; ``import mha_core`` does not import it.
 """
@@ -150,11 +159,13 @@ class TorchMultiHeadAttention(nn.Module):
         if device.type != "meta":
             itemsize = (dtype or torch.get_default_dtype()).itemsize
             _validate.layer_fits(self.d_model, self.n_heads, self.n_kv_heads, self.bias, itemsize)
-        # Built on the "meta" device (no memory, no random draws), then given real storage:
-        # nn.Linear's own initialisation would draw from the global RNG even when seed is set.
-        meta = {"device": "meta", "dtype": dtype}
-        self.qkv = nn.Linear(D, D + 2 * kv_width, bias=self.bias, **meta).to_empty(device=device)
-        self.out_proj = nn.Linear(D, D, bias=self.bias, **meta).to_empty(device=device)
+        # Allocated without drawing anything; _init_weights fills them (from a private
+        # generator when seed is set), as the NumPy reference does.
+        where = {"device": device, "dtype": dtype}
+        self.w_qkv = nn.Parameter(torch.empty(D + 2 * kv_width, D, **where))  # rows: W_Q^T, W_K^T, W_V^T
+        self.register_parameter("b_qkv", nn.Parameter(torch.empty(D + 2 * kv_width, **where)) if self.bias else None)
+        self.w_out = nn.Parameter(torch.empty(D, D, **where))  # W_O^T
+        self.register_parameter("b_out", nn.Parameter(torch.empty(D, **where)) if self.bias else None)
         self._init_weights(seed)
 
     def _init_weights(self, seed) -> None:
@@ -163,17 +174,17 @@ class TorchMultiHeadAttention(nn.Module):
             if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
                 raise TypeError(f"seed must be a whole number or None; got {seed!r} ({type(seed).__name__})")
             generator = torch.Generator(device="cpu").manual_seed(int(seed))
-        if self.qkv.weight.is_meta:
+        if self.w_qkv.is_meta:
             return  # shapes only (for counting parameters): nothing to fill
         widths = [n * self.d_head for n in self._heads]
-        blocks = [*self.qkv.weight.split(widths, dim=0), self.out_proj.weight]  # W_Q^T, W_K^T, W_V^T, W_O^T
+        blocks = [*self.w_qkv.split(widths, dim=0), self.w_out]  # W_Q^T, W_K^T, W_V^T, W_O^T
         with torch.no_grad():
             for block in blocks:
                 rows, cols = block.shape
                 limit = math.sqrt(6.0 / (rows + cols))  # Xavier/Glorot uniform
                 # Drawn on the CPU in float64 so a seed gives the same numbers on any device and dtype.
                 block.copy_(torch.empty(rows, cols, dtype=torch.float64).uniform_(-limit, limit, generator=generator))
-            for b in (self.qkv.bias, self.out_proj.bias):
+            for b in (self.b_qkv, self.b_out):
                 if b is not None:
                     b.zero_()
 
@@ -222,43 +233,33 @@ class TorchMultiHeadAttention(nn.Module):
         """
         if type(is_causal) is not bool:
             is_causal = _validate.flag(is_causal, "is_causal")
-        if kv_cache is not None:
-            self._check_cache(kv_cache, query, key, value, attn_mask, key_padding_mask)
-            is_causal = True
-        qkv, out_proj = self.qkv, self.out_proj
-        w_qkv = qkv.weight  # (D + 2*Hkv*Dh, D)
-        query, key, value = self._inputs(query, key, value, w_qkv.dtype)
-        special = self.why_not_plain_sdpa(query, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+        special = self.why_not_plain_sdpa(query, key, value, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                           need_weights=need_weights, kv_cache=kv_cache)
-        q, k, v = self._project(query, key, value, w_qkv, qkv.bias)  # (B, H, Tq, Dh), (B, Hkv, Tk, Dh) x 2
-        offset = 0
-        if kv_cache is not None:
-            offset = kv_cache.length  # tokens before this chunk
-            k, v = kv_cache.append(k, v)  # (B, Hkv, offset + Tq, Dh): the cached tokens, then these
-        if special is None:
-            head_outputs, weights = _sdpa(q, k, v, None, is_causal and offset == 0), None  # (B, H, Tq, Dh)
-        else:
-            mask = self._mask(attn_mask, key_padding_mask, is_causal, offset, q, k)  # (B|1, H|1, Tq, Tk) or None
-            if need_weights:
-                head_outputs, weights = _explicit_attention(q, k, v, mask)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
-            else:
-                head_outputs, weights = _sdpa(q, k, v, mask, False), None  # (B, H, Tq, Dh)
-            if attn_mask is not None or key_padding_mask is not None:
-                head_outputs, weights = _zero_fully_blocked(head_outputs, weights, mask)
-        B, H, Tq, Dh = head_outputs.shape
-        concat = head_outputs.transpose(1, 2).reshape(B, Tq, H * Dh)  # (B, Tq, D)
-        output = F.linear(concat, out_proj.weight, out_proj.bias)  # (B, Tq, D)
-        return self._caller_layout(output, weights, query)
+        if special is not None:
+            return self._forward_special(query, key, value, attn_mask, key_padding_mask, is_causal,
+                                         need_weights, kv_cache)
+        # The plain path: self-attention on (B, T, D), as a hand-written module does it.
+        # The parameters are read from nn.Module's own table, where self.w_qkv finds them
+        # only after the ordinary lookup fails (about 1 us a name; a call at T=6 takes 20 us).
+        p = self._parameters
+        B, T, D = query.shape
+        qkv = F.linear(query, p["w_qkv"], p["b_qkv"])  # (B, T, D + 2*Hkv*Dh)
+        qkv = qkv.view(B, T, -1, self.d_head).transpose(1, 2)  # (B, H + 2*Hkv, T, Dh)
+        q, k, v = qkv.split_with_sizes(self._heads, dim=1)  # (B, H, T, Dh), (B, Hkv, T, Dh) x 2
+        head_outputs = _sdpa(q, k, v, None, is_causal)  # (B, H, T, Dh)
+        concat = head_outputs.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        return TorchAttentionResult(F.linear(concat, p["w_out"], p["b_out"]), None)  # output (B, T, D)
 
     def why_not_plain_sdpa(self, query, key=None, value=None, *, attn_mask=None, key_padding_mask=None,
                            need_weights=False, kv_cache=None) -> str | None:
-        """Why ``forward`` with these arguments cannot be one plain SDPA call; None if it can.
+        """Why ``forward`` with these arguments does more than the plain path; None if it does not.
 
-        The plain path is a projection, one ``scaled_dot_product_attention`` call with
-        no mask tensor (at most ``is_causal``), and the output projection: what a
-        hand-written module would do. Each special case below adds work, and is named
-        so that a test, a benchmark or a curious learner can see which one applies
-        (as ``torch.nn.MultiheadAttention``'s ``why_not_fast_path`` does).
+        The plain path is self-attention on a (B, T, D) tensor: the fused projection,
+        one ``scaled_dot_product_attention`` call with no mask tensor (at most
+        ``is_causal``), and the output projection, what a hand-written module does.
+        Each special case below adds work, and is named so that a test, a benchmark or
+        a curious learner can see which one applies (as ``torch.nn.MultiheadAttention``'s
+        ``why_not_fast_path`` does).
 
         Shapes: as ``forward``.
         """
@@ -268,9 +269,47 @@ class TorchMultiHeadAttention(nn.Module):
             return "attn_mask is given: it goes to SDPA as a mask tensor, and fully blocked queries are zeroed"
         if key_padding_mask is not None:
             return "key_padding_mask is given: it goes to SDPA as a mask tensor, and fully blocked queries are zeroed"
-        if kv_cache is not None and kv_cache.length > 0 and self._n_tokens(query) > 1:
-            return "kv_cache holds earlier tokens: the causal mask of a chunk is shifted by kv_cache.length"
+        if kv_cache is not None:
+            if isinstance(kv_cache, KVCache) and kv_cache.length > 0 and self._n_tokens(query) > 1:
+                return "kv_cache holds earlier tokens: the causal mask of a chunk is shifted by kv_cache.length"
+            return "kv_cache is given: the new keys and values are written to it before attending"
+        if (key is not None and key is not query) or (value is not None and value is not query):
+            return "key or value is another tensor (cross-attention): query, key and value are projected apart"
+        if not (isinstance(query, torch.Tensor) and query.dim() == 3 and self.batch_first):
+            return "query is not a batch-first (B, T, D) tensor: it is checked, and (T, D) or (T, B, D) laid out as (B, T, D)"
+        if query.dtype != self._parameters["w_qkv"].dtype or query.shape[2] != self.d_model or 0 in query.shape:
+            return "query's dtype or size does not fit the layer: the checks say what to change"
         return None
+
+    def _forward_special(self, query, key, value, attn_mask, key_padding_mask, is_causal, need_weights, kv_cache):
+        """``forward`` with every special case that ``why_not_plain_sdpa`` names. Shapes: as ``forward``."""
+        if kv_cache is not None:
+            self._check_cache(kv_cache, query, key, value, attn_mask, key_padding_mask)
+            is_causal = True
+        w_qkv, b_qkv = self.w_qkv, self.b_qkv  # (D + 2*Hkv*Dh, D), (D + 2*Hkv*Dh,)
+        query, key, value = self._inputs(query, key, value, w_qkv.dtype)
+        need_weights = _validate.flag(need_weights, "need_weights")
+        q, k, v = self._project(query, key, value, w_qkv, b_qkv)  # (B, H, Tq, Dh), (B, Hkv, Tk, Dh) x 2
+        offset = 0
+        if kv_cache is not None:
+            offset = kv_cache.length  # tokens before this chunk
+            k, v = kv_cache.append(k, v)  # (B, Hkv, offset + Tq, Dh): the cached tokens, then these
+        masked = attn_mask is not None or key_padding_mask is not None
+        if not (masked or need_weights or (is_causal and offset > 0 and q.shape[2] > 1)):
+            # One new token sees every cached key; a first chunk is plainly causal.
+            head_outputs, weights = _sdpa(q, k, v, None, is_causal and offset == 0), None  # (B, H, Tq, Dh)
+        else:
+            mask = self._mask(attn_mask, key_padding_mask, is_causal, offset, q, k)  # (B|1, H|1, Tq, Tk) or None
+            if need_weights:
+                head_outputs, weights = _explicit_attention(q, k, v, mask)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+            else:
+                head_outputs, weights = _sdpa(q, k, v, mask, False), None  # (B, H, Tq, Dh)
+            if masked:
+                head_outputs, weights = _zero_fully_blocked(head_outputs, weights, mask)
+        B, H, Tq, Dh = head_outputs.shape
+        concat = head_outputs.transpose(1, 2).reshape(B, Tq, H * Dh)  # (B, Tq, D)
+        output = F.linear(concat, self.w_out, self.b_out)  # (B, Tq, D)
+        return self._caller_layout(output, weights, query)
 
     # -- the steps ---------------------------------------------------------------------
 
@@ -307,7 +346,7 @@ class TorchMultiHeadAttention(nn.Module):
         return query, key, value
 
     def _check_input(self, x, name: str, dtype) -> None:
-        """Raise unless ``x`` is a finite float tensor of ``dtype`` (the weights'), this layer's rank and width."""
+        """Raise unless ``x`` is a float tensor of ``dtype`` (the weights'), this layer's rank and width."""
         if not isinstance(x, torch.Tensor):
             layout = "(B, T, D) or (T, D)" if self.batch_first else "(T, B, D) or (T, D)"
             raise TypeError(f"{name} must be a torch.Tensor of shape {layout}; got {type(x).__name__} (convert it with torch.as_tensor)")
@@ -326,12 +365,6 @@ class TorchMultiHeadAttention(nn.Module):
             if 0 in shape:
                 raise ValueError(f"{name} is empty (shape {tuple(shape)}); it needs at least one token and one feature")
             raise ValueError(f"{name} has d_model={shape[-1]} (shape {tuple(shape)}); this layer expects d_model={self.d_model}")
-        # One reduction finds NaN and inf (they make the sum non-finite); only then, or when
-        # finite values overflow the sum, is every entry looked at.
-        if not math.isfinite(x.detach().sum().item()) and not torch.isfinite(x).all():
-            bad = "NaN" if x.isnan().any() else "inf"
-            raise ValueError(f"{name} contains {bad}; every entry must be a finite number")
-
     def _n_tokens(self, x) -> int:
         """T of an input in this layer's layout: (B, T, D), (T, B, D) or (T, D)."""
         return x.shape[0] if x.dim() == 2 or not self.batch_first else x.shape[1]
@@ -345,9 +378,9 @@ class TorchMultiHeadAttention(nn.Module):
                 raise ValueError(f"kv_cache implies the causal mask; {name} cannot be combined with it")
         if not isinstance(cache, KVCache):
             raise TypeError(f"kv_cache must be a KVCache from new_kv_cache(); got {type(cache).__name__}")
-        self._check_input(query, "query", self.qkv.weight.dtype)
+        weight = self.w_qkv
+        self._check_input(query, "query", weight.dtype)
         B = 1 if query.dim() == 2 else query.shape[0 if self.batch_first else 1]
-        weight = self.qkv.weight
         if cache.k.shape[1:2] + cache.k.shape[3:] != (self.n_kv_heads, self.d_head) or cache.v.shape != cache.k.shape:
             raise ValueError(
                 f"kv_cache has k of shape {tuple(cache.k.shape)}; this layer needs (B, Hkv, max_tokens, Dh) = "
@@ -455,8 +488,8 @@ class TorchMultiHeadAttention(nn.Module):
             raise TypeError("max_tokens is required: the most tokens the cache will hold, e.g. new_kv_cache(1, max_tokens=256)")
         batch = _validate.positive_int(batch, "batch")
         max_tokens = _validate.positive_int(max_tokens, "max_tokens")
-        dtype = self.qkv.weight.dtype if dtype is None else dtype
-        device = self.qkv.weight.device if device is None else torch.device(device)
+        dtype = self.w_qkv.dtype if dtype is None else dtype
+        device = self.w_qkv.device if device is None else torch.device(device)
         shape = (batch, self.n_kv_heads, max_tokens, self.d_head)  # (B, Hkv, max_tokens, Dh)
         _validate.fits_in_memory(2 * math.prod(shape) * dtype.itemsize, f"a cache of batch={batch}, max_tokens={max_tokens}")
         return KVCache(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
@@ -486,14 +519,14 @@ class TorchMultiHeadAttention(nn.Module):
         layer.to_empty(device=torch.empty(0).device if device is None else device)
 
         def t(a):
-            return torch.as_tensor(a, dtype=layer.qkv.weight.dtype, device=layer.qkv.weight.device)
+            return torch.as_tensor(a, dtype=layer.w_qkv.dtype, device=layer.w_qkv.device)
 
         with torch.no_grad():
-            layer.qkv.weight.copy_(torch.cat([t(ref.w_q).T, t(ref.w_k).T, t(ref.w_v).T]))  # (D + 2*Hkv*Dh, D)
-            layer.out_proj.weight.copy_(t(ref.w_o).T)  # (D, D)
+            layer.w_qkv.copy_(torch.cat([t(ref.w_q).T, t(ref.w_k).T, t(ref.w_v).T]))  # (D + 2*Hkv*Dh, D)
+            layer.w_out.copy_(t(ref.w_o).T)  # (D, D)
             if ref.bias:
-                layer.qkv.bias.copy_(torch.cat([t(ref.b_q), t(ref.b_k), t(ref.b_v)]))  # (D + 2*Hkv*Dh,)
-                layer.out_proj.bias.copy_(t(ref.b_o))  # (D,)
+                layer.b_qkv.copy_(torch.cat([t(ref.b_q), t(ref.b_k), t(ref.b_v)]))  # (D + 2*Hkv*Dh,)
+                layer.b_out.copy_(t(ref.b_o))  # (D,)
         return layer
 
     @classmethod
@@ -533,7 +566,7 @@ class TorchMultiHeadAttention(nn.Module):
 _WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
 
 
-# -- masks ----------------------------------------------------------------------------------
+# -- checks and masks --------------------------------------------------------------------------
 
 
 def _as_additive_mask(mask, name: str, like: torch.Tensor) -> torch.Tensor:
@@ -555,13 +588,18 @@ def _as_additive_mask(mask, name: str, like: torch.Tensor) -> torch.Tensor:
 def _sdpa(q, k, v, mask, is_causal: bool) -> torch.Tensor:
     """SDPA; grouped-query heads share their key/value head without copies (``enable_gqa``).
 
+    SDPA's CPU kernel returns zeros for a query whose scores are all NaN (a query
+    holding NaN or inf); adding 0 * q, NaN there and 0 elsewhere, lets the NaN through
+    as the rest of the arithmetic does. One elementwise pass over (B, H, Tq, Dh).
+
     Shapes:
         q: (B, H, Tq, Dh); k, v: (B, Hkv, Tk, Dh)
         mask: float, broadcastable to (B, H, Tq, Tk), or None
         returns: head_outputs (B, H, Tq, Dh)
     """
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
-                                          enable_gqa=q.shape[1] != k.shape[1])
+    head_outputs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
+                                                  enable_gqa=q.shape[1] != k.shape[1])  # (B, H, Tq, Dh)
+    return torch.add(head_outputs, q, alpha=0.0)  # (B, H, Tq, Dh): NaN where the query holds NaN or inf
 
 
 def _explicit_attention(q, k, v, mask):

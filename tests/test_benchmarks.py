@@ -90,3 +90,19 @@ def test_quick_benchmark_command_runs_and_writes_the_report(tmp_path):
 
     markdown = (tmp_path / "report.md").read_text()
     assert "## Goals" in markdown and "welcome.slider" in markdown and "CPU:" in markdown
+
+
+def test_cached_decoding_is_measured_once_in_the_serving_section():
+    # One decoding benchmark, built on mha_core.serving (notebook 09's own functions).
+    pytest.importorskip("torch")
+    from benchmarks import bench_serving
+
+    assert "decoding" not in SECTIONS and not (ROOT / "benchmarks" / "bench_decoding.py").exists()
+    result = bench_serving._decoding(True, log=lambda message: None)
+    assert [row["n_tokens"] for row in result["rows"]] == list(bench_serving.DECODE_TOKENS[:2])
+    for row in result["rows"]:
+        assert row["cache_nbytes"] == row["calculated_nbytes"]
+        assert row["max_abs_diff_cached"] < 1e-5 and row["max_abs_diff_uncached"] < 1e-5
+        assert row["cached_s"] > 0 and row["uncached_s"] > 0
+    goals = bench_serving.goals({"decoding": result})
+    assert [g["goal"] for g in goals] == [f"cached decoding faster than uncached, N = {n}" for n in (64, 256)]

@@ -114,7 +114,7 @@ def test_ablation_with_every_head_off_uses_only_the_residual_path(batch):
     acc_off = ablation_accuracy(model, batch, [0, 1, 2])
     with torch.no_grad():
         x = model.embed(batch.tokens)
-        h = x + model.attention.out_proj.bias
+        h = x + model.attention.b_out
         logits = torch.stack([r(h) for r in model.readouts])
     assert np.allclose(acc_off, accuracy(logits, batch.targets))
     assert np.allclose(ablation_accuracy(model, batch, []), accuracy(model(batch.tokens).logits, batch.targets))

@@ -46,8 +46,8 @@ def test_every_head_off_leaves_the_residual_path(model, tokens):
         x = model.embed(tokens)
         attn, _ = model.attention_with_heads(x, [False] * 4)
         logits, _ = model(tokens, heads_on=[False] * 4)
-        expected = torch.stack([r(x + model.attention.out_proj.bias) for r in model.readouts])
-    assert torch.allclose(attn, model.attention.out_proj.bias.expand_as(attn))
+        expected = torch.stack([r(x + model.attention.b_out) for r in model.readouts])
+    assert torch.allclose(attn, model.attention.b_out.expand_as(attn))
     assert torch.allclose(logits, expected, atol=1e-6)
 
 
@@ -57,7 +57,7 @@ def test_switching_one_head_off_removes_exactly_its_block_of_w_o(model, tokens):
         head_outputs, _ = model.head_outputs(x)  # (B, H, T, Dh)
         full, _ = model.attention_with_heads(x, [True] * 4)
         without_2, _ = model.attention_with_heads(x, [True, True, False, True])
-        w_o_block = model.attention.out_proj.weight[:, 8:12]  # head 2's columns of W_O^T
+        w_o_block = model.attention.w_out[:, 8:12]  # head 2's columns of W_O^T
     assert torch.allclose(full - without_2, head_outputs[:, 2] @ w_o_block.T, atol=1e-6)
 
 

@@ -39,7 +39,7 @@ class _RecomputingLayer(TorchMultiHeadAttention):
     """The cache API on top of full causal passes: slow, but obviously right."""
 
     def new_kv_cache(self, batch=1, max_tokens=16, dtype=None, device=None):
-        return _FakeCache(batch, self.n_kv_heads, max_tokens, self.d_head, dtype or self.qkv.weight.dtype)
+        return _FakeCache(batch, self.n_kv_heads, max_tokens, self.d_head, dtype or self.w_qkv.dtype)
 
     def forward(self, query, *args, kv_cache=None, **kwargs):
         if kv_cache is None:

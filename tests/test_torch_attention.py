@@ -36,7 +36,7 @@ def layer_with_biases(d_model=16, n_heads=4, *, n_kv_heads=None, seed=0, dtype=t
     layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, seed=seed, dtype=dtype, **kwargs)
     generator = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
-        for b in (layer.qkv.bias, layer.out_proj.bias):
+        for b in (layer.b_qkv, layer.b_out):
             if b is not None:
                 b.copy_(bias_scale * torch.randn(b.shape, generator=generator, dtype=torch.float64))
     return layer
@@ -86,11 +86,11 @@ def test_768_wide_layer_has_the_course_parameter_counts():
 
 def test_fused_projection_holds_q_then_k_then_v_rows():
     layer = TorchMultiHeadAttention(16, 4, n_kv_heads=2)
-    assert layer.qkv.weight.shape == (16 + 2 * 2 * 4, 16)
-    assert layer.qkv.bias.shape == (32,)
-    assert layer.out_proj.weight.shape == (16, 16)
+    assert layer.w_qkv.shape == (16 + 2 * 2 * 4, 16)
+    assert layer.b_qkv.shape == (32,)
+    assert layer.w_out.shape == (16, 16)
     reference = layer.to_numpy()
-    w = layer.qkv.weight.detach().double().numpy()
+    w = layer.w_qkv.detach().double().numpy()
     np.testing.assert_array_equal(w[:16], reference.w_q.T)
     np.testing.assert_array_equal(w[16:24], reference.w_k.T)
     np.testing.assert_array_equal(w[24:], reference.w_v.T)
@@ -103,14 +103,14 @@ def test_same_seed_gives_same_weights_and_leaves_global_rng_alone():
     c = TorchMultiHeadAttention(16, 4, seed=4)
     assert torch.equal(torch.get_rng_state(), state)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
-    assert not torch.equal(a.qkv.weight, c.qkv.weight)
+    assert not torch.equal(a.w_qkv, c.w_qkv)
 
 
 def test_seed_gives_same_weights_in_float32_and_float64():
     a = TorchMultiHeadAttention(16, 4, seed=5, dtype=torch.float32)
     b = TorchMultiHeadAttention(16, 4, seed=5, dtype=torch.float64)
-    assert b.qkv.weight.dtype == torch.float64
-    assert torch.equal(a.qkv.weight, b.qkv.weight.float())
+    assert b.w_qkv.dtype == torch.float64
+    assert torch.equal(a.w_qkv, b.w_qkv.float())
 
 
 def test_without_seed_the_global_rng_decides():
@@ -119,17 +119,17 @@ def test_without_seed_the_global_rng_decides():
         a = TorchMultiHeadAttention(8, 2)
         torch.manual_seed(11)
         b = TorchMultiHeadAttention(8, 2)
-    assert torch.equal(a.qkv.weight, b.qkv.weight)
+    assert torch.equal(a.w_qkv, b.w_qkv)
 
 
 def test_initial_weights_are_xavier_uniform_per_block_and_biases_zero():
     layer = TorchMultiHeadAttention(64, 8, n_kv_heads=2, seed=0)
-    w_q, w_k, w_v = layer.qkv.weight.detach().split([64, 16, 16])
+    w_q, w_k, w_v = layer.w_qkv.detach().split([64, 16, 16])
     for block, limit in ((w_q, math.sqrt(6 / 128)), (w_k, math.sqrt(6 / 80)), (w_v, math.sqrt(6 / 80))):
         assert block.abs().max() <= limit
         assert block.abs().max() > 0.9 * limit
-    assert torch.count_nonzero(layer.qkv.bias) == 0
-    assert torch.count_nonzero(layer.out_proj.bias) == 0
+    assert torch.count_nonzero(layer.b_qkv) == 0
+    assert torch.count_nonzero(layer.b_out) == 0
 
 
 # --- shapes -------------------------------------------------------------------------------
@@ -272,7 +272,7 @@ def test_fully_blocked_query_gets_zero_head_output_not_nan(need_weights, kind):
     blocked[2] = True  # query 2 may look at nothing
     attn_mask = blocked if kind == "bool" else torch.zeros(3, 3, dtype=torch.float64).masked_fill(blocked, -math.inf)
     result = layer(x, attn_mask=attn_mask, need_weights=need_weights)
-    assert torch.equal(result.output[0, 2], layer.out_proj.bias)  # zero head output, then + b_o
+    assert torch.equal(result.output[0, 2], layer.b_out)  # zero head output, then + b_o
     if need_weights:
         assert torch.equal(result.weights[0, :, 2], torch.zeros(2, 3, dtype=torch.float64))
     reference = layer.to_numpy()(x.numpy(), attn_mask=attn_mask.numpy())
@@ -328,6 +328,7 @@ PLAIN_SDPA_CASES = {
     "self-attention": ({}, None),
     "causal": ({"is_causal": True}, None),
     "key and value": ({"key": "x", "value": "x"}, None),
+    "cross-attention": ({"key": "x2"}, "cross-attention"),
     "weights": ({"need_weights": True}, "need_weights"),
     "attn_mask": ({"attn_mask": torch.zeros(3, 3, dtype=torch.bool)}, "attn_mask"),
     "padding": ({"key_padding_mask": torch.zeros(2, 3, dtype=torch.bool)}, "key_padding_mask"),
@@ -339,7 +340,7 @@ def test_why_not_plain_sdpa_names_the_special_case_and_forward_follows_it(case, 
     kwargs, word = PLAIN_SDPA_CASES[case]
     layer = layer_with_biases(16, 4, n_kv_heads=2)
     x = randn(2, 3, 16, seed=1)
-    kwargs = {k: (x if isinstance(v, str) else v) for k, v in kwargs.items()}
+    kwargs = {k: ({"x": x, "x2": x.clone()}[v] if isinstance(v, str) else v) for k, v in kwargs.items()}
     reason = layer.why_not_plain_sdpa(x, **{k: v for k, v in kwargs.items() if k != "is_causal"})
     if word is None:
         assert reason is None
@@ -354,8 +355,8 @@ def test_why_not_plain_sdpa_names_the_special_case_and_forward_follows_it(case, 
 
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
     layer(x, **kwargs)
-    if word is None:  # the plain path: one SDPA call, no mask tensor
-        assert len(calls) == 1 and calls[0]["attn_mask"] is None
+    if word in (None, "cross-attention"):  # one SDPA call, no mask tensor
+        assert len(calls) == 1 and calls[0].get("attn_mask") is None
         assert calls[0]["is_causal"] == kwargs.get("is_causal", False)
     elif word == "need_weights":  # the weights are computed step by step
         assert calls == []
@@ -367,11 +368,23 @@ def test_why_not_plain_sdpa_names_a_chunk_after_cached_tokens():
     layer = layer_with_biases(16, 4, dtype=torch.float32)
     cache = layer.new_kv_cache(1, 8)
     x = randn(1, 8, 16, seed=1, dtype=torch.float32)
-    assert layer.why_not_plain_sdpa(x[:, :3], kv_cache=cache) is None  # empty cache: plain is_causal
+    assert "written to it" in layer.why_not_plain_sdpa(x[:, :3], kv_cache=cache)  # empty cache: plain is_causal
     with torch.no_grad():
         layer(x[:, :3], kv_cache=cache)
-    assert layer.why_not_plain_sdpa(x[:, 3:4], kv_cache=cache) is None  # one new token sees every key
+    assert "written to it" in layer.why_not_plain_sdpa(x[:, 3:4], kv_cache=cache)  # one new token sees every key
     assert "kv_cache.length" in layer.why_not_plain_sdpa(x[:, 3:6], kv_cache=cache)
+
+
+@pytest.mark.parametrize("make_call, word", [
+    (lambda layer, x: (layer, x[0]), "(B, T, D)"),  # unbatched
+    (lambda layer, x: (TorchMultiHeadAttention(16, 4, seed=0, batch_first=False, dtype=torch.float64), x), "batch-first"),
+    (lambda layer, x: (layer, x.float()), "dtype"),
+    (lambda layer, x: (layer, x[..., :8]), "size"),
+    (lambda layer, x: (layer, x.numpy()), "(B, T, D) tensor"),
+], ids=["unbatched", "time-first", "dtype", "width", "not-a-tensor"])
+def test_why_not_plain_sdpa_names_inputs_that_need_checks_or_a_new_layout(make_call, word):
+    layer, query = make_call(layer_with_biases(16, 4), randn(2, 3, 16, seed=1))
+    assert word in layer.why_not_plain_sdpa(query)
 
 
 def test_forward_uses_parameters_assigned_after_construction():
@@ -379,8 +392,8 @@ def test_forward_uses_parameters_assigned_after_construction():
     x = randn(2, 3, 16, seed=1)
     before = layer(x).output
     with torch.no_grad():
-        layer.qkv.weight = torch.nn.Parameter(layer.qkv.weight * 2.0)  # a new tensor object
-        layer.out_proj.bias = torch.nn.Parameter(layer.out_proj.bias + 1.0)
+        layer.w_qkv = torch.nn.Parameter(layer.w_qkv * 2.0)  # a new tensor object
+        layer.b_out = torch.nn.Parameter(layer.b_out + 1.0)
     after = layer(x).output
     reference = layer.to_numpy()(x.numpy())
     assert max_error(after, reference.output) < 1e-12
@@ -465,10 +478,10 @@ def test_n_kv_heads_equal_to_n_heads_is_plain_multi_head_attention():
     assert all(torch.equal(p, q) for p, q in zip(gqa_layout.parameters(), plain.parameters()))
     torch_mha = torch.nn.MultiheadAttention(16, 4, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
-        torch_mha.in_proj_weight.copy_(plain.qkv.weight)
-        torch_mha.in_proj_bias.copy_(plain.qkv.bias)
-        torch_mha.out_proj.weight.copy_(plain.out_proj.weight)
-        torch_mha.out_proj.bias.copy_(plain.out_proj.bias)
+        torch_mha.in_proj_weight.copy_(plain.w_qkv)
+        torch_mha.in_proj_bias.copy_(plain.b_qkv)
+        torch_mha.out_proj.weight.copy_(plain.w_out)
+        torch_mha.out_proj.bias.copy_(plain.b_out)
     x = randn(2, 5, 16, seed=1)
     expected, _ = torch_mha(x, x, x, need_weights=False)
     assert max_error(gqa_layout(x).output, expected) < 1e-12
@@ -487,14 +500,14 @@ def test_from_torch_copies_weights_exactly_and_round_trips(batch_first, bias):
             p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
     layer = TorchMultiHeadAttention.from_torch(torch_mha)
     assert layer.batch_first == batch_first and layer.bias == bias
-    assert layer.qkv.weight.dtype == torch.float32
-    assert torch.equal(layer.qkv.weight, torch_mha.in_proj_weight)
-    assert torch.equal(layer.out_proj.weight, torch_mha.out_proj.weight)
+    assert layer.w_qkv.dtype == torch.float32
+    assert torch.equal(layer.w_qkv, torch_mha.in_proj_weight)
+    assert torch.equal(layer.w_out, torch_mha.out_proj.weight)
     if bias:
-        assert torch.equal(layer.qkv.bias, torch_mha.in_proj_bias)
-        assert torch.equal(layer.out_proj.bias, torch_mha.out_proj.bias)
+        assert torch.equal(layer.b_qkv, torch_mha.in_proj_bias)
+        assert torch.equal(layer.b_out, torch_mha.out_proj.bias)
     else:
-        assert layer.qkv.bias is None and layer.out_proj.bias is None
+        assert layer.b_qkv is None and layer.b_out is None
 
     # torch -> NumPy -> torch keeps every bit (float32 -> float64 -> float32).
     again = TorchMultiHeadAttention.from_numpy(layer.to_numpy(), batch_first=batch_first, dtype=torch.float32)
@@ -508,7 +521,7 @@ def test_from_torch_copies_weights_exactly_and_round_trips(batch_first, bias):
 
 def test_from_torch_keeps_float64():
     torch_mha = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64)
-    assert TorchMultiHeadAttention.from_torch(torch_mha).qkv.weight.dtype == torch.float64
+    assert TorchMultiHeadAttention.from_torch(torch_mha).w_qkv.dtype == torch.float64
 
 
 def test_numpy_reference_round_trips_through_the_torch_module():
@@ -649,10 +662,22 @@ def test_new_kv_cache_is_preallocated_with_the_layers_head_layout(layout, batch)
     assert cache.k.dtype == cache.v.dtype == torch.float32
     assert (cache.length, cache.max_tokens) == (0, 10)
     # The bytes a cache holds: keys and values, B * Hkv * max_tokens * Dh numbers each.
-    # (costs.kv_cache_bytes(n_layers=1, n_tokens=10, n_kv_heads, d_head=4, batch, bytes_per_value=4) once it exists.)
     assert cache.nbytes == cache.k.nbytes + cache.v.nbytes == 2 * batch * n_kv_heads * 10 * 4 * 4
     doubles = layer.new_kv_cache(batch, 10, dtype=torch.float64)
     assert doubles.nbytes == 2 * cache.nbytes and doubles.k.dtype == torch.float64
+
+
+@pytest.mark.parametrize("layout", HEAD_LAYOUTS)
+@pytest.mark.parametrize("batch, max_tokens", [(1, 1), (1, 37), (3, 10), (8, 256)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+def test_cache_bytes_equal_what_costs_kv_cache_bytes_calculates(layout, batch, max_tokens, dtype):
+    # The calculator of notebook 09 and the real cache must agree, for MHA, GQA and MQA.
+    n_heads, n_kv_heads = HEAD_LAYOUTS[layout]
+    layer = TorchMultiHeadAttention(32, n_heads, n_kv_heads=n_kv_heads, dtype=dtype)
+    cache = layer.new_kv_cache(batch, max_tokens=max_tokens)
+    calculated = costs.kv_cache_bytes(n_layers=1, n_tokens=max_tokens, n_kv_heads=n_kv_heads, d_head=layer.d_head,
+                                      batch=batch, bytes_per_value=dtype.itemsize)
+    assert cache.nbytes == calculated
 
 
 @pytest.mark.parametrize("layout", HEAD_LAYOUTS)
@@ -820,29 +845,86 @@ def test_largest_cache_error_seen_is_within_float32_tolerance(capsys):
     assert CACHE_ERROR["largest"] < 1e-6
 
 
-# --- NaN and inf (refused, as the NumPy reference refuses them) ----------------------------------
+# --- NaN and inf: they propagate in the inputs (as in torch), and are refused in float masks ------
+
+BAD_VALUES = [math.nan, math.inf, -math.inf]
 
 
-@pytest.mark.parametrize("bad, word", [(math.nan, "NaN"), (math.inf, "inf"), (-math.inf, "inf")])
-@pytest.mark.parametrize("where", ["query", "key", "value", "self"])
-def test_nan_or_inf_in_an_input_is_refused_never_a_silent_zero(bad, word, where):
-    # A NaN query row in cross-attention used to come back as zeros (SDPA's CPU kernel
-    # treats a row of NaN scores as blocked); torch.nn.MultiheadAttention returns NaN.
+def _nan_case(where, bad, *, causal=False):
+    """A layer, call arguments with ``bad`` at token 2 of batch 1, and the clean arguments."""
     layer = layer_with_biases(8, 2)
-    query, key, value = randn(2, 3, 8, seed=1), randn(2, 4, 8, seed=2), randn(2, 4, 8, seed=3)
-    target = {"query": query, "key": key, "value": value, "self": query}[where]
+    query, key, value = randn(2, 4, 8, seed=1), randn(2, 4, 8, seed=2), randn(2, 4, 8, seed=3)
+    clean = (query,) if where == "self" else (query, key, value)
+    args = tuple(x.clone() for x in clean)
+    target = args[0] if where in ("self", "query") else args[("query", "key", "value").index(where)]
     target[1, 2, 5] = bad
-    name = "query" if where == "self" else where
-    args = (query,) if where == "self" else (query, key, value)
-    for need_weights in (False, True):
-        with pytest.raises(ValueError, match=rf"^{name} contains {word}; every entry must be a finite number"):
-            layer(*args, need_weights=need_weights)
+    return layer, args, clean
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("where", ["query", "key", "value", "self"])
+@pytest.mark.parametrize("call", [{}, {"need_weights": True}, {"attn_mask": torch.zeros(4, 4, dtype=torch.bool)}],
+                         ids=["plain", "weights", "mask"])
+def test_nan_or_inf_in_an_input_propagates_never_a_silent_zero(bad, where, call):
+    # SDPA's CPU kernel returns zeros for a query row that is all NaN (then + b_out: a
+    # finite, wrong row); the layer lets the NaN through instead.
+    layer, args, clean = _nan_case(where, bad)
+    output = layer(*args, **call).output  # (B, Tq, D)
+    expected = layer(*clean, **call).output
+    torch.testing.assert_close(output[0], expected[0], rtol=0, atol=1e-12)  # the other sequence is untouched
+    broken = ~torch.isfinite(output[1]).all(dim=-1)  # (Tq,): rows with a NaN or inf
+    if where == "query":
+        assert broken.tolist() == [False, False, True, False]  # only the query row that holds it
+    else:
+        assert broken.all()  # token 2's key or value reaches every query
+        if bad == math.nan or where != "value":
+            assert torch.isnan(output[1]).any(dim=-1).all()
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=["nan", "inf", "-inf"])
+def test_nan_in_causal_self_attention_reaches_every_row_of_its_sequence(bad):
+    # Rows 0 and 1 do not attend to token 2, but a zero weight times a NaN (or inf)
+    # value is NaN: as in torch.nn.MultiheadAttention, the whole sequence is NaN.
+    layer, (x,), (clean,) = _nan_case("self", bad)
+    for call in ({}, {"need_weights": True}):
+        output = layer(x, is_causal=True, **call).output  # (B, T, D)
+        assert torch.isnan(output[1]).all(dim=-1).all()
+        torch.testing.assert_close(output[0], layer(clean, is_causal=True, **call).output[0], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("where", ["query", "key", "value", "self"])
+def test_non_finite_rows_include_every_row_torch_multihead_attention_makes_non_finite(bad, where):
+    layer, args, _ = _nan_case(where, bad)
+    torch_mha = torch.nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64).eval()
+    with torch.no_grad():
+        torch_mha.in_proj_weight.copy_(layer.w_qkv)
+        torch_mha.in_proj_bias.copy_(layer.b_qkv)
+        torch_mha.out_proj.weight.copy_(layer.w_out)
+        torch_mha.out_proj.bias.copy_(layer.b_out)
+        full = args * 3 if where == "self" else args
+        torch_broken = ~torch.isfinite(torch_mha(*full, need_weights=False)[0]).all(dim=-1)  # (B, Tq)
+        ours_broken = ~torch.isfinite(layer(*args).output).all(dim=-1)  # (B, Tq)
+    assert torch_broken.any() or where == "query"  # torch's CPU kernel zeroes a NaN query row in cross-attention
+    assert (ours_broken | ~torch_broken).all()  # wherever torch has NaN or inf, so do we
+    assert ours_broken.any()
+
+
+def test_a_query_blocked_by_the_masks_is_zeroed_even_if_its_data_is_nan():
+    # The blocking rule belongs to the masks: a blocked row is zero whatever its data.
+    layer, (x,), _ = _nan_case("self", math.nan)
+    padding = torch.zeros(2, 4, dtype=torch.bool)
+    blocked = torch.zeros(4, 4, dtype=torch.bool)
+    blocked[0] = True  # query 0 sees no key
+    output = layer(x, attn_mask=blocked).output
+    torch.testing.assert_close(output[:, 0], layer.b_out.expand(2, 8))  # zero head output, + b_out
+    assert torch.isnan(output[1, 1:]).all()  # the rows that see token 2 are NaN, not zero
+    assert torch.isfinite(layer(x, key_padding_mask=padding).output[0]).all()
 
 
 def test_huge_finite_inputs_are_not_mistaken_for_inf():
-    # The check sums the input first: a sum that overflows must not count as inf.
     layer = TorchMultiHeadAttention(8, 2, seed=0, dtype=torch.float32)
-    x = torch.full((1, 2, 8), 3e38)  # finite, but the sum overflows float32
+    x = torch.full((1, 2, 8), 3e38)  # finite, but their sum overflows float32
     layer(x)  # no error (the output itself may overflow: that is the arithmetic, not the input)
 
 

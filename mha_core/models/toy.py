@@ -11,9 +11,9 @@ Switching heads off. A head's output reaches the rest of the model only through 
 block of W_O (notebook 04: the output is a sum of one term per head). ``forward(...,
 heads_on=...)`` therefore computes the per-head outputs itself from the layer's
 public parts - the per-head weights the layer returns with ``need_weights=True``,
-and the value rows of its fused ``qkv`` projection - zeroes the heads that are off,
-and applies the layer's ``out_proj``. With every head on this equals the layer's own
-output (a test checks it); with every head off only the bias of ``out_proj`` is left,
+and the value rows of its fused projection ``w_qkv`` - zeroes the heads that are off,
+and applies the layer's output projection (``w_out``, ``b_out``). With every head on this
+equals the layer's own output (a test checks it); with every head off only ``b_out`` is left,
 and the residual path ``x`` carries the rest.
 """
 
@@ -95,8 +95,8 @@ class ToyModel(nn.Module):
         B, T, D = x.shape
         H, Dh = self.n_heads, self.d_head
         _, weights = self.attention(x, is_causal=True, need_weights=True)  # (B, H, T, T)
-        qkv = self.attention.qkv
-        w_v, b_v = qkv.weight[2 * D :], (None if qkv.bias is None else qkv.bias[2 * D :])  # (D, D), (D,): the value rows
+        w_qkv, b_qkv = self.attention.w_qkv, self.attention.b_qkv  # (3D, D), (3D,) or None
+        w_v, b_v = w_qkv[2 * D :], (None if b_qkv is None else b_qkv[2 * D :])  # (D, D), (D,): the value rows
         v = nn.functional.linear(x, w_v, b_v)  # (B, T, D)
         v = v.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
         return weights @ v, weights  # (B, H, T, Dh), (B, H, T, T)
@@ -116,7 +116,7 @@ class ToyModel(nn.Module):
         head_outputs, weights = self.head_outputs(x)  # (B, H, T, Dh), (B, H, T, T)
         head_outputs = head_outputs * on.to(x.dtype).view(1, -1, 1, 1)  # (B, H, T, Dh): heads off give zeros
         concat = head_outputs.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
-        return self.attention.out_proj(concat), weights  # (B, T, D)
+        return nn.functional.linear(concat, self.attention.w_out, self.attention.b_out), weights  # (B, T, D)
 
     def keys_of_tokens(self) -> torch.Tensor:
         """Every vocabulary token's key through each head, from its token embedding alone.
@@ -125,7 +125,6 @@ class ToyModel(nn.Module):
             returns: (H, V, Dh)
         """
         D, H, Dh = self.d_model, self.n_heads, self.d_head
-        qkv = self.attention.qkv
-        w_k = qkv.weight[D : 2 * D]  # (D, D): the key rows
+        w_k = self.attention.w_qkv[D : 2 * D]  # (D, D): the key rows
         k = self.token_embedding.weight @ w_k.T  # (V, D); the bias is the same for every token, so left out
         return k.view(-1, H, Dh).transpose(0, 1)  # (H, V, Dh)

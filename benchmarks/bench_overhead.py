@@ -1,0 +1,141 @@
+"""Python overhead of ``TorchMultiHeadAttention`` against the bare composition, in CPU time.
+
+    PYTHONPATH=. python -m benchmarks.bench_overhead                 # this checkout against bare SDPA
+    PYTHONPATH=. python -m benchmarks.bench_overhead --old b333901   # and committed versions beside it (REV,REV,...)
+
+At small shapes the work is a few microseconds of kernels, so what separates a
+module from ``bare_sdpa`` in ``bench_attention`` (F.linear, view/permute, SDPA,
+transpose/reshape, F.linear) is Python: attribute reads, checks, helper calls. This
+script measures that alone, robustly on a shared, loaded machine:
+
+* thread CPU time (``time.thread_time``), not wall time, on one torch thread;
+* the contenders interleaved, in an order that rotates every round;
+* the ratio to bare SDPA taken round by round, then the median of those ratios.
+
+``--old REV[,REV...]`` loads ``mha_core/torch_attention.py`` as it was at each git
+revision (beside the current ``mha_core`` package, whose helpers it imports) as more
+contenders, named after their revisions.
+Not a section of ``python -m benchmarks``: a tool for working on the module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ._timing import median, percentile
+from .shapes import CPU_SHAPES, describe
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_old(rev: str):
+    """``mha_core/torch_attention.py`` at git revision ``rev``, as module ``mha_core._torch_attention_<rev>``."""
+    source = subprocess.run(["git", "show", f"{rev}:mha_core/torch_attention.py"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout
+    import mha_core
+
+    name = f"mha_core._torch_attention_{rev}"
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "mha_core"
+    module.__file__ = str(Path(mha_core.__file__).parent / f"_torch_attention_{rev}.py")
+    sys.modules[name] = module
+    exec(compile(source, f"{rev}:mha_core/torch_attention.py", "exec"), module.__dict__)  # noqa: S102
+    return module
+
+
+def contenders(shape: dict, old_modules: dict | None = None) -> dict:
+    """Zero-argument callables on the same weights and input: bare SDPA, this module, older ones by name."""
+    import torch
+    import torch.nn.functional as F
+
+    from mha_core import TorchMultiHeadAttention
+
+    B, T, D, H = shape["batch"], shape["tokens"], shape["d_model"], shape["n_heads"]
+    Dh, causal = D // H, bool(shape["causal"])
+    torch.manual_seed(0)
+    module = torch.nn.MultiheadAttention(D, H, batch_first=True, dropout=0.0).eval()
+    x = torch.randn(B, T, D)  # (B, T, D)
+    w_in, b_in = module.in_proj_weight, module.in_proj_bias  # (3D, D), (3D,)
+    w_out, b_out = module.out_proj.weight, module.out_proj.bias  # (D, D), (D,)
+
+    def bare_sdpa():
+        qkv = F.linear(x, w_in, b_in)  # (B, T, 3D)
+        q, k, v = qkv.view(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, Dh)
+        head_outputs = F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # (B, H, T, Dh)
+        concat = head_outputs.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        return F.linear(concat, w_out, b_out)  # (B, T, D)
+
+    new = TorchMultiHeadAttention.from_torch(module).eval()
+    found = {"bare": bare_sdpa, "new": lambda: new(x, is_causal=causal).output}
+    for name, old_module in (old_modules or {}).items():
+        old = old_module.TorchMultiHeadAttention.from_torch(module).eval()
+        found[name] = lambda old=old: old(x, is_causal=causal).output
+    with torch.inference_mode():
+        expected = bare_sdpa()
+        for name, fn in found.items():
+            torch.testing.assert_close(fn(), expected, rtol=1e-5, atol=1e-6, msg=f"{name} disagrees with bare SDPA")
+    return found
+
+
+def measure(fns: dict, *, rounds: int, inner: int) -> dict:
+    """CPU seconds per call of each contender, one sample per round (order rotating)."""
+    import torch
+
+    names = list(fns)
+    times = {name: [] for name in names}
+    with torch.inference_mode():
+        for r in range(rounds + 2):  # the first two rounds warm up
+            shift = r % len(names)
+            for name in names[shift:] + names[:shift]:
+                fn = fns[name]
+                start = time.thread_time()
+                for _ in range(inner):
+                    fn()
+                if r >= 2:
+                    times[name].append((time.thread_time() - start) / inner)
+    return times
+
+
+def ratios(times: dict, reference: str = "bare") -> dict:
+    """Median (and p25, p75) of the per-round ratios to ``reference``."""
+    out = {}
+    for name, ts in times.items():
+        if name != reference:
+            per_round = [a / b for a, b in zip(ts, times[reference]) if b > 0]
+            out[name] = {"median": median(per_round), "p25": percentile(per_round, 25),
+                         "p75": percentile(per_round, 75)}
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", metavar="REV[,REV...]", help="also time torch_attention.py as at these git revisions")
+    parser.add_argument("--shapes", default="classroom,sentence,large", help="from " + ", ".join(CPU_SHAPES))
+    parser.add_argument("--rounds", type=int, default=200, help="timed rounds at the small shapes")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(1)
+    old_modules = {rev: load_old(rev) for rev in args.old.split(",")} if args.old else {}
+    for key in args.shapes.split(","):
+        shape = CPU_SHAPES[key]
+        fns = contenders(shape, old_modules)
+        large = shape["batch"] * shape["tokens"] > 1024
+        rounds, inner = (max(5, args.rounds // 20), 1) if large else (args.rounds, 50)
+        times = measure(fns, rounds=rounds, inner=inner)
+        bare_us = median(times["bare"]) * 1e6
+        cells = ", ".join(f"{name}/bare {r['median']:.3f} (p25 {r['p25']:.3f}, p75 {r['p75']:.3f})"
+                          for name, r in ratios(times).items())
+        print(f"{key:9s} {describe(shape)}: bare {bare_us:.1f} us CPU; {cells}; {rounds} rounds", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

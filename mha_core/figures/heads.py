@@ -126,7 +126,7 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
     if head_titles is None:
         head_titles = [f"head {h + 1}" for h in range(H)]
     if title is None:
-        title = f"Attention weights of each of H = {H} heads (rows: query, columns: key)"
+        title = f"Attention weights of each of H = {H} {'head' if H == 1 else 'heads'} (rows: query, columns: key)"
 
     z, hover = _tiled(weights, tokens, cols)
     blank = np.isnan(z)
@@ -217,7 +217,8 @@ def head_split_figure(q: np.ndarray, n_heads: int, tokens) -> go.Figure:
     return head_blocks_figure(
         q, n_heads, along="columns", y_labels=tokens,
         title=(f"q for the running sentence, shape (T, D) = ({T}, {D}), "
-               f"cut into H = {n_heads} heads of d_head = {d_head} features"),
+               f"cut into H = {n_heads} {'head' if n_heads == 1 else 'heads'} of d_head = {d_head} "
+               f"{'feature' if d_head == 1 else 'features'}"),
         block_label=lambda h, lo, hi: f"head {h + 1}<br>features {lo}-{hi}" if hi > lo else f"h{h + 1}",
         hovertemplate="token %{y}, feature %{x}: %{z:.2f}<extra></extra>",
         margin=dict(l=110, r=30, t=130, b=70), axis_titles=("feature of q (0 to D-1)", "token"), of="d_model",
@@ -263,7 +264,7 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
     )
     fig.update_layout(
         **base_layout(
-            f"The token '{query_token}' in each of H = {H} heads: its query (left), where it looks (right)",
+            f"The token '{query_token}' in each of H = {H} {'head' if H == 1 else 'heads'}: its query (left), where it looks (right)",
             margin=dict(l=100, r=30, t=110, b=80),
         ),
         height=170 + 70 * H,

@@ -123,19 +123,23 @@ class ScalingGradients:
         d_head: (S,), one entry per head size tried
         raw_norm: (S,), scores q.k, not divided by sqrt(d_head)
         scaled_norm: (S,), scores q.k / sqrt(d_head)
+        raw_largest: (S, Nq), each query's largest weight without the scale
+        scaled_largest: (S, Nq), the same with it
     """
 
     d_head: np.ndarray
     raw_norm: np.ndarray
     scaled_norm: np.ndarray
+    raw_largest: np.ndarray
+    scaled_largest: np.ndarray
     n_queries: int
 
 
 def scaling_gradients(d_head_values=D_HEAD_VALUES, n_keys: int = 6, *, n_queries: int = 256, seed: int = 0) -> ScalingGradients:
     """How much the weights can still move, per head size: the mean norm of ``softmax_jacobian``.
 
-    Queries and keys are drawn as in ``scaling_experiment`` (unit-variance entries, the first
-    d_head entries of the same longer vectors). Without the scale the scores spread like
+    Queries and keys are drawn as in ``scaling_experiment`` (the same seed gives the very same
+    vectors: unit-variance entries, the first d_head entries of the same longer vectors). Without the scale the scores spread like
     sqrt(d_head), the softmax saturates and the Jacobian shrinks towards 0; with it the spread and
     the Jacobian stay about the same at every head size.
     """
@@ -146,14 +150,17 @@ def scaling_gradients(d_head_values=D_HEAD_VALUES, n_keys: int = 6, *, n_queries
     d_max = int(d_head_values.max())
     q_all = rng.standard_normal((n_queries, d_max))  # (Nq, d_max)
     k_all = rng.standard_normal((n_keys, d_max))  # (Tk, d_max)
-    raw_norm, scaled_norm = [], []
+    raw_norm, scaled_norm, raw_largest, scaled_largest = [], [], [], []
     for d_head in d_head_values:
         q, k = q_all[:, :d_head], k_all[:, :d_head]  # (Nq, Dh), (Tk, Dh)
         raw = q @ k.T  # (Nq, Tk): no scaling
         scaled = attention_scores(q, k)  # (Nq, Tk)
         raw_norm.append(np.linalg.norm(softmax_jacobian(raw), axis=(-2, -1)).mean())
         scaled_norm.append(np.linalg.norm(softmax_jacobian(scaled), axis=(-2, -1)).mean())
-    return ScalingGradients(d_head_values, np.array(raw_norm), np.array(scaled_norm), n_queries=n_queries)
+        raw_largest.append(softmax(raw).max(axis=-1))  # (Nq,)
+        scaled_largest.append(softmax(scaled).max(axis=-1))  # (Nq,)
+    return ScalingGradients(d_head_values, np.array(raw_norm), np.array(scaled_norm),
+                            np.array(raw_largest), np.array(scaled_largest), n_queries=n_queries)
 
 
 # --- several heads against one -------------------------------------------------------------

@@ -152,6 +152,13 @@ def test_without_the_scale_the_gradient_shrinks_as_d_head_grows_and_with_it_stay
     assert np.all(grads.raw_norm < grads.scaled_norm)  # the unscaled scores spread more, so saturate more
 
 
+def test_scaling_gradients_uses_the_scaling_experiments_queries_and_keys():
+    grads = scaling_gradients()
+    assert grads.raw_largest.shape == grads.scaled_largest.shape == (len(DATA.d_head_values), DATA.n_queries)
+    assert np.allclose(grads.raw_largest.mean(axis=1), DATA.unscaled_top)
+    assert np.allclose(grads.scaled_largest.mean(axis=1), DATA.scaled_top)
+
+
 def test_scaling_gradients_names_a_bad_query_count():
     with pytest.raises(ValueError, match="n_queries"):
         scaling_gradients(n_queries=0)

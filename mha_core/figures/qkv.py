@@ -186,3 +186,39 @@ def score_table_figure(scores: np.ndarray, query_tokens, key_tokens, *, title: s
         **query_key_axes(),
     )
     return go.Figure(data=[trace], layout=layout)
+
+
+def meaning_figure(x: np.ndarray, scores: np.ndarray, tokens, features, query_token: str) -> go.Figure:
+    """The hand-set example: what each token is (left) and whom one token's query finds (right).
+
+    Shapes:
+        x: (T, F), one named feature per column
+        scores: (T,), the query token's score against each token's key
+    """
+    x, scores = np.asarray(x, dtype=float), np.asarray(scores, dtype=float)
+    tokens, features = list(tokens), list(features)
+    best = int(np.argmax(scores))
+    left, right = [0.0, 0.46], [0.62, 1.0]
+    traces = [
+        signed_heatmap_trace(x, features, tokens, zmax=symmetric_max(x), xaxis="x", yaxis="y", name="x"),
+        dict(
+            type="bar", x=scores, y=tokens, orientation="h", xaxis="x2", yaxis="y2", name="scores",
+            marker=dict(color=[COLORS[0] if j == best else "#bbbbbb" for j in range(len(tokens))]),
+            text=[f"{s:.1f}" for s in scores], textposition="outside", textfont=dict(size=FONT_SIZE),
+            cliponaxis=False, hovertemplate=f"q('{query_token}') · k(%{{y}}) = %{{x:.2f}}<extra></extra>",
+        ),
+    ]
+    layout = dict(
+        **base_layout(f"Set by hand: what each token is, and what '{query_token}' looks for",
+                      margin=dict(l=90, r=40, t=110, b=80)),
+        height=170 + 48 * len(tokens),
+        showlegend=False,
+        xaxis=dict(domain=left, anchor="y", title_text="feature of x", side="bottom"),
+        yaxis=dict(domain=[0, 0.86], anchor="x", autorange="reversed", title_text="token"),
+        xaxis2=dict(domain=right, anchor="y2", title_text=f"score of '{query_token}' against each key",
+                    range=[min(0.0, float(scores.min())), 1.3 * float(scores.max()) + 1e-9]),
+        yaxis2=dict(domain=[0, 0.86], anchor="x2", autorange="reversed", showticklabels=True),
+        annotations=[panel_title("x: one row per token", left, 0.9),
+                     panel_title(f"q('{query_token}') · k(token)", right, 0.9)],
+    )
+    return go.Figure(data=traces, layout=layout)

@@ -225,6 +225,29 @@ def head_split_figure(q: np.ndarray, n_heads: int, tokens) -> go.Figure:
     )
 
 
+def w_q_slices_figure(w_q: np.ndarray, n_heads: int) -> go.Figure:
+    """W_Q cut into one slice of d_head columns per head: every slice has all D rows.
+
+    Row f is input feature f of a token vector; column c is entry c of the query. So each
+    head's slice reads every input feature, and only the query entries are divided up.
+
+    Shapes:
+        w_q: (D, H*Dh)
+    """
+    w_q = np.asarray(w_q, dtype=float)
+    D, width = w_q.shape
+    d_head = width // n_heads if n_heads and width % n_heads == 0 else None
+    return head_blocks_figure(
+        w_q, n_heads, along="columns", of="the columns of w_q",
+        title=(f"w_q, shape (D, H × d_head) = ({D}, {width}): head h's slice is {d_head} columns "
+               f"and all {D} rows, one row per input feature"),
+        block_label=lambda h, lo, hi: f"head {h + 1}<br>columns {lo}-{hi}" if hi > lo else f"h{h + 1}",
+        hovertemplate="input feature %{y} -> query entry %{x}: %{z:.2f}<extra>entry of w_q</extra>",
+        height=560, margin=dict(l=110, r=30, t=140, b=70),
+        axis_titles=("query entry (column of w_q)", "input feature of x (row of w_q)"),
+    )
+
+
 def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, query_token: str) -> go.Figure:
     """One token seen by each head: its query slice per head (left), and where it looks (right).
 

@@ -193,7 +193,7 @@ def scaling_spec(data: ScalingData, d_head: int) -> dict:
 
 def saturation_figure(grads: ScalingGradients) -> go.Figure:
     """Two panels over d_head, without the scale and with it: each query's largest weight
-    (box plots, left) and the mean size of the softmax's Jacobian (right, log scale).
+    (box plots, left) and the mean size of the softmax's Jacobian (right, from 0).
 
     Shapes:
         grads.raw_largest, grads.scaled_largest: (S, Nq)
@@ -224,7 +224,8 @@ def saturation_figure(grads: ScalingGradients) -> go.Figure:
         xaxis=dict(domain=[0, 0.55], title_text="d_head", type="category"),
         yaxis=dict(range=[0, 1.05], title_text="each query's largest weight"),
         xaxis2=dict(domain=[0.68, 1], title_text="d_head", type="category"),
-        yaxis2=dict(type="log", title_text="size of d weights / d scores", anchor="x2"),
+        yaxis2=dict(range=[0, 1.15 * float(max(grads.raw_norm.max(), grads.scaled_norm.max()))],
+                    title_text="size of d weights / d scores", anchor="x2"),
     )
     return go.Figure(data=traces, layout=layout)
 

@@ -219,8 +219,8 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
     fig.update_xaxes(title_text="heads H and head size d_head", gridcolor="#dddddd")
     fig.update_yaxes(gridcolor="#dddddd")
     fig.update_xaxes(range=[-0.4, len(rows) - 0.6])  # room for the labels at both ends
-    fig.update_yaxes(range=[0, 30], row=1, col=1)  # BLEU's floor is 0
-    fig.update_yaxes(range=[1, 6], row=1, col=2)  # perplexity's floor is 1: sure of every right word
+    fig.update_yaxes(range=[0, 33], row=1, col=1)  # BLEU's floor is 0; room above for the labels
+    fig.update_yaxes(range=[1, 6.6], row=1, col=2)  # perplexity's floor is 1: sure of every right word
     return fig
 
 

@@ -3,6 +3,10 @@
 Figures and controls read these results; they compute nothing themselves.
 
     scaling_experiment   why scores are divided by sqrt(d_head): spread and saturation per head size
+    softmax_jacobian     d weights / d scores for one row: how much a score change moves the weights
+    scaling_gradients    the size of that Jacobian per head size, with and without the sqrt(d_head) scale
+    heads_vs_one_head    one head's scores over the whole width = the H heads' scores summed / sqrt(H)
+    head_write_maps      each head's combined value-and-output map W_V^h W_O^h, of rank at most Dh
     masked_attention     one head's weights with no mask, a causal mask, or [PAD] keys blocked
     head_contributions   each head's part of the output, head_outputs[h] @ (head h's block of W_O)
     token_parts          one token's output split into those parts, with heads switched on or off
@@ -23,6 +27,7 @@ from .attention import (
     project,
     scaled_dot_product_attention,
     softmax,
+    split_heads,
 )
 
 # --- why divide by sqrt(d_head) ------------------------------------------------------------
@@ -92,6 +97,142 @@ def scaling_experiment(
                      raw_weights.max(axis=-1).mean(), scaled_weights.max(axis=-1).mean()))
     columns = (np.array(column) for column in zip(*rows))
     return ScalingData(d_head_values, key_labels, *columns, n_queries=n_queries)
+
+
+def softmax_jacobian(scores: np.ndarray) -> np.ndarray:
+    """The derivative of one row of weights with respect to its scores: diag(p) - p p^T.
+
+    Entry [i, j] says how much weight i moves when score j moves a little. When one weight is
+    close to 1 and the rest close to 0, every entry is close to 0: the softmax is saturated and
+    training gets almost no signal through it.
+
+    Shapes:
+        scores: (..., Tk)
+        returns: (..., Tk, Tk)
+    """
+    p = softmax(np.asarray(scores, dtype=float), axis=-1)  # (..., Tk)
+    outer = p[..., :, None] * p[..., None, :]  # (..., Tk, Tk)
+    return np.eye(p.shape[-1]) * p[..., :, None] - outer  # (..., Tk, Tk)
+
+
+@dataclass(frozen=True)
+class ScalingGradients:
+    """The mean size (Frobenius norm) of the softmax's Jacobian per head size.
+
+    Shapes:
+        d_head: (S,), one entry per head size tried
+        raw_norm: (S,), scores q.k, not divided by sqrt(d_head)
+        scaled_norm: (S,), scores q.k / sqrt(d_head)
+        raw_largest: (S, Nq), each query's largest weight without the scale
+        scaled_largest: (S, Nq), the same with it
+    """
+
+    d_head: np.ndarray
+    raw_norm: np.ndarray
+    scaled_norm: np.ndarray
+    raw_largest: np.ndarray
+    scaled_largest: np.ndarray
+    n_queries: int
+
+
+def scaling_gradients(d_head_values=D_HEAD_VALUES, n_keys: int = 6, *, n_queries: int = 256, seed: int = 0) -> ScalingGradients:
+    """How much the weights can still move, per head size: the mean norm of ``softmax_jacobian``.
+
+    Queries and keys are drawn as in ``scaling_experiment`` (the same seed gives the very same
+    vectors: unit-variance entries, the first d_head entries of the same longer vectors). Without the scale the scores spread like
+    sqrt(d_head), the softmax saturates and the Jacobian shrinks towards 0; with it the spread and
+    the Jacobian stay about the same at every head size.
+    """
+    d_head_values = np.asarray(d_head_values, dtype=int)
+    n_keys = _validate.positive_int(n_keys, "n_keys")
+    n_queries = _validate.positive_int(n_queries, "n_queries")
+    rng = np.random.default_rng(seed)
+    d_max = int(d_head_values.max())
+    q_all = rng.standard_normal((n_queries, d_max))  # (Nq, d_max)
+    k_all = rng.standard_normal((n_keys, d_max))  # (Tk, d_max)
+    raw_norm, scaled_norm, raw_largest, scaled_largest = [], [], [], []
+    for d_head in d_head_values:
+        q, k = q_all[:, :d_head], k_all[:, :d_head]  # (Nq, Dh), (Tk, Dh)
+        raw = q @ k.T  # (Nq, Tk): no scaling
+        scaled = attention_scores(q, k)  # (Nq, Tk)
+        raw_norm.append(np.linalg.norm(softmax_jacobian(raw), axis=(-2, -1)).mean())
+        scaled_norm.append(np.linalg.norm(softmax_jacobian(scaled), axis=(-2, -1)).mean())
+        raw_largest.append(softmax(raw).max(axis=-1))  # (Nq,)
+        scaled_largest.append(softmax(scaled).max(axis=-1))  # (Nq,)
+    return ScalingGradients(d_head_values, np.array(raw_norm), np.array(scaled_norm),
+                            np.array(raw_largest), np.array(scaled_largest), n_queries=n_queries)
+
+
+# --- several heads against one -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeadsVsOneHead:
+    """The same q and k scored as one wide head and as H heads.
+
+    Shapes:
+        one_head_scores: (Tq, Tk) = q k^T / sqrt(D)
+        head_scores: (H, Tq, Tk), head h: q_h k_h^T / sqrt(Dh)
+        summed_scores: (Tq, Tk) = head_scores.sum(0) / sqrt(H), equal to one_head_scores
+        one_head_weights: (Tq, Tk), one softmax over the summed scores
+        head_weights: (H, Tq, Tk), H separate softmaxes
+    """
+
+    one_head_scores: np.ndarray
+    head_scores: np.ndarray
+    summed_scores: np.ndarray
+    one_head_weights: np.ndarray
+    head_weights: np.ndarray
+
+
+def heads_vs_one_head(q: np.ndarray, k: np.ndarray, n_heads: int) -> HeadsVsOneHead:
+    """Score the same queries and keys as one head of D features and as H heads of Dh = D / H.
+
+    q k^T adds up the products of all D features; cutting the features into H blocks cuts that
+    sum into H partial sums, one per head. With each head's scale sqrt(Dh) = sqrt(D / H):
+    q k^T / sqrt(D) = sum over h of (q_h k_h^T / sqrt(Dh)) / sqrt(H). The scores carry the same
+    information; what differs is the softmax: one over the sum, or one per head.
+
+    Shapes:
+        q: (Tq, D)
+        k: (Tk, D)
+        returns: HeadsVsOneHead (see its Shapes)
+    """
+    q, k = np.asarray(q, dtype=float), np.asarray(k, dtype=float)
+    if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
+        raise ValueError(f"q and k must be (Tq, D) and (Tk, D) with the same D; got q {q.shape} and k {k.shape}")
+    D = q.shape[1]
+    _validate.head_counts(D, n_heads)
+    q_heads = split_heads(q[None], n_heads)[0]  # (H, Tq, Dh)
+    k_heads = split_heads(k[None], n_heads)[0]  # (H, Tk, Dh)
+    head_scores = attention_scores(q_heads, k_heads)  # (H, Tq, Tk)
+    one_head_scores = attention_scores(q, k)  # (Tq, Tk)
+    summed = head_scores.sum(axis=0) / np.sqrt(n_heads)  # (Tq, Tk)
+    return HeadsVsOneHead(one_head_scores, head_scores, summed, softmax(one_head_scores), softmax(head_scores))
+
+
+def head_write_maps(w_v: np.ndarray, w_o: np.ndarray, n_heads: int) -> np.ndarray:
+    """Each head's combined value-and-output map, W_V^h W_O^h: what the head writes into a token.
+
+    Head h reads a token vector through its Dh columns of W_V and writes through its Dh rows of
+    W_O. Together they form one (D, D) map, of rank at most Dh: a head can only write into a
+    Dh-dimensional part of the D features. Ignoring the biases, head h's part of the output
+    is its weights times (x @ maps[h]).
+
+    Shapes:
+        w_v: (D, H*Dh)
+        w_o: (H*Dh, D)
+        returns: (H, D, D)
+    """
+    w_v, w_o = np.asarray(w_v, dtype=float), np.asarray(w_o, dtype=float)
+    if w_v.ndim != 2 or w_o.ndim != 2 or w_v.shape[1] != w_o.shape[0]:
+        raise ValueError(f"w_v must be (D, H*Dh) and w_o (H*Dh, D); got w_v {w_v.shape} and w_o {w_o.shape}")
+    width = w_v.shape[1]
+    _validate.divides(_validate.positive_int(n_heads, "n_heads"), width, of="the width of w_v (H*Dh)")
+    Dh = width // n_heads
+    v_blocks = w_v.reshape(w_v.shape[0], n_heads, Dh).transpose(1, 0, 2)  # (H, D, Dh)
+    o_blocks = w_o.reshape(n_heads, Dh, w_o.shape[1])  # (H, Dh, D)
+    return v_blocks @ o_blocks  # (H, D, D)
 
 
 # --- masks ---------------------------------------------------------------------------------

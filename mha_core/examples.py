@@ -45,6 +45,35 @@ def demo_layer(d_model: int = 8, n_heads: int = 2, *, n_kv_heads: int | None = N
     return layer
 
 
+#: The three features of notebook 01's hand-set example, one meaning each.
+MEANING_FEATURES: tuple[str, ...] = ("is a thing", "is an action", "is a time")
+
+
+def meaning_example() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A tiny hand-set example, before any random stand-ins: three features with a meaning each.
+
+    The token vectors say what each token is (``MEANING_FEATURES``): `key` is a thing, `cache`
+    half one (it says which key), `changed` an action, `after` a time, `deploy` half an action,
+    half a time. w_q lets an action ask for a thing (strongly) and a time (less); w_k lets a
+    thing offer itself as a thing and a time as a time. So `changed`'s query finds `key` first.
+    Set by hand for illustration; a trained model learns such matrices, with many more features.
+
+    Shapes:
+        returns: x (T, 3) = (6, 3), w_q (3, 2), w_k (3, 2); query and key slots: (wants/is a thing, a time)
+    """
+    x = np.array([
+        [0.0, 0.0, 0.0],  # the
+        [0.5, 0.0, 0.0],  # cache
+        [1.0, 0.0, 0.0],  # key
+        [0.0, 1.0, 0.0],  # changed
+        [0.0, 0.0, 1.0],  # after
+        [0.0, 0.5, 0.5],  # deploy
+    ])  # (T, 3)
+    w_q = np.array([[0.0, 0.0], [2.0, 1.0], [0.0, 0.0]])  # (3, 2): an action asks for a thing (2) and a time (1)
+    w_k = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]])  # (3, 2): a thing offers "thing", a time offers "time"
+    return x, w_q, w_k
+
+
 #: The hand-set sketch of notebook 03: three heads, each told by hand where to look.
 HAND_SET_HEADS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("head 1: looks at 'cache' and 'key'", ("cache", "key")),

@@ -11,8 +11,12 @@ from mha_core.analysis import (
     MASK_MODES,
     PAD_TOKEN,
     head_contributions,
+    head_write_maps,
+    heads_vs_one_head,
     masked_attention,
     scaling_experiment,
+    scaling_gradients,
+    softmax_jacobian,
     token_parts,
 )
 from mha_core.attention import MultiHeadAttention, causal_mask, output_projection, scaled_dot_product_attention, softmax
@@ -120,3 +124,86 @@ def test_token_parts_splits_one_tokens_output_into_one_part_per_head():
     np.testing.assert_allclose(parts.output([True, False, True, False]), blocks[0] + blocks[2] + layer.b_o)
     with pytest.raises(ValueError, match="token_index=6 .*valid indices are 0 to 5"):
         token_parts(layer, x, 6)
+
+
+# --- the softmax's gradient, with and without the scale ----------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-5, 5), min_size=2, max_size=6))
+def test_softmax_jacobian_matches_finite_differences(row):
+    scores = np.array(row)
+    eps = 1e-6
+    numeric = np.stack([(softmax(scores + eps * e) - softmax(scores - eps * e)) / (2 * eps)
+                        for e in np.eye(len(row))], axis=1)  # (Tk, Tk): column j = d weights / d score j
+    assert np.allclose(softmax_jacobian(scores), numeric, atol=1e-6)
+
+
+def test_softmax_jacobian_vanishes_when_one_score_dominates():
+    assert np.abs(softmax_jacobian(np.array([40.0, 0.0, 0.0]))).max() < 1e-15
+    assert np.linalg.norm(softmax_jacobian(np.zeros(4))) > 0.4  # even weights: the most room to move
+
+
+def test_without_the_scale_the_gradient_shrinks_as_d_head_grows_and_with_it_stays_put():
+    grads = scaling_gradients()
+    assert np.all(np.diff(grads.raw_norm) < 0)  # every doubling of d_head shrinks it
+    assert grads.raw_norm[-1] < grads.raw_norm[0] / 4
+    assert grads.scaled_norm.max() / grads.scaled_norm.min() < 1.5
+    assert np.all(grads.raw_norm < grads.scaled_norm)  # the unscaled scores spread more, so saturate more
+
+
+def test_scaling_gradients_uses_the_scaling_experiments_queries_and_keys():
+    grads = scaling_gradients()
+    assert grads.raw_largest.shape == grads.scaled_largest.shape == (len(DATA.d_head_values), DATA.n_queries)
+    assert np.allclose(grads.raw_largest.mean(axis=1), DATA.unscaled_top)
+    assert np.allclose(grads.scaled_largest.mean(axis=1), DATA.scaled_top)
+
+
+def test_scaling_gradients_names_a_bad_query_count():
+    with pytest.raises(ValueError, match="n_queries"):
+        scaling_gradients(n_queries=0)
+
+
+# --- several heads against one wide head ------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8, 16]), st.integers(0, 10_000))
+def test_one_heads_scores_are_the_heads_scores_summed_over_sqrt_h(n_heads, seed):
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((5, 16)), rng.standard_normal((7, 16))
+    result = heads_vs_one_head(q, k, n_heads)
+    assert result.head_scores.shape == (n_heads, 5, 7)
+    assert np.allclose(result.summed_scores, result.one_head_scores)
+    assert np.allclose(result.one_head_scores, q @ k.T / 4.0)
+    assert np.allclose(result.one_head_weights.sum(-1), 1) and np.allclose(result.head_weights.sum(-1), 1)
+
+
+def test_heads_vs_one_head_refuses_a_head_count_that_does_not_divide_d():
+    with pytest.raises(ValueError, match="n_heads=3 does not divide d_model=16"):
+        heads_vs_one_head(np.ones((2, 16)), np.ones((2, 16)), 3)
+    with pytest.raises(ValueError, match="same D"):
+        heads_vs_one_head(np.ones((2, 16)), np.ones((2, 8)), 2)
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 8])
+def test_each_heads_write_map_has_rank_at_most_d_head_and_gives_its_part_of_the_output(n_heads):
+    layer = demo_layer(16, n_heads, seed=3)
+    x = token_vectors(16, seed=0)
+    maps = head_write_maps(layer.w_v, layer.w_o, n_heads)  # (H, D, D)
+    assert maps.shape == (n_heads, 16, 16)
+    assert all(np.linalg.matrix_rank(m) <= 16 // n_heads for m in maps)
+    result = layer(x)
+    parts = head_contributions(result.head_outputs.transpose(1, 0, 2), layer.w_o)  # (T, H, D)
+    b_v = np.zeros(16) if layer.b_v is None else layer.b_v
+    for h in range(n_heads):
+        block = slice(h * 16 // n_heads, (h + 1) * 16 // n_heads)
+        bias_part = b_v[block] @ layer.w_o[block]  # (D,): each row of weights sums to 1
+        assert np.allclose(parts[:, h], result.weights[h] @ x @ maps[h] + bias_part)
+
+
+def test_write_maps_refuse_mismatched_matrices():
+    with pytest.raises(ValueError, match="w_v must be"):
+        head_write_maps(np.ones((4, 8)), np.ones((4, 4)), 2)
+    with pytest.raises(ValueError, match="n_heads=3"):
+        head_write_maps(np.ones((4, 8)), np.ones((8, 4)), 3)

@@ -168,3 +168,15 @@ def test_welcome_weights_are_the_softmax_of_sharpened_scores_of_changed():
     np.testing.assert_allclose(scores, layer(examples.token_vectors(8, seed=0)).scores[0, 3])
     np.testing.assert_allclose(examples.welcome_weights(2.0), softmax(2.0 * scores))
     np.testing.assert_allclose(examples.welcome_weights(0.0), np.full(6, 1 / 6))
+
+
+def test_meaning_example_lets_changed_find_key_first_by_construction():
+    from mha_core.examples import MEANING_FEATURES, TOKENS, meaning_example
+
+    x, w_q, w_k = meaning_example()
+    assert x.shape == (len(TOKENS), len(MEANING_FEATURES)) and w_q.shape == w_k.shape == (3, 2)
+    scores = (x @ w_q) @ (x @ w_k).T  # (T, T)
+    row = scores[TOKENS.index("changed")]
+    assert TOKENS[int(np.argmax(row))] == "key"
+    assert np.sort(row)[-1] > np.sort(row)[-2]  # a clear winner, no tie
+    assert np.all(scores[TOKENS.index("key")] == 0)  # a thing asks for nothing here

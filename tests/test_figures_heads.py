@@ -187,3 +187,21 @@ def test_token_views_figure_writes_the_query_values_instead_of_a_second_colour_b
     assert fig.data[0].showscale is False
     np.testing.assert_allclose(np.array(fig.data[0].text, dtype=float), np.round(result.q[:, 0], 1))
     assert fig.data[1].colorbar.x is None or fig.data[1].colorbar.x > fig.layout.xaxis2.domain[1]
+
+
+def test_one_head_and_one_feature_are_written_in_the_singular():
+    grid = heads.head_grid_figure(np.full((1, 6, 6), 1 / 6), TOKENS)
+    assert "H = 1 head " in grid.layout.title.text and "1 heads" not in grid.layout.title.text
+    split = heads.head_split_figure(np.zeros((6, 16)), 16, TOKENS)
+    assert "16 heads of<br>d_head = 1 feature" in split.layout.title.text
+
+
+def test_w_q_slices_give_every_head_all_d_rows_of_w_q():
+    w_q = demo_layer(16, 4, seed=0).w_q
+    fig = heads.w_q_slices_figure(w_q, 4)
+    assert np.allclose(np.asarray(fig.data[0].z), w_q)  # all 16 rows shown, for every head's columns
+    assert len(fig.layout.shapes) == 3  # three cuts between four slices, all along the columns
+    assert all(shape.x0 == shape.x1 for shape in fig.layout.shapes)
+    assert "16 rows" in fig.layout.title.text.replace("<br>", " ")
+    with pytest.raises(ValueError, match="n_heads=3"):
+        heads.w_q_slices_figure(w_q, 3)

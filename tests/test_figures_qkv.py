@@ -119,3 +119,26 @@ def test_token_figure_bars_are_dot_products_for_any_shape(T, Dh, seed, data):
     i = data.draw(st.integers(0, T - 1))
     bars = qkv.token_qkv_figure(q, k, v, tokens, i).data[2]
     np.testing.assert_allclose(bars.x, [q[i] @ k[j] for j in range(T)])
+
+
+def test_q_k_v_columns_are_entries_d1_to_dh_not_the_features_of_x():
+    from mha_core.examples import TOKENS
+
+    q = k = v = np.arange(24.0).reshape(6, 4)
+    for fig in (qkv.qkv_matrices_figure(q, k, v, TOKENS), qkv.token_qkv_figure(q, k, v, TOKENS, 1)):
+        heatmaps = [t for t in fig.data if t.type == "heatmap"]
+        assert heatmaps and all(list(t.x) == ["d1", "d2", "d3", "d4"] for t in heatmaps)
+
+
+def test_meaning_figure_names_the_features_and_highlights_the_key_the_query_finds():
+    from mha_core.examples import MEANING_FEATURES, meaning_example
+
+    x, w_q, w_k = meaning_example()
+    scores = (x @ w_q)[TOKENS.index("changed")] @ (x @ w_k).T  # (Tk,)
+    fig = qkv.meaning_figure(x, scores, TOKENS, MEANING_FEATURES, "changed")
+    heat, bars = fig.data
+    assert list(heat.x) == list(MEANING_FEATURES) and list(heat.y) == list(TOKENS)
+    assert np.allclose(np.asarray(bars.x), scores)
+    colours = list(bars.marker.color)
+    assert colours[TOKENS.index("key")] != colours[TOKENS.index("cache")]  # the winner stands out
+    assert fig.layout.height <= 680

@@ -86,3 +86,19 @@ def test_softmax_spread_figure_shows_each_rows_weights_with_their_values():
     assert list(wide.text) == ["1.000", "0.000", "0.000"]
     assert list(narrow.x) == ["k1", "k2", "k3"] and (narrow.name, wide.name) == ("s", "10 s")
     assert narrow.marker.pattern.shape != wide.marker.pattern.shape
+
+
+def test_saturation_figure_shows_every_querys_largest_weight_and_the_gradient_size_both_ways():
+    from mha_core.analysis import scaling_gradients
+    from mha_core.figures.single_head import saturation_figure
+
+    grads = scaling_gradients()
+    fig = saturation_figure(grads)
+    boxes = [t for t in fig.data if t.type == "box"]
+    lines = [t for t in fig.data if t.type == "scatter"]
+    assert len(boxes) == 2 and len(lines) == 2
+    assert np.allclose(np.asarray(boxes[0].y), grads.raw_largest.reshape(-1))
+    assert np.allclose(np.asarray(boxes[1].y), grads.scaled_largest.reshape(-1))
+    assert np.allclose(np.asarray(lines[0].y), grads.raw_norm) and np.allclose(np.asarray(lines[1].y), grads.scaled_norm)
+    assert fig.layout.yaxis2.range[0] == 0 and fig.layout.yaxis2.range[1] > grads.scaled_norm.max()
+    assert fig.layout.height <= 680

@@ -76,6 +76,13 @@ def test_vaswani_figure_plots_table_3_rows_a_as_published():
     assert "Vaswani et al. 2017" in fig.layout.title.text and "Table 3" in fig.layout.title.text
 
 
+def test_vaswani_figure_starts_each_axis_at_its_floor_so_tenths_look_like_tenths():
+    fig = sizing.vaswani_figure()
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis2.range[0] == 1
+    assert fig.layout.yaxis.range[1] > max(r["bleu"] for r in sizing.VASWANI_2017_TABLE3_A)
+    assert "one training run" in fig.layout.title.text.replace("<br>", " ")
+
+
 @pytest.mark.parametrize("name", ["GPT-2 small", "BERT-base", "all-MiniLM-L6-v2", "Llama-2-7B"])
 def test_model_table_lists_each_models_published_shape_and_checks_d_head(name):
     shapes = [costs.MODEL_SHAPES[n] for n in ("GPT-2 small", "BERT-base", "all-MiniLM-L6-v2", "Llama-2-7B")]

@@ -32,7 +32,7 @@ def test_choosing_a_head_count_redraws_the_same_figure_with_the_layers_weights(g
     for h in range(n_heads):
         np.testing.assert_allclose(head_tile(z, h, n_heads, T), expected[h])
     assert len(figure.layout.annotations) == n_heads
-    assert f"H = {n_heads} heads of d_head = {16 // n_heads}" in figure.layout.title.text
+    assert f"H = {n_heads} {'head' if n_heads == 1 else 'heads'} of d_head = {16 // n_heads}" in figure.layout.title.text
 
 
 def test_a_head_count_that_does_not_divide_d_model_is_refused_with_the_valid_choices():

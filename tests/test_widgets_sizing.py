@@ -105,3 +105,10 @@ def test_a_setting_the_controls_cannot_show_is_refused_by_name_with_the_valid_ch
 def test_a_head_count_that_does_not_divide_d_model_is_allowed_and_explained():
     sizing = head_sizing(d_model=768, n_heads=7)
     assert sizing.n_heads.value == 7 and "Nearest valid head counts: 6 or 8" in sizing.message.value
+
+
+def test_one_head_and_one_feature_are_singular():
+    sizing = head_sizing(d_model=16, n_heads=16, n_tokens=6)
+    assert "<b>1</b> feature per head" in sizing.readout.value
+    sizing.n_heads.value = 1
+    assert "1 head &times;" in sizing.readout.value and "1 heads" not in sizing.readout.value

@@ -126,7 +126,7 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
     if head_titles is None:
         head_titles = [f"head {h + 1}" for h in range(H)]
     if title is None:
-        title = f"Attention weights of each of H = {H} heads (rows: query, columns: key)"
+        title = f"Attention weights of each of H = {H} {'head' if H == 1 else 'heads'} (rows: query, columns: key)"
 
     z, hover = _tiled(weights, tokens, cols)
     blank = np.isnan(z)
@@ -217,10 +217,34 @@ def head_split_figure(q: np.ndarray, n_heads: int, tokens) -> go.Figure:
     return head_blocks_figure(
         q, n_heads, along="columns", y_labels=tokens,
         title=(f"q for the running sentence, shape (T, D) = ({T}, {D}), "
-               f"cut into H = {n_heads} heads of d_head = {d_head} features"),
+               f"cut into H = {n_heads} {'head' if n_heads == 1 else 'heads'} of d_head = {d_head} "
+               f"{'feature' if d_head == 1 else 'features'}"),
         block_label=lambda h, lo, hi: f"head {h + 1}<br>features {lo}-{hi}" if hi > lo else f"h{h + 1}",
         hovertemplate="token %{y}, feature %{x}: %{z:.2f}<extra></extra>",
         margin=dict(l=110, r=30, t=130, b=70), axis_titles=("feature of q (0 to D-1)", "token"), of="d_model",
+    )
+
+
+def w_q_slices_figure(w_q: np.ndarray, n_heads: int) -> go.Figure:
+    """W_Q cut into one slice of d_head columns per head: every slice has all D rows.
+
+    Row f is input feature f of a token vector; column c is entry c of the query. So each
+    head's slice reads every input feature, and only the query entries are divided up.
+
+    Shapes:
+        w_q: (D, H*Dh)
+    """
+    w_q = np.asarray(w_q, dtype=float)
+    D, width = w_q.shape
+    d_head = width // n_heads if n_heads and width % n_heads == 0 else None
+    return head_blocks_figure(
+        w_q, n_heads, along="columns", of="the columns of w_q",
+        title=(f"w_q, shape (D, H × d_head) = ({D}, {width}): head h's slice is {d_head} columns "
+               f"and all {D} rows, one row per input feature"),
+        block_label=lambda h, lo, hi: f"head {h + 1}<br>columns {lo}-{hi}" if hi > lo else f"h{h + 1}",
+        hovertemplate="input feature %{y} -> query entry %{x}: %{z:.2f}<extra>entry of w_q</extra>",
+        height=560, margin=dict(l=110, r=30, t=140, b=70),
+        axis_titles=("query entry (column of w_q)", "input feature of x (row of w_q)"),
     )
 
 
@@ -263,7 +287,7 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
     )
     fig.update_layout(
         **base_layout(
-            f"The token '{query_token}' in each of H = {H} heads: its query (left), where it looks (right)",
+            f"The token '{query_token}' in each of H = {H} {'head' if H == 1 else 'heads'}: its query (left), where it looks (right)",
             margin=dict(l=100, r=30, t=110, b=80),
         ),
         height=170 + 70 * H,

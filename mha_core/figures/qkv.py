@@ -25,6 +25,15 @@ def feature_labels(n: int) -> list[str]:
     return [f"f{i + 1}" for i in range(n)]
 
 
+def entry_labels(n: int) -> list[str]:
+    """Column labels for the Dh entries of a query, key or value: ``d1 ... dn``.
+
+    Not ``f1 ...``: those name the features of a token vector x, and entry 1 of q is not
+    feature 1 of x but a mix of all of x's features.
+    """
+    return [f"d{i + 1}" for i in range(n)]
+
+
 def token_vectors_figure(x: np.ndarray, tokens) -> go.Figure:
     """Each token's vector as one row of numbers.
 
@@ -58,8 +67,8 @@ def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens) -> 
     for i, (mat, (letter, _, plural, _)) in enumerate(zip(mats, ROLES)):
         n = "" if i == 0 else str(i + 1)
         dom = [i * (width + gap), i * (width + gap) + width]
-        traces.append(signed_heatmap_trace(mat, feature_labels(Dh), tokens, zmax=zmax, xaxis=f"x{n}", yaxis=f"y{n}", name=letter))
-        layout[f"xaxis{n}"] = dict(domain=dom, anchor=f"y{n}", title_text="feature")
+        traces.append(signed_heatmap_trace(mat, entry_labels(Dh), tokens, zmax=zmax, xaxis=f"x{n}", yaxis=f"y{n}", name=letter))
+        layout[f"xaxis{n}"] = dict(domain=dom, anchor=f"y{n}", title_text=f"entry of {letter} (d1-d{Dh})")
         layout[f"yaxis{n}"] = dict(
             domain=[0, 0.86], anchor=f"x{n}", autorange="reversed", showticklabels=i == 0,
             title_text="token" if i == 0 else None,
@@ -99,7 +108,7 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
     scores = q[i] @ k.T  # (Tk,)
     all_scores = q @ k.T  # (Tq, Tk): fixes the bar axis for every choice of token
     zmax = symmetric_max(q, k, v)
-    features = feature_labels(Dh)
+    features = entry_labels(Dh)
 
     left, right = [0.0, 0.42], [0.58, 1.0]
     top, bottom = [0.70, 0.94], [0.0, 0.56]
@@ -139,7 +148,7 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
         showlegend=False,
         xaxis=dict(domain=left, anchor="y", side="top"),
         yaxis=dict(domain=top, anchor="x", autorange="reversed"),
-        xaxis2=dict(domain=left, anchor="y2", title_text="feature"),
+        xaxis2=dict(domain=left, anchor="y2", title_text="entry of k (d1-d" + str(Dh) + ")"),
         yaxis2=dict(domain=bottom, anchor="x2", autorange="reversed"),
         xaxis3=dict(domain=right, anchor="y3", range=[lo - pad, hi + pad], zeroline=True, zerolinecolor="black",
                     title_text=f"score = q('{word}') · k(token)"),
@@ -177,3 +186,39 @@ def score_table_figure(scores: np.ndarray, query_tokens, key_tokens, *, title: s
         **query_key_axes(),
     )
     return go.Figure(data=[trace], layout=layout)
+
+
+def meaning_figure(x: np.ndarray, scores: np.ndarray, tokens, features, query_token: str) -> go.Figure:
+    """The hand-set example: what each token is (left) and whom one token's query finds (right).
+
+    Shapes:
+        x: (T, F), one named feature per column
+        scores: (T,), the query token's score against each token's key
+    """
+    x, scores = np.asarray(x, dtype=float), np.asarray(scores, dtype=float)
+    tokens, features = list(tokens), list(features)
+    best = int(np.argmax(scores))
+    left, right = [0.0, 0.46], [0.62, 1.0]
+    traces = [
+        signed_heatmap_trace(x, features, tokens, zmax=symmetric_max(x), xaxis="x", yaxis="y", name="x"),
+        dict(
+            type="bar", x=scores, y=tokens, orientation="h", xaxis="x2", yaxis="y2", name="scores",
+            marker=dict(color=[COLORS[0] if j == best else "#bbbbbb" for j in range(len(tokens))]),
+            text=[f"{s:.1f}" for s in scores], textposition="outside", textfont=dict(size=FONT_SIZE),
+            cliponaxis=False, hovertemplate=f"q('{query_token}') · k(%{{y}}) = %{{x:.2f}}<extra></extra>",
+        ),
+    ]
+    layout = dict(
+        **base_layout(f"Set by hand: what each token is, and what '{query_token}' looks for",
+                      margin=dict(l=90, r=40, t=110, b=80)),
+        height=170 + 48 * len(tokens),
+        showlegend=False,
+        xaxis=dict(domain=left, anchor="y", title_text="feature of x", side="bottom"),
+        yaxis=dict(domain=[0, 0.86], anchor="x", autorange="reversed", title_text="token"),
+        xaxis2=dict(domain=right, anchor="y2", title_text=f"score of '{query_token}' against each key",
+                    range=[min(0.0, float(scores.min())), 1.3 * float(scores.max()) + 1e-9]),
+        yaxis2=dict(domain=[0, 0.86], anchor="x2", autorange="reversed", showticklabels=True),
+        annotations=[panel_title("x: one row per token", left, 0.9),
+                     panel_title(f"q('{query_token}') · k(token)", right, 0.9)],
+    )
+    return go.Figure(data=traces, layout=layout)

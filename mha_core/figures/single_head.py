@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..analysis import ScalingData
+from ..analysis import ScalingData, ScalingGradients
 from ._style import (
     COLORS,
     FONT_SIZE,
@@ -189,6 +189,45 @@ def scaling_spec(data: ScalingData, d_head: int) -> dict:
 
 
 # --- masks ------------------------------------------------------------------------------
+
+
+def saturation_figure(grads: ScalingGradients) -> go.Figure:
+    """Two panels over d_head, without the scale and with it: each query's largest weight
+    (box plots, left) and the mean size of the softmax's Jacobian (right, from 0).
+
+    Shapes:
+        grads.raw_largest, grads.scaled_largest: (S, Nq)
+        grads.raw_norm, grads.scaled_norm: (S,)
+    """
+    sizes = [str(int(d)) for d in grads.d_head]
+    traces = []
+    for name, largest, norm, style in (
+        ("q·k, not scaled", grads.raw_largest, grads.raw_norm, UNSCALED_STYLE),
+        ("q·k / sqrt(d_head)", grads.scaled_largest, grads.scaled_norm, SCALED_STYLE),
+    ):
+        traces.append(dict(
+            type="box", x=np.repeat(sizes, largest.shape[1]), y=largest.reshape(-1), name=name, legendgroup=name,
+            marker=dict(color=style["color"]), boxpoints=False, xaxis="x", yaxis="y",
+            hovertemplate="d_head %{x}: largest weight %{y:.2f}<extra>" + name + "</extra>",
+        ))
+        traces.append(dict(
+            type="scatter", x=sizes, y=norm, name=name, legendgroup=name, showlegend=False, mode="lines+markers",
+            line=dict(color=style["color"], dash=style["dash"], width=3), marker=dict(symbol=style["symbol"], size=10),
+            xaxis="x2", yaxis="y2", hovertemplate="d_head %{x}: %{y:.3f}<extra>" + name + "</extra>",
+        ))
+    layout = dict(
+        **base_layout(f"{grads.n_queries} random queries, 6 keys: unscaled scores saturate the softmax and its "
+                      "gradient shrinks", margin=dict(l=80, r=30, t=120, b=80)),
+        height=480,
+        boxmode="group",
+        legend=dict(orientation="h", x=0, y=1.02, xanchor="left", yanchor="bottom"),
+        xaxis=dict(domain=[0, 0.55], title_text="d_head", type="category"),
+        yaxis=dict(range=[0, 1.05], title_text="each query's largest weight"),
+        xaxis2=dict(domain=[0.68, 1], title_text="d_head", type="category"),
+        yaxis2=dict(range=[0, 1.15 * float(max(grads.raw_norm.max(), grads.scaled_norm.max()))],
+                    title_text="size of d weights / d scores", anchor="x2"),
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def masked_weights_figure(weights: np.ndarray, query_tokens, key_tokens, blocked: np.ndarray, *, title: str) -> go.Figure:

@@ -29,7 +29,7 @@ class HeadGrid(ControlGroup):
         options = valid_head_counts(d_model)
         self.head_count = widgets.ToggleButtons(
             options=[(str(h), h) for h in options], value=n_heads, description="heads H",
-            tooltips=[f"{h} heads of d_head = {d_model // h}" for h in options],
+            tooltips=[f"{h} {'head' if h == 1 else 'heads'} of d_head = {d_model // h}" for h in options],
             style={"description_width": "initial", "button_width": "56px", "font_weight": "bold"},
         )
         self.head_count.add_class("mha-head-count")
@@ -38,7 +38,7 @@ class HeadGrid(ControlGroup):
 
     def _build(self, n_heads: int) -> dict:
         title = (
-            f"Attention weights of each head: H = {n_heads} heads of d_head = {self.d_model // n_heads} "
+            f"Attention weights of each head: H = {n_heads} {'head' if n_heads == 1 else 'heads'} of d_head = {self.d_model // n_heads} "
             f"(d_model = {self.d_model}); outlined: each query's largest weight"
         )
         return head_grid_spec(head_weights(self.d_model, n_heads, seed=self.seed), TOKENS, title=title, width=WIDGET_WIDTH)

@@ -45,9 +45,9 @@ def sizing_readout(d_model: int, n_heads: int, n_tokens: int) -> str:
     flops = costs.attention_flops(d_model, n_heads, n_tokens)
     products = flops["projections"] + flops["scores"] + flops["mix"]
     lines = [
-        f"d_head = {d_model} / {n_heads} = <b>{Dh}</b> features per head",
+        f"d_head = {d_model} / {n_heads} = <b>{Dh}</b> {'feature' if Dh == 1 else 'features'} per head",
         f"parameters: 4 &times; {d_model}&sup2; + 4 &times; {d_model} = <b>{params:,}</b> (the same for every head count)",
-        f"score tables: {n_heads} heads &times; {n_tokens}&sup2; = <b>{entries:,}</b> entries per layer, per sequence",
+        f"score tables: {n_heads} {'head' if n_heads == 1 else 'heads'} &times; {n_tokens}&sup2; = <b>{entries:,}</b> entries per layer, per sequence",
         f"FLOPs per layer: matrix products <b>{products:,}</b> (the same for every head count) "
         f"+ scale and softmax <b>{flops['softmax']:,}</b> (grows with the head count)",
     ]

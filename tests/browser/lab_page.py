@@ -5,7 +5,7 @@
 - ``open_notebook`` / ``wait_kernel_idle`` / ``run_all`` / ``wait_run_finished``.
 - ``rendered_counts``, ``output_problems``: what the outputs show.
 - ``plot_data``, ``poll_until``: read a plotly figure's live trace list from the page.
-- ``click_toggle_button``, ``press_slider_key``, ``select_option``: controls, moved the way a person would.
+- ``click_toggle_button``, ``keyboard_toggle_button``, ``press_slider_key``, ``select_option``: controls, moved the way a person would.
 - ``open_file_browser``, ``fit_problems``: the screen people have (1280 x 800, file browser open), and what
   does not fit in it.
 """
@@ -386,6 +386,25 @@ def click_toggle_button(group, label: str) -> None:
     button = group.locator(".widget-toggle-button", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$")).first
     button.scroll_into_view_if_needed(timeout=10_000)
     button.click(timeout=10_000)
+
+
+def keyboard_toggle_button(group, label: str, key: str = "Space") -> str:
+    """Choose the toggle button ``label`` as a keyboard user would: focus the chosen button, press Tab
+    (or Shift+Tab) until ``label`` has the focus, then press ``key``. Returns the keys pressed."""
+    page = group.page
+    buttons = [t.strip() for t in group.locator(".widget-toggle-button").all_inner_texts()]
+    start = group.locator(".widget-toggle-button.mod-active").first
+    start.focus(timeout=10_000)
+    here = buttons.index(start.inner_text(timeout=10_000).strip())
+    step = "Tab" if buttons.index(label) > here else "Shift+Tab"
+    pressed = []
+    for _ in range(abs(buttons.index(label) - here)):
+        page.keyboard.press(step)
+        pressed.append(step)
+    focused = page.evaluate("() => (document.activeElement && document.activeElement.textContent || '').trim()")
+    assert focused == label, f"after {pressed} the focus is on {focused!r}, not on the button {label!r}"
+    page.keyboard.press(key)
+    return " ".join(pressed + [key])
 
 
 def click_checkbox(group, label: str) -> None:

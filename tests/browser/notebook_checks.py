@@ -37,6 +37,7 @@ from lab_page import (
     click_checkbox,
     click_toggle_button,
     decode_typed_arrays,
+    keyboard_toggle_button,
     output_with,
     plot_data,
     poll_until,
@@ -315,9 +316,19 @@ def head_count(page, lab) -> dict:
         return head_grid_figure(head_weights(16, int(label), seed=0), TOKENS)  # weights (H, T, T), tiled
 
     # The widget writes its own title; the tiles (z), their labels and the head titles are compared.
+    # First by keyboard, as the notebook tells you (Tab to a button, then Space or Enter: the arrow keys
+    # move JupyterLab's cell selection), then by clicking.
+    keys = {"8": "Space", "2": "Enter"}
+    by_keys = _choices_check(page, ".mha-head-count", build, lambda g, label: keyboard_toggle_button(g, label, keys[label]),
+                             "pressed Tab/Shift+Tab then Space/Enter to", labels=["8", "2"], initial="4",
+                             layout_keys=("annotations", "shapes"), name="03 head count (keyboard)", index=0)
     # Ends at 16 heads, the tallest grid, so the fit check after the controls sees it.
-    return toggle_check(page, ".mha-head-count", build, initial="4", labels=["2", "8", "16"],
-                        layout_keys=("annotations", "shapes"), name="03 head count (click)")
+    by_clicks = toggle_check(page, ".mha-head-count", build, initial="2", labels=["4", "8", "16"],
+                             layout_keys=("annotations", "shapes"), name="03 head count (click)")
+    by_clicks["control"] = "03 head count (keyboard, then click)"
+    by_clicks["settings"] = [f"key {s}" for s in by_keys["settings"]] + by_clicks["settings"]
+    by_clicks["latency_s"] = by_keys["latency_s"] + by_clicks["latency_s"]
+    return by_clicks
 
 
 def head_switches(page, lab) -> dict:

@@ -83,8 +83,10 @@ def role_history_figure(steps, role_scores, relations, *, max_steps: int | None 
                         yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE)) for h in range(H)]
     layout = base_layout(
         title or f"Share of each head's weight on each relation's targets, H = {H}",
-        height=420, width=TOY_WIDTH, annotations=annotations, legend=dict(orientation="h", y=-0.25),
-        margin=dict(l=80, r=20, t=90, b=110), **layout_axes,
+        height=420, width=TOY_WIDTH, annotations=annotations,
+        # below the "step" titles, not on top of them (a bottom-anchored legend covered head 1's)
+        legend=dict(orientation="h", y=-0.36, yanchor="top"),
+        margin=dict(l=80, r=20, t=90, b=120), **layout_axes,
     )
     return go.Figure(data=data, layout=layout, _validate=validate)
 

@@ -178,7 +178,7 @@ def ablation_figure(accuracy, relations, heads_on, *, baseline=None, title: str 
                  text=[f"{a:.2f}" for a in acc], textposition="outside",
                  hovertemplate="%{x}: %{y:.3f}<extra></extra>")]
     if baseline is not None:
-        data.append(dict(type="scatter", mode="markers", name="every head on", x=list(relations),
+        data.append(dict(type="scatter", mode="markers", name="reference: every head on", x=list(relations),
                          y=np.asarray(baseline, dtype=float), marker=dict(symbol="line-ew", size=40, color="black",
                                                                           line=dict(width=3, color="black")),
                          hovertemplate="all heads on, %{x}: %{y:.3f}<extra></extra>"))

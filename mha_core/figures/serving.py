@@ -76,7 +76,9 @@ def growth_figure(rows: GrowthRows) -> go.Figure:
         dict(type="scatter", mode="lines+markers+text", x=x, y=np.array(y, dtype=float) / GiB, name=name,
              xaxis=_ref("x", i), yaxis=_ref("y", i), line=dict(color=color, width=3), marker=dict(size=9),
              # Labels on the larger points only: the small ones would collide near zero.
-             text=[bytes_text(v) if v >= max(y) / 8 else "" for v in y], textposition="top left",
+             # The first point's label goes right of it: on its left it ran into the y axis and was cut.
+             text=[bytes_text(v) if v >= max(y) / 8 else "" for v in y],
+             textposition=["bottom right"] + ["top left"] * (len(y) - 1),
              textfont=dict(size=FONT_SIZE - 2),
              showlegend=False, hovertemplate="T = %{x:,}: %{text}<extra></extra>")
         for i, y, name, _, color in panels

@@ -83,8 +83,10 @@ def role_history_figure(steps, role_scores, relations, *, max_steps: int | None 
                         yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE)) for h in range(H)]
     layout = base_layout(
         title or f"Share of each head's weight on each relation's targets, H = {H}",
-        height=420, width=TOY_WIDTH, annotations=annotations, legend=dict(orientation="h", y=-0.25),
-        margin=dict(l=80, r=20, t=90, b=110), **layout_axes,
+        height=420, width=TOY_WIDTH, annotations=annotations,
+        # below the "step" titles, not on top of them (a bottom-anchored legend covered head 1's)
+        legend=dict(orientation="h", y=-0.36, yanchor="top"),
+        margin=dict(l=80, r=20, t=90, b=120), **layout_axes,
     )
     return go.Figure(data=data, layout=layout, _validate=validate)
 
@@ -176,7 +178,7 @@ def ablation_figure(accuracy, relations, heads_on, *, baseline=None, title: str 
                  text=[f"{a:.2f}" for a in acc], textposition="outside",
                  hovertemplate="%{x}: %{y:.3f}<extra></extra>")]
     if baseline is not None:
-        data.append(dict(type="scatter", mode="markers", name="every head on", x=list(relations),
+        data.append(dict(type="scatter", mode="markers", name="reference: every head on", x=list(relations),
                          y=np.asarray(baseline, dtype=float), marker=dict(symbol="line-ew", size=40, color="black",
                                                                           line=dict(width=3, color="black")),
                          hovertemplate="all heads on, %{x}: %{y:.3f}<extra></extra>"))

@@ -36,6 +36,8 @@ class Theme:
     title_size: int
     #: Numbers printed inside heatmap cells.
     cell_text_size: int
+    #: Token labels where several panels sit side by side (the head grid): smaller on a laptop.
+    dense_label_size: int
     #: Control text: labels, buttons, readouts, messages.
     control_font_size: int
     #: Height of one row of controls (a slider, a row of buttons).
@@ -49,10 +51,10 @@ class Theme:
 
 
 #: The sizes the course is designed with (a laptop, 1280 x 800): the course uses 14 px or more.
-LAPTOP = Theme(name="laptop", font_size=16, title_size=18, cell_text_size=16,
+LAPTOP = Theme(name="laptop", font_size=16, title_size=18, cell_text_size=16, dense_label_size=14,
                control_font_size=16, control_height=28, slider_handle_size=16)
 #: Projector sizes: text of 20 px or more everywhere, larger handles and rows.
-PROJECTOR = Theme(name="projector", font_size=20, title_size=24, cell_text_size=20,
+PROJECTOR = Theme(name="projector", font_size=20, title_size=24, cell_text_size=20, dense_label_size=20,
                   control_font_size=20, control_height=40, slider_handle_size=26)
 
 

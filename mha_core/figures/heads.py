@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import projector
 from ._style import (
     COLORS,
     FONT_SIZE,
@@ -172,7 +173,8 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
                     line=dict(width=3 if cell_px >= 20 else 2)),
     )
 
-    tick_font = dict(size=FONT_SIZE if cols <= 2 else FONT_SIZE - 2)
+    sizes = projector.theme()
+    tick_font = dict(size=sizes.font_size if cols <= 2 else sizes.dense_label_size)
     x_ticks = [(c * step + j, tok) for c in range(cols) for j, tok in enumerate(tokens)]
     y_ticks = [(r * step + i, tok) for r in range(rows) for i, tok in enumerate(tokens)]
     annotations = []

@@ -380,7 +380,7 @@ def render_markdown(report: dict) -> str:
         from .bench_serving import markdown as serving_markdown
 
         lines += serving_markdown(srv)
-    tr = _section_head(lines, sections, "training")
+    tr = _section_head(lines, sections, "training", 8)
     if tr:
         lines += [
             "A fresh process; each run a fresh `train` (no cache), torch on one thread. The retrain is notebook 06's"
@@ -396,7 +396,7 @@ def render_markdown(report: dict) -> str:
             e = tr[key]
             lines.append(f"| {label} | {_ms(e['median'])} | {_ms(e['min'])} - {_ms(e['max'])} | {e['n']} |")
 
-    pre = _section_head(lines, sections, "pretrained", 7)
+    pre = _section_head(lines, sections, "pretrained", 9)
     if pre and "load_s" in pre:
         load = pre["load_s"]
         lines += [

@@ -50,34 +50,23 @@ def load_old(rev: str):
 
 
 def contenders(shape: dict, old_modules: dict | None = None) -> dict:
-    """Zero-argument callables on the same weights and input: bare SDPA, this module, older ones by name."""
+    """Zero-argument callables on the same weights and input: bare SDPA, this module, older ones by name.
+
+    Bare SDPA, this module, the weights and the input are ``bench_attention``'s, so both
+    benchmarks time the same composition.
+    """
     import torch
-    import torch.nn.functional as F
 
-    from mha_core import TorchMultiHeadAttention
+    from .bench_attention import OURS, SDPA, build_contenders
 
-    B, T, D, H = shape["batch"], shape["tokens"], shape["d_model"], shape["n_heads"]
-    Dh, causal = D // H, bool(shape["causal"])
-    torch.manual_seed(0)
-    module = torch.nn.MultiheadAttention(D, H, batch_first=True, dropout=0.0).eval()
-    x = torch.randn(B, T, D)  # (B, T, D)
-    w_in, b_in = module.in_proj_weight, module.in_proj_bias  # (3D, D), (3D,)
-    w_out, b_out = module.out_proj.weight, module.out_proj.bias  # (D, D), (D,)
-
-    def bare_sdpa():
-        qkv = F.linear(x, w_in, b_in)  # (B, T, 3D)
-        q, k, v = qkv.view(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, Dh)
-        head_outputs = F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # (B, H, T, Dh)
-        concat = head_outputs.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
-        return F.linear(concat, w_out, b_out)  # (B, T, D)
-
-    new = TorchMultiHeadAttention.from_torch(module).eval()
-    found = {"bare": bare_sdpa, "new": lambda: new(x, is_causal=causal).output}
+    causal = bool(shape["causal"])
+    built, module, x = build_contenders(shape)
+    found = {"bare": built[SDPA], "new": built[OURS]}
     for name, old_module in (old_modules or {}).items():
         old = old_module.TorchMultiHeadAttention.from_torch(module).eval()
         found[name] = lambda old=old: old(x, is_causal=causal).output
     with torch.inference_mode():
-        expected = bare_sdpa()
+        expected = found["bare"]()
         for name, fn in found.items():
             torch.testing.assert_close(fn(), expected, rtol=1e-5, atol=1e-6, msg=f"{name} disagrees with bare SDPA")
     return found

@@ -110,3 +110,24 @@ def run_notebook(nb, *, cwd: Path = NOTEBOOKS, timeout: int = 300, allow_errors:
         "error": error,
         "errors": errors(nb),
     }
+
+
+def measure_in_kernel(module: str, function: str, *, label: str, timeout: int = 900, **kwargs) -> tuple[dict | None, dict]:
+    """Call ``benchmarks.<module>.<function>(**kwargs, out=PATH)`` in a fresh kernel, as a notebook cell would.
+
+    The function writes its results to ``out`` as JSON. Returns (those results, or None if
+    the kernel wrote none, and ``run_notebook``'s record of the run).
+    """
+    import nbformat
+
+    with tempfile.TemporaryDirectory(prefix=f"mha-bench-{label.replace(' ', '-')}-") as tmp:
+        out = Path(tmp) / "results.json"
+        args = ", ".join(f"{k}={v!r}" for k, v in {**kwargs, "out": str(out)}.items())
+        source = (
+            f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+            f"from benchmarks.{module} import {function}\n"
+            f"{function}({args})\n"
+        )
+        ran = run_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), cwd=ROOT,
+                           timeout=timeout, label=label)
+        return (json.loads(out.read_text()) if out.exists() else None), ran

@@ -18,7 +18,6 @@ import importlib
 import inspect
 import json
 import pkgutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -218,23 +217,12 @@ def measure(quick: bool, only: list[str] | None, out: str) -> None:
 
 
 def run(quick: bool, log=print, controls: list[str] | None = None, **_) -> dict:
-    import nbformat
+    from ._kernel import measure_in_kernel
 
-    from ._kernel import ROOT, run_notebook
-
-    with tempfile.TemporaryDirectory(prefix="mha-bench-controls-") as tmp:
-        out = Path(tmp) / "controls.json"
-        source = (
-            f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-            "from benchmarks.bench_controls import measure\n"
-            f"measure(quick={quick!r}, only={controls!r}, out={str(out)!r})\n"
-        )
-        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
-        log("controls: driving every control in a fresh kernel")
-        ran = run_notebook(nb, cwd=ROOT, timeout=900, label="controls")
-        if not out.exists():
-            raise RuntimeError(f"the kernel wrote no results: {ran['error'] or ran['errors']}")
-        result = json.loads(out.read_text())
+    log("controls: driving every control in a fresh kernel")
+    result, ran = measure_in_kernel("bench_controls", "measure", label="controls", quick=quick, only=controls)
+    if result is None:
+        raise RuntimeError(f"the kernel wrote no results: {ran['error'] or ran['errors']}")
     result["goal_median_ms"] = GOAL_MEDIAN_MS
     result["goal_p95_ms"] = GOAL_P95_MS
     result["kernel_peak_kib"] = ran["vmhwm_kib"]

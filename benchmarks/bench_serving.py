@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 from ._timing import median, summary
@@ -98,23 +97,12 @@ def measure_controls(events: int, out: str) -> None:
 
 
 def _controls(quick: bool, log) -> dict:
-    import nbformat
+    from ._kernel import measure_in_kernel
 
-    from ._kernel import ROOT, run_notebook
-
-    with tempfile.TemporaryDirectory(prefix="mha-bench-serving-") as tmp:
-        out = Path(tmp) / "controls.json"
-        source = (
-            f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-            "from benchmarks.bench_serving import measure_controls\n"
-            f"measure_controls(events={5 if quick else 40}, out={str(out)!r})\n"
-        )
-        log("serving: driving the KV-cache calculator in a fresh kernel")
-        ran = run_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), cwd=ROOT, timeout=900,
-                           label="serving controls")
-        if not out.exists():
-            return {"error": f"the kernel wrote no results: {ran['error'] or ran['errors']}"}
-        raw = json.loads(out.read_text())
+    log("serving: driving the KV-cache calculator in a fresh kernel")
+    raw, ran = measure_in_kernel("bench_serving", "measure_controls", label="serving controls", events=5 if quick else 40)
+    if raw is None:
+        return {"error": f"the kernel wrote no results: {ran['error'] or ran['errors']}"}
     controls = {}
     for name, r in raw["controls"].items():
         ms = summary(r["times_ms"]) if r["times_ms"] else None

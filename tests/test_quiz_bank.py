@@ -710,3 +710,45 @@ def test_choice_grading_takes_any_chosen_set_or_says_why_not(chosen, show_missed
         assert verdict.correct == (set(chosen) == set(q.correct_indices))
         if not verdict.correct and not show_missed:
             assert "missed" not in verdict.text()
+
+
+# --------------------------------------------------------------------------- the review for a class that stops after 05
+
+
+def test_the_review_through_05_shows_only_what_notebooks_01_to_05_taught(bank):
+    shown = bank.questions("10", through="05")
+    repeated = [q for q in shown if q.set_id != "10"]
+    assert [q.set_id for q in repeated] == ["01", "02", "03", "04", "05"]
+    # The review's own questions draw on the core only, so both classes get them.
+    assert [q.id for q in shown if q.set_id == "10"] == list(bank.sets["10"].question_ids)
+
+
+def test_the_review_through_09_is_the_whole_review(bank):
+    assert bank.questions("10", through="09") == bank.questions("10")
+    assert {q.set_id for q in bank.questions("10")} == set(NOTEBOOK_SETS) | {"10"}
+
+
+@pytest.mark.parametrize("through", ["5", 5, "06", "07", "08"])
+def test_the_review_can_stop_after_any_notebook(bank, through):
+    last = f"{int(through):02d}"
+    repeated = {q.set_id for q in bank.questions("10", through=through) if q.set_id != "10"}
+    assert repeated == {s for s in NOTEBOOK_SETS if s <= last}
+
+
+@pytest.mark.parametrize("through", ["00", "10", "11", "x", 3.5, True, ""])
+def test_a_bad_through_names_the_parameter_and_the_choices(bank, through):
+    with pytest.raises(ValueError, match=r"through=.* valid choices are 01, 02, .* 09"):
+        bank.questions("10", through=through)
+
+
+def test_through_applies_only_to_the_review(bank):
+    with pytest.raises(ValueError, match=r"through= applies only to the review \(10\)"):
+        bank.questions("03", through="05")
+
+
+def test_the_review_asks_nothing_the_core_notebooks_did_not_teach(bank):
+    # A class that stops after 05 meets no term defined only in 06-09.
+    later_terms = ("KV cache", "KV-cache", "MQA", "GQA", "grouped-query", "multi-query", "MiniLM", "pruning", "seed")
+    for q in bank.sets["10"].questions:
+        words = " ".join([q.text, q.explanation, *(o.text + " " + o.feedback for o in q.options)])
+        assert not [t for t in later_terms if t in words], q.id

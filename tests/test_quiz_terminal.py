@@ -412,3 +412,19 @@ def test_pty_ctrl_c_while_starting_up_exits_130_quietly(env, delay_s, request):
             reason="Ctrl-C during Python's own start-up, before any code of the package runs", strict=False))
     assert status == 130, out
     assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+
+
+def test_the_review_through_05_asks_only_the_core_questions(bank, env):
+    shown = bank.questions("10", through="05")
+    result = run_quiz(["10", "--through", "05", "--answers"], env)
+    assert result.returncode == 0, result.stderr
+    assert f"({len(shown)} questions)" in result.stdout
+    assert "[06-" not in result.stdout and "[09-" not in result.stdout
+    assert "[05-" in result.stdout
+
+
+def test_a_bad_through_in_the_terminal_names_the_choices(env):
+    result = run_quiz(["10", "--through", "12"], env)
+    assert result.returncode == 2
+    assert "through='12'" in result.stderr and "valid choices are 01" in result.stderr
+    assert "Traceback" not in result.stderr

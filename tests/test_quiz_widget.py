@@ -388,3 +388,32 @@ def test_choose_with_a_non_letter_names_the_answer_and_the_valid_letters(answer)
     view = QuestionView(question, 1, 1, seed="test", on_check=lambda *a: None)
     with pytest.raises(TypeError, match=r"answer=.* is not valid for .*give one letter from a to [a-z]"):
         view.choose(answer)
+
+
+# --------------------------------------------------------------------------- the review for a class that stops after 05
+
+
+def test_the_review_through_05_shows_and_scores_only_the_core(bank):
+    quiz = quick_check("10", through="05")
+    shown = [v.question.id for v in quiz.questions]
+    assert {qid[:2] for qid in shown} == {"01", "02", "03", "04", "05", "10"}
+    assert "repeat one question from each of notebooks 01 to 05" in quiz.header.value
+    total = len(bank.questions("10", through="05"))
+    assert f"Review: 0 of {total} questions answered correctly" in quiz.score.value
+    view = view_of(quiz, "03-what-is-a-head")
+    view.choose(letter_of(view, view.question.correct_indices[0]))
+    view.check()
+    assert f"Review: 1 of {total} questions answered correctly" in quiz.score.value
+
+
+def test_classroom_mode_takes_through_too():
+    quiz = classroom("10", through="05")
+    assert {v.question.id[:2] for v in quiz.questions} == {"01", "02", "03", "04", "05", "10"}
+    assert "from each of notebooks 01 to 05" in quiz.header.value
+
+
+def test_a_bad_through_is_a_plain_message_not_a_traceback():
+    quiz = quick_check("10", through="11")
+    assert not quiz.questions
+    assert "through=&#x27;11&#x27;" in quiz.note.value or "through='11'" in quiz.note.value
+    assert "valid choices are 01" in quiz.note.value

@@ -4,6 +4,7 @@
     python -m mha_core.quiz all           # every notebook's questions (01-10), each once
     python -m mha_core.quiz 03 --answers  # the answer key, with explanations, for instructors
     python -m mha_core.quiz 03 --no-record
+    python -m mha_core.quiz 10 --through 05   # the review, for a class that stopped after 05
 
 Answer with a letter (``b``), letters separated by commas for select-all (``a,c``),
 or a number (``64``; commas are fine: ``2,362,368``). End of input (Ctrl-D) or Ctrl-C
@@ -27,6 +28,7 @@ import textwrap
 
 from .bank import (
     LETTERS,
+    REVIEW_SET_ID,
     SET_IDS,
     Bank,
     BankError,
@@ -38,6 +40,7 @@ from .bank import (
     option_labels,
     normalise_set_id,
     parse_number,
+    review_through,
     shuffled_order,
 )
 
@@ -208,10 +211,10 @@ def ask_question(question: Question, number: int, total: int, seed: str, record=
 # --------------------------------------------------------------------------- answer key
 
 
-def print_answers(bank: Bank, set_ids: list[str]) -> None:
+def print_answers(bank: Bank, set_ids: list[str], *, through: str | None = None) -> None:
     """The key, in the data's order: every option marked right or wrong, with its feedback."""
     for set_id in set_ids:
-        questions = bank.questions(set_id) if len(set_ids) == 1 else bank.sets[set_id].questions
+        questions = bank.questions(set_id, through=through) if len(set_ids) == 1 else bank.sets[set_id].questions
         _say(f"== Quiz {set_id}: {bank.sets[set_id].title} ({len(questions)} questions) ==")
         for n, q in enumerate(questions, start=1):
             _say()
@@ -234,7 +237,7 @@ def print_answers(bank: Bank, set_ids: list[str]) -> None:
 # --------------------------------------------------------------------------- a run
 
 
-def run_quiz(bank: Bank, set_ids: list[str], *, record: bool) -> int:
+def run_quiz(bank: Bank, set_ids: list[str], *, record: bool, through: str | None = None) -> int:
     global _input_ended
     _input_ended = False
     store = None
@@ -245,7 +248,7 @@ def run_quiz(bank: Bank, set_ids: list[str], *, record: bool) -> int:
         store = default_store()
         seed = store.learner_id
     if len(set_ids) == 1:
-        plan = [(set_ids[0], q) for q in bank.questions(set_ids[0])]
+        plan = [(set_ids[0], q) for q in bank.questions(set_ids[0], through=through)]
         title = f"Quick check {set_ids[0]}: {bank.sets[set_ids[0]].title}"
     else:
         plan = [(s, q) for s in set_ids for q in bank.sets[s].questions]
@@ -308,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("quiz", help="which quiz: 00-10, or all")
     parser.add_argument("--answers", action="store_true", help="print the answer key with explanations, and exit")
     parser.add_argument("--no-record", action="store_true", help="do not record answers in the progress file")
+    parser.add_argument("--through", metavar="NN", help="the review (10) only: the last notebook your class took, e.g. 05")
     args = parser.parse_args(argv)
     bank = default_bank()
     choice = args.quiz.strip().lower()
@@ -328,10 +332,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m mha_core.quiz: {exc}", file=sys.stderr)
             return 2
         set_ids = [text]
+    through = None
+    if args.through is not None:
+        try:
+            if set_ids != [REVIEW_SET_ID]:
+                raise ValueError(f"through= applies only to the review ({REVIEW_SET_ID}), not to quiz {args.quiz}")
+            through = review_through(args.through)
+        except ValueError as exc:
+            print(f"python -m mha_core.quiz: {exc}", file=sys.stderr)
+            return 2
     if args.answers:
-        print_answers(bank, set_ids)
+        print_answers(bank, set_ids, through=through)
         return 0
-    return run_quiz(bank, set_ids, record=not args.no_record)
+    return run_quiz(bank, set_ids, record=not args.no_record, through=through)
 
 
 if __name__ == "__main__":

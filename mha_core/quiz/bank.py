@@ -146,10 +146,21 @@ class Bank:
     #: set id -> what a set lost through another set's broken file (the review's repeated questions)
     notes: dict[str, str] = field(default_factory=dict)
 
-    def questions(self, set_id: str) -> tuple[Question, ...]:
-        """The questions a set shows: for the review, its included questions, then its own."""
+    def questions(self, set_id: str, *, through: Any = None) -> tuple[Question, ...]:
+        """The questions a set shows: for the review, its included questions, then its own.
+
+        ``through`` (the review only): the last notebook the class took, "01" to "09".
+        A class that stops after 05 gets ``through="05"``: the review repeats questions
+        of notebooks 01-05 only. Its own questions draw on the core (01-05), so every
+        class gets them.
+        """
         quiz_set = self.get_set(set_id)
         included = tuple(self.question(qid) for qid in quiz_set.include)
+        if through is not None:
+            if quiz_set.id != REVIEW_SET_ID:
+                raise ValueError(f"through= applies only to the review ({REVIEW_SET_ID}), not to quiz {quiz_set.id}")
+            last = review_through(through)
+            included = tuple(q for q in included if q.set_id <= last)
         return included + quiz_set.questions
 
     def get_set(self, set_id: str) -> QuizSet:
@@ -181,6 +192,19 @@ def _short_repr(value: Any, limit: int = 40) -> str:
     except ValueError:  # an int too long to print
         return f"<{type(value).__name__} too long to show>"
     return text if len(text) <= limit else text[: limit - 5] + "...'" + f" ({len(text)} characters)"
+
+
+#: The notebooks a review can stop after: a class may stop after 05 (the core) or go on to 09.
+THROUGH_CHOICES: tuple[str, ...] = tuple(f"{n:02d}" for n in range(1, 10))
+
+
+def review_through(through: Any) -> str:
+    """'5', 5, '05' -> '05': the last notebook the review draws on; anything else raises a ValueError."""
+    message = f"through={_short_repr(through)} is not a notebook the review can stop after; valid choices are {', '.join(THROUGH_CHOICES)}"
+    try:
+        return normalise_set_id(through, THROUGH_CHOICES)
+    except ValueError:
+        raise ValueError(message) from None
 
 
 def normalise_set_id(set_id: Any, valid: Sequence[str] = SET_IDS) -> str:

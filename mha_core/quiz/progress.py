@@ -790,9 +790,9 @@ def _result(set_id: str, title: str, questions, stats: dict[str, QuestionStats],
     )
 
 
-def set_result(bank: Bank, set_id: str, stats: dict[str, QuestionStats]) -> SetResult:
-    """Every question a set shows (the review: its repeated ones too), wherever it was answered."""
-    return _result(set_id, bank.get_set(set_id).title, bank.questions(set_id), stats)
+def set_result(bank: Bank, set_id: str, stats: dict[str, QuestionStats], *, through=None) -> SetResult:
+    """Every question a set shows (the review: its repeated ones too, ``through`` a notebook), wherever it was answered."""
+    return _result(set_id, bank.get_set(set_id).title, bank.questions(set_id, through=through), stats)
 
 
 def course_score(bank: Bank, stats: dict[str, QuestionStats]) -> tuple[int, int]:

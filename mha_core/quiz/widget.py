@@ -60,6 +60,7 @@ from .bank import (
     normalise_set_id,
     option_labels,
     parse_number,
+    review_through,
     shuffled_order,
 )
 from .._display import in_ipython
@@ -334,8 +335,10 @@ class QuickCheck(_Displayable):
     of the class is the same in both modes.
     """
 
-    def __init__(self, set_id: str, *, classroom: bool = False, store: ProgressStore | None = None, bank: Bank | None = None):
+    def __init__(self, set_id: str, *, classroom: bool = False, store: ProgressStore | None = None, bank: Bank | None = None,
+                 through=None):
         self.bank = bank or default_bank()
+        self.through = through
         self.set_id = normalise_set_id(set_id, tuple(self.bank.sets) + tuple(self.bank.problems))
         self.classroom = classroom
         # Classroom mode touches no file at all: nothing recorded, a fixed option order.
@@ -345,8 +348,9 @@ class QuickCheck(_Displayable):
         self.score = _html("", "mha-quiz-score")
         try:
             title = self.bank.get_set(self.set_id).title
-            questions = self.bank.questions(self.set_id)
-        except BankError as exc:
+            questions = self.bank.questions(self.set_id, through=through)
+            self.through = review_through(through) if through is not None else None
+        except (BankError, ValueError) as exc:
             # A broken file costs only its own set: say which file and line, show nothing else.
             title, questions = "cannot be shown", ()
             self.note.value = _message(str(exc), "wrong")
@@ -380,14 +384,15 @@ class QuickCheck(_Displayable):
         """The review repeats questions of notebooks 01-09: say that earlier answers count here."""
         if self.set_id != REVIEW_SET_ID or self.set_id not in self.bank.sets:
             return ""
-        repeated = len(self.bank.sets[self.set_id].include)
+        repeated = sum(v.question.set_id != REVIEW_SET_ID for v in self.questions) if self.questions else 0
         if not repeated:
             return ""
-        text = (f"The first {repeated} questions repeat one question from each of notebooks 01 to 09. "
+        last = self.through or max(q.set_id for q in self.bank.questions(self.set_id) if q.set_id != REVIEW_SET_ID)
+        text = (f"The first {repeated} questions repeat one question from each of notebooks 01 to {last}. "
                 "If you answered one correctly there, it shows here as answered correctly already; "
                 "answer it again to check that you still know it.")
         if self.classroom:
-            text = f"The first {repeated} questions repeat one question from each of notebooks 01 to 09."
+            text = f"The first {repeated} questions repeat one question from each of notebooks 01 to {last}."
         return f'<div style="color:#555;font-size:0.9em" class="mha-quiz-review-note">{html.escape(text)}</div>'
 
     def _record(self, view: QuestionView, verdict: Verdict) -> int:
@@ -425,7 +430,7 @@ class QuickCheck(_Displayable):
         if not self.questions:
             self.score.value = ""
             return
-        result = set_result(self.bank, self.set_id, stats)
+        result = set_result(self.bank, self.set_id, stats, through=self.through)
         right, total = course_score(self.bank, stats)
         label = {"00": "Practice set", REVIEW_SET_ID: "Review"}.get(self.set_id, f"Notebook {self.set_id}")
         self.score.value = (
@@ -458,13 +463,16 @@ def _execution_count() -> int | None:
     return getattr(shell, "execution_count", None) if shell is not None else None
 
 
-def quick_check(set_id, *, classroom: bool = False, show: bool | None = None, store: ProgressStore | None = None) -> QuickCheck:
+def quick_check(set_id, *, classroom: bool = False, show: bool | None = None, store: ProgressStore | None = None,
+                through=None) -> QuickCheck:
     """Show a notebook's quick check and return it. ``set_id``: "00" to "10" (3 works too).
 
     ``classroom=True`` records nothing and adds "Reveal answer" to every question.
+    ``through`` (the review, 10, only): the last notebook your class took, say "05";
+    the review then repeats questions of notebooks 01 to that one only.
     ``show`` defaults to True inside IPython (a notebook), False elsewhere (tests).
     """
-    quiz = QuickCheck(set_id, classroom=classroom, store=store)
+    quiz = QuickCheck(set_id, classroom=classroom, store=store, through=through)
     if show if show is not None else in_ipython():
         from IPython.display import display
 
@@ -472,9 +480,9 @@ def quick_check(set_id, *, classroom: bool = False, show: bool | None = None, st
     return quiz
 
 
-def classroom(set_id, *, show: bool | None = None) -> QuickCheck:
+def classroom(set_id, *, show: bool | None = None, through=None) -> QuickCheck:
     """The instructor's view: the questions, nothing recorded, an answer revealed on demand."""
-    return quick_check(set_id, classroom=True, show=show)
+    return quick_check(set_id, classroom=True, show=show, through=through)
 
 
 # --------------------------------------------------------------------------- progress table

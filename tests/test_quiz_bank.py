@@ -21,12 +21,14 @@ from mha_core.quiz.bank import (
     COURSE_SET_IDS,
     SET_IDS,
     BankError,
+    answer_letters,
     grade_choice,
     grade_numeric,
     load_bank,
     normalise_set_id,
     parse_number,
     quizzes_dir,
+    option_order,
     shuffled_order,
 )
 
@@ -233,16 +235,32 @@ def test_counting_scores_for_the_running_sentence_uses_its_six_tokens(bank):
 # --------------------------------------------------------------------------- option order
 
 
-def test_option_order_is_a_permutation_fixed_per_learner_and_question(questions):
+def test_option_order_is_a_permutation_fixed_per_question(questions):
     for q in choice_questions(questions):
-        order = shuffled_order(q, "learner-a")
+        order = option_order(q)
         assert sorted(order) == list(range(len(q.options)))
-        assert shuffled_order(q, "learner-a") == order
+        assert option_order(q) == order
+    assert all(option_order(q) == [] for q in questions if q.kind == "numeric")
 
 
-def test_option_order_differs_between_learners(questions):
+def test_the_shown_order_moves_the_right_answer_around(questions):
+    # The letters a learner sees, not the data's order, must not give the answer away.
+    single = choice_questions(questions, "single")
+    letters = Counter(answer_letters(q) for q in single)
+    assert max(letters.values()) <= 0.4 * len(single), letters
+    assert len(letters) >= 4 or set(letters) == {"a", "b", "c"}, letters
+    multi = choice_questions(questions, "multi")
+    assert sum("a" in answer_letters(q) for q in multi) <= len(multi) / 2 + 1
+
+
+def test_the_shown_order_is_not_the_data_order_for_most_questions(questions):
     qs = choice_questions(questions)
-    differing = sum(shuffled_order(q, "learner-a") != shuffled_order(q, "learner-b") for q in qs)
+    assert sum(option_order(q) != list(range(len(q.options))) for q in qs) >= 0.7 * len(qs)
+
+
+def test_shuffled_order_differs_between_seeds(questions):
+    qs = choice_questions(questions)
+    differing = sum(shuffled_order(q, "seed-a") != shuffled_order(q, "seed-b") for q in qs)
     assert differing >= len(qs) // 2
 
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from mha_core.quiz.bank import LETTERS, format_number, load_bank, shuffled_order
+from mha_core.quiz.bank import LETTERS, format_number, load_bank, option_order
 from mha_core.quiz.progress import ProgressStore
 
 RUN_TIMEOUT_S = 60
@@ -39,27 +39,18 @@ def run_quiz(args, env, stdin=""):
     )
 
 
-def answer_for(question, seed: str, right: bool = True) -> str:
-    """What a learner types: the right (or a wrong) answer, in the letters they see."""
+def answer_for(question, right: bool = True) -> str:
+    """What a learner types: the right (or a wrong) answer, in the letters everyone sees."""
     if question.kind == "numeric":
         return format_number(question.answer) if right else format_number(question.misconceptions[0].value)
-    order = shuffled_order(question, seed)
+    order = option_order(question)
     wanted = question.correct_indices if right else [i for i in range(len(question.options)) if not question.options[i].correct][:1]
     return ",".join(LETTERS[order.index(i)] for i in wanted)
 
 
-def learner_id(env) -> str:
-    store = ProgressStore(env["MHA_COURSE_PROGRESS"])
-    try:
-        return store.learner_id
-    finally:
-        store.close()
-
-
 def test_a_full_run_with_right_answers_scores_every_question_and_records_them(bank, env):
-    seed = learner_id(env)
     questions = bank.questions("03")
-    stdin = "".join(answer_for(q, seed) + "\n" for q in questions)
+    stdin = "".join(answer_for(q) + "\n" for q in questions)
     result = run_quiz(["03"], env, stdin)
     assert result.returncode == 0, result.stderr
     assert f"Done. Score: {len(questions)} of {len(questions)} answered correctly" in result.stdout
@@ -72,9 +63,8 @@ def test_a_full_run_with_right_answers_scores_every_question_and_records_them(ba
 
 
 def test_wrong_answers_get_their_feedback_and_the_right_answer(bank, env):
-    seed = learner_id(env)
     questions = bank.questions("05")
-    stdin = "".join(answer_for(q, seed, right=False) + "\n" for q in questions)
+    stdin = "".join(answer_for(q, right=False) + "\n" for q in questions)
     result = run_quiz(["05"], env, stdin)
     assert result.returncode == 0
     assert f"Score: 0 of {len(questions)}" in result.stdout
@@ -83,19 +73,17 @@ def test_wrong_answers_get_their_feedback_and_the_right_answer(bank, env):
     assert result.stdout.count("Why:") == len(questions)
 
 
-def test_the_same_questions_as_the_notebook_in_the_learners_order(bank, env):
-    seed = learner_id(env)
+def test_the_same_questions_as_the_notebook_in_the_same_order(bank, env):
     q = bank.question("03-what-is-a-head")
     result = run_quiz(["03"], env, "")
-    order = shuffled_order(q, seed)
+    order = option_order(q)
     first_option = q.options[order[0]].text
     assert f"a) {first_option}" in result.stdout
 
 
 def test_invalid_input_asks_again_without_counting(bank, env):
-    seed = learner_id(env)
     q = bank.questions("03")[0]
-    stdin = "\nzz\na,b\n" + answer_for(q, seed) + "\n"
+    stdin = "\nzz\na,b\n" + answer_for(q) + "\n"
     result = run_quiz(["03"], env, stdin)
     assert "Type an answer first" in result.stdout
     assert "Please answer with letters from a to d" in result.stdout
@@ -104,9 +92,8 @@ def test_invalid_input_asks_again_without_counting(bank, env):
 
 
 def test_end_of_input_midway_ends_cleanly_with_the_score_so_far(bank, env):
-    seed = learner_id(env)
     questions = bank.questions("02")
-    stdin = answer_for(questions[0], seed) + "\n" + answer_for(questions[1], seed, right=False) + "\n"
+    stdin = answer_for(questions[0]) + "\n" + answer_for(questions[1], right=False) + "\n"
     result = run_quiz(["02"], env, stdin)
     assert result.returncode == 0
     assert "End of input. Score: 1 of 2 answered correctly (5 questions in this quiz)." in result.stdout
@@ -117,12 +104,11 @@ def test_end_of_input_midway_ends_cleanly_with_the_score_so_far(bank, env):
 
 
 def test_ctrl_c_ends_cleanly_with_the_score_so_far(bank, env):
-    seed = learner_id(env)
     proc = subprocess.Popen(
         [sys.executable, "-m", "mha_core.quiz", "01"], env=env, text=True,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    proc.stdin.write(answer_for(bank.questions("01")[0], seed) + "\n")
+    proc.stdin.write(answer_for(bank.questions("01")[0]) + "\n")
     proc.stdin.flush()
     # Wait until the second question's prompt is on screen, then press Ctrl-C.
     seen = ""
@@ -174,7 +160,7 @@ def test_all_runs_every_course_question_once(bank, env):
 
 def test_no_record_leaves_the_progress_file_alone(bank, env):
     q = bank.questions("03")[0]
-    result = run_quiz(["3", "--no-record"], env, answer_for(q, "classroom") + "\n")
+    result = run_quiz(["3", "--no-record"], env, answer_for(q) + "\n")
     assert "Score: 1 of 1" in result.stdout
     assert not os.path.exists(env["MHA_COURSE_PROGRESS"])
 
@@ -252,20 +238,19 @@ def test_junk_input_is_asked_again_never_a_traceback(env, junk):
 
 
 def test_an_answer_on_the_last_line_without_a_newline_counts(bank, env):
-    seed = learner_id(env)
     q = bank.questions("03")[0]
-    result = run_quiz(["03"], env, answer_for(q, seed))  # no newline: end of input right after
+    result = run_quiz(["03"], env, answer_for(q))  # no newline: end of input right after
     assert "End of input. Score: 1 of 1 answered correctly" in result.stdout
     assert result.stdout.count("Question ") == 1  # it does not show the next question first
 
 
 def test_select_all_gets_a_second_try_before_the_key(bank, env):
     q = bank.question("02-softmax-row")
-    order = shuffled_order(q, "classroom")
+    order = option_order(q)
     wrong = next(i for i in range(len(q.options)) if not q.options[i].correct)
     first = LETTERS[order.index(q.correct_indices[0])] + "," + LETTERS[order.index(wrong)]
-    right = answer_for(q, "classroom")
-    stdin = "".join(answer_for(x, "classroom") + "\n" for x in bank.questions("02")[:3]) + first + "\n" + right + "\n"
+    right = answer_for(q)
+    stdin = "".join(answer_for(x) + "\n" for x in bank.questions("02")[:3]) + first + "\n" + right + "\n"
     result = run_quiz(["02", "--no-record"], env, stdin)
     tail = " ".join(result.stdout.split("[02-softmax-row]")[1].split())  # lines are wrapped
     assert "not chosen yet. Change your choice and check again." in tail
@@ -349,11 +334,10 @@ def finish(pid, fd, seen=b""):
 
 
 def test_pty_an_answer_then_one_ctrl_d_counts_the_answer_and_leaves(bank, env):
-    seed = learner_id(env)
     q = bank.questions("03")[0]
     pid, fd = spawn(["03"], env)
     seen = read_until(fd, b"Your answer")
-    os.write(fd, answer_for(q, seed).encode() + b"\x04")  # type the answer, then Ctrl-D (no Enter)
+    os.write(fd, answer_for(q).encode() + b"\x04")  # type the answer, then Ctrl-D (no Enter)
     status, out = finish(pid, fd, seen)
     assert status == 0, out
     assert "Correct." in out and "End of input. Score: 1 of 1 answered correctly" in out
@@ -428,3 +412,48 @@ def test_a_bad_through_in_the_terminal_names_the_choices(env):
     assert result.returncode == 2
     assert "through='12'" in result.stderr and "valid choices are 01" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- one letter for one option, everywhere
+
+
+def _letters_printed(stdout: str, question) -> dict[str, str]:
+    """Option text -> the letter the terminal printed it under, for one question of a run's output."""
+    block = stdout.split(f"[{question.id}]", 1)[1].split("Your answer", 1)[0]
+    flat = " ".join(block.split())
+    found = {}
+    for option in question.options:
+        text = " ".join(option.text.split())
+        at = flat.index(text)
+        found[option.text] = flat[:at].rstrip()[-2]  # "b) text": the letter before ")"
+    return found
+
+
+@pytest.mark.usefixtures("isolated_progress")
+def test_the_same_question_shows_the_same_letters_in_all_four_places(bank, env):
+    import importlib.util
+
+    from mha_core.quiz.widget import classroom, quick_check
+
+    spec = importlib.util.spec_from_file_location("handouts", Path(__file__).resolve().parents[1] / "tools" / "handouts.py")
+    handouts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(handouts)
+
+    for set_id in ("03", "10"):
+        questions = [q for q in bank.questions(set_id) if q.kind != "numeric"]
+        learner = {v.question.id: v for v in quick_check(set_id, show=False).questions}
+        room = {v.question.id: v for v in classroom(set_id, show=False).questions}
+        stdin = "".join(answer_for(q) + "\n" for q in bank.questions(set_id))
+        terminal = run_quiz([set_id, "--no-record"], env, stdin)
+        n = len(bank.questions(set_id))
+        assert f"Score: {n} of {n} answered correctly" in terminal.stdout, terminal.stdout[-800:]
+        key = " ".join(run_quiz([set_id, "--answers"], env).stdout.split())
+        page = handouts.quick_check_html(set_id)
+        for q in questions:
+            notebook = {q.options[i].text: label[:1] for label, i in learner[q.id].options_widget.options} if q.kind == "single" \
+                else {q.options[i].text: box.description[:1] for box, i in zip(learner[q.id].checkboxes, learner[q.id].order)}
+            classroom_letters = {q.options[i].text: chr(ord("a") + pos) for pos, i in enumerate(room[q.id].order)}
+            assert notebook == classroom_letters == _letters_printed(terminal.stdout, q), q.id
+            right = ", ".join(sorted(notebook[o.text] for o in q.options if o.correct))
+            assert f"Answer: {right} (" in key, q.id
+            assert f"The answer: <b>{right}</b>" in page, q.id

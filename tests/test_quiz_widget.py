@@ -10,9 +10,9 @@ import pytest
 
 from mha_core.quiz import bank as quiz_bank
 from mha_core.quiz import progress
-from mha_core.quiz.bank import load_bank, shuffled_order
+from mha_core.quiz.bank import load_bank, option_order
 from mha_core.quiz.progress import ProgressStore
-from mha_core.quiz.widget import CLASSROOM_SEED, ProgressView, QuickCheck, classroom, quick_check, show_progress
+from mha_core.quiz.widget import ProgressView, QuickCheck, classroom, quick_check, show_progress
 
 
 pytestmark = pytest.mark.usefixtures("isolated_progress")
@@ -69,22 +69,26 @@ def test_check_without_a_choice_asks_gently_and_records_nothing():
     assert quiz.store.count() == 0 and "Tries so far: 0" in view.tries_label.value
 
 
-def test_options_are_lettered_radio_buttons_in_the_learners_order(bank):
+def test_options_are_lettered_radio_buttons_in_the_one_course_order(bank):
     quiz = quick_check("03")
     view = view_of(quiz, "03-what-is-a-head")
     assert isinstance(view.options_widget, widgets.RadioButtons) and view.options_widget.value is None
     labels = [label for label, _ in view.options_widget.options]
     assert [label[:2] for label in labels] == ["a)", "b)", "c)", "d)"]
     assert [value for _, value in view.options_widget.options] == view.order
-    assert view.order == shuffled_order(view.question, quiz.store.learner_id)
+    assert view.order == option_order(view.question)
 
 
-def test_the_option_order_is_the_same_after_a_restart_and_differs_between_learners(tmp_path):
+def test_the_option_order_is_the_same_after_a_restart_and_for_every_learner(tmp_path):
+    # One order for everyone: "the answer is b" means the same option to the whole room.
     first = quick_check("04")
     again = QuickCheck("04", store=ProgressStore(tmp_path / "progress.sqlite3"))
     assert [v.order for v in first.questions] == [v.order for v in again.questions]
     other = QuickCheck("04", store=ProgressStore(tmp_path / "someone_else.sqlite3"))
-    assert [v.order for v in first.questions] != [v.order for v in other.questions]
+    assert other.store.learner_id != first.store.learner_id
+    assert [v.order for v in first.questions] == [v.order for v in other.questions]
+    room = classroom("04", show=False)
+    assert [v.order for v in room.questions] == [v.order for v in first.questions]
 
 
 def test_tries_and_score_survive_a_kernel_restart(tmp_path):
@@ -190,7 +194,8 @@ def test_classroom_mode_records_nothing_and_reveals_the_answer(tmp_path, bank):
 
 def test_classroom_order_is_the_same_in_every_lesson():
     room = quick_check("05", classroom=True)
-    assert all(v.order == (shuffled_order(v.question, CLASSROOM_SEED) if v.question.kind != "numeric" else []) for v in room.questions)
+    assert all(v.order == option_order(v.question) for v in room.questions)
+    assert all(v.order == [] for v in room.questions if v.question.kind == "numeric")
 
 
 def test_normal_mode_offers_no_reveal_before_a_wrong_try():
@@ -385,7 +390,7 @@ def test_choose_with_a_non_letter_names_the_answer_and_the_valid_letters(answer)
     from mha_core.quiz.widget import QuestionView
 
     question = next(q for q in default_bank().all_questions() if q.kind == "single")
-    view = QuestionView(question, 1, 1, seed="test", on_check=lambda *a: None)
+    view = QuestionView(question, 1, 1, on_check=lambda *a: None)
     with pytest.raises(TypeError, match=r"answer=.* is not valid for .*give one letter from a to [a-z]"):
         view.choose(answer)
 

@@ -133,7 +133,7 @@ def plotly_div(figure_json: dict) -> str:
 
 def quick_check_html(set_id: str) -> str:
     """The set's questions, options listed, each answer and its feedback folded away."""
-    from mha_core.quiz.bank import default_bank
+    from mha_core.quiz.bank import answer_letters, default_bank, option_labels, option_order
 
     bank = default_bank()
     quiz_set = bank.get_set(set_id)
@@ -147,11 +147,14 @@ def quick_check_html(set_id: str) -> str:
             answer = f"<p><b>{html.escape(q.answer_text())}</b>. {html.escape(q.feedback)}</p>"
         else:
             hint = "Tick every option that applies." if q.kind == "multi" else "Choose one option."
-            letters = "abcdefghijklmnopqrstuvwxyz"
-            items = "".join(f"<li>({letters[i]}) {html.escape(o.text)}</li>" for i, o in enumerate(q.options))
+            # The same letters as the notebook, classroom mode, the terminal and the key.
+            order = option_order(q)
+            labels = option_labels(order)
+            items = "".join(f"<li>{labels[i]} {html.escape(q.options[i].text)}</li>" for i in order)
             parts.append(f'<p><i>{hint}</i></p><ul style="list-style:none">{items}</ul>')
-            answer = "<ul>" + "".join(
-                f"<li>({letters[i]}) <b>{'right' if o.correct else 'wrong'}</b>: {html.escape(o.feedback)}</li>" for i, o in enumerate(q.options)
+            answer = f"<p>The answer: <b>{html.escape(answer_letters(q))}</b></p><ul>" + "".join(
+                f"<li>{labels[i]} <b>{'right' if q.options[i].correct else 'wrong'}</b>: {html.escape(q.options[i].feedback)}</li>"
+                for i in order
             ) + "</ul>"
         parts.append(f"<details><summary>Answer</summary>{answer}<p>{html.escape(q.explanation)}</p></details></div>")
     parts.append("</div>")

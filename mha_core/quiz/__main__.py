@@ -33,19 +33,17 @@ from .bank import (
     Bank,
     BankError,
     Question,
+    answer_letters,
     default_bank,
     format_number,
     grade_choice,
     grade_numeric,
-    option_labels,
     normalise_set_id,
+    option_labels,
+    option_order,
     parse_number,
     review_through,
-    shuffled_order,
 )
-
-#: Option order when nothing is recorded: the same for everyone (the classroom order).
-ANONYMOUS_SEED = "classroom"
 
 
 class _EndOfInput(Exception):
@@ -164,13 +162,13 @@ def _read_answer(question: Question, order: list[int]):
         return sorted({order[valid.index(part)] for part in letters})
 
 
-def ask_question(question: Question, number: int, total: int, seed: str, record=None) -> tuple[bool, str]:
+def ask_question(question: Question, number: int, total: int, record=None) -> tuple[bool, str]:
     """Show one question, read its answer, print its feedback. Returns (correct, answer as typed).
 
     A select-all question answered wrongly gets feedback on what was ticked and one more
     try; the key comes after the second try. ``record(correct, typed)`` is called for every try.
     """
-    order = shuffled_order(question, seed) if question.kind != "numeric" else []
+    order = option_order(question)
     labels = option_labels(order)
     _say()
     _say(f"Question {number} of {total}  [{question.id}]")
@@ -212,7 +210,7 @@ def ask_question(question: Question, number: int, total: int, seed: str, record=
 
 
 def print_answers(bank: Bank, set_ids: list[str], *, through: str | None = None) -> None:
-    """The key, in the data's order: every option marked right or wrong, with its feedback."""
+    """The key, with the letters every place shows: every option marked right or wrong, with its feedback."""
     for set_id in set_ids:
         questions = bank.questions(set_id, through=through) if len(set_ids) == 1 else bank.sets[set_id].questions
         _say(f"== Quiz {set_id}: {bank.sets[set_id].title} ({len(questions)} questions) ==")
@@ -225,11 +223,14 @@ def print_answers(bank: Bank, set_ids: list[str], *, through: str | None = None)
                 for m in q.misconceptions:
                     _say(_wrap(f"- {format_number(m.value)}: {m.feedback}", "   ", "     "))
             else:
-                for i, option in enumerate(q.options):
+                order = option_order(q)
+                labels = option_labels(order)
+                for i in order:
+                    option = q.options[i]
                     mark = "RIGHT" if option.correct else "wrong"
-                    _say(_wrap(f"{LETTERS[i]}) [{mark}] {option.text}", "   ", "      "))
+                    _say(_wrap(f"{labels[i]} [{mark}] {option.text}", "   ", "      "))
                     _say(_wrap(option.feedback, "        "))
-                _say(_wrap(f"Answer: {q.answer_text()}", "   ", "     "))
+                _say(_wrap(f"Answer: {answer_letters(q)} ({q.answer_text()})", "   ", "     "))
             _say(_wrap(f"Explanation: {q.explanation}", "   ", "     "))
         _say()
 
@@ -241,12 +242,10 @@ def run_quiz(bank: Bank, set_ids: list[str], *, record: bool, through: str | Non
     global _input_ended
     _input_ended = False
     store = None
-    seed = ANONYMOUS_SEED
     if record:
         from .progress import default_store
 
         store = default_store()
-        seed = store.learner_id
     if len(set_ids) == 1:
         plan = [(set_ids[0], q) for q in bank.questions(set_ids[0], through=through)]
         title = f"Quick check {set_ids[0]}: {bank.sets[set_ids[0]].title}"
@@ -266,7 +265,7 @@ def run_quiz(bank: Bank, set_ids: list[str], *, record: bool, through: str | Non
                 if store is not None:
                     store.record(q.id, set_id, right, typed, source="terminal")
 
-            right, _ = ask_question(q, n, len(plan), seed, record)
+            right, _ = ask_question(q, n, len(plan), record)
             answered += 1
             correct += right
         ending = "Done."

@@ -530,12 +530,30 @@ def default_bank() -> Bank:
 # --------------------------------------------------------------------------- display order
 
 
-def shuffled_order(question: Question, seed: str) -> list[int]:
-    """The order to show a question's options in: fixed for one seed (a learner) and question.
+#: Seeds the one option order of the course (it was classroom mode's order, so an instructor's
+#: notes from before keep their letters).
+OPTION_ORDER_SEED = "classroom"
 
-    The same learner sees the same order in every session and in the terminal; two
-    learners see different orders. Uses a hash, not Python's ``hash()``, which changes
-    between processes.
+
+def option_order(question: Question) -> list[int]:
+    """The one order a question's options are shown in, everywhere: the notebook, classroom
+    mode, the terminal, the answer key and the handouts.
+
+    So "the answer is b" means the same option to everyone in a room, whichever of them
+    they use. The order is shuffled once from the question's id (the bank's tests check
+    that the right answer lands in every position), so the order the data was written in
+    gives nothing away. An empty list for a numeric question.
+    """
+    if question.kind == "numeric":
+        return []
+    return shuffled_order(question, OPTION_ORDER_SEED)
+
+
+def shuffled_order(question: Question, seed: str) -> list[int]:
+    """A permutation of a question's options, fixed for one seed and question.
+
+    Uses a hash, not Python's ``hash()``, which changes between processes. The course
+    shows every question in ``option_order``; other seeds are for tests.
     """
     digest = hashlib.sha256(f"{seed}:{question.id}".encode()).digest()
     order = list(range(len(question.options)))
@@ -629,11 +647,18 @@ def option_labels(order: Sequence[int]) -> dict[int, str]:
     return {i: f"{LETTERS[pos]})" for pos, i in enumerate(order)}
 
 
+def answer_letters(question: Question) -> str:
+    """The right options' letters as every place shows them ("b", or "a, c"); "" for a numeric question."""
+    order = option_order(question)
+    labels = option_labels(order)
+    return ", ".join(labels[i].rstrip(")") for i in order if question.options[i].correct)
+
+
 def grade_choice(question: Question, chosen: Sequence[int], order: Sequence[int] | None = None, *,
                  show_missed: bool = True) -> Verdict:
     """Grade chosen options, given as indices in the data's order.
 
-    ``order`` is the display order (from ``shuffled_order``); it sets the letters and
+    ``order`` is the display order (``option_order``); it sets the letters and
     the order of the lines. Single choice: the chosen option's feedback. Select-all:
     feedback on every option chosen and, if ``show_missed``, on every correct option
     missed. With ``show_missed=False`` (a first try) a wrong answer gets feedback on what

@@ -10,7 +10,7 @@ as ours by ``PRAGMA application_id``):
     attempts(id, question_id, set_id, correct, answer, source, created)
         one row per Check (or terminal answer); nothing is ever updated in place
     meta(key, value)
-        'learner_id': a random id made on first use; it seeds the option order
+        'learner_id': a random id made on first use, the same in every kernel
 
 The file uses SQLite's write-ahead log (``-wal`` and ``-shm`` files appear next to it
 while a kernel has it open), so recording an answer takes well under a millisecond;

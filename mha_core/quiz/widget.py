@@ -59,9 +59,9 @@ from .bank import (
     grade_numeric,
     normalise_set_id,
     option_labels,
+    option_order,
     parse_number,
     review_through,
-    shuffled_order,
 )
 from .._display import in_ipython
 from . import poll
@@ -69,8 +69,6 @@ from .progress import ProgressStore, course_score, default_store, progress_summa
 
 FONT_PX = 18
 KEYS_HINT = "Keyboard: Tab moves to the next option or button, Space chooses an option, Enter presses Check."
-#: Options are shown in this fixed order in classroom mode, so an instructor's letters are the same every lesson.
-CLASSROOM_SEED = "classroom"
 
 _CSS = f"""
 <style>
@@ -137,13 +135,13 @@ def _button(description: str, css_class: str, tooltip: str) -> widgets.Button:
 class QuestionView:
     """One question's controls, Check button and feedback (see the module docstring)."""
 
-    def __init__(self, question: Question, number: int, total: int, *, seed: str, on_check, on_reveal=None, tries: int = 0,
+    def __init__(self, question: Question, number: int, total: int, *, on_check, on_reveal=None, tries: int = 0,
                  on_room=None, solved: bool = False, solved_in: str | None = None, shown_in: str | None = None):
         self.question = question
         # The review repeats questions: where one was first answered correctly, and where it is shown now.
         self.solved_in = solved_in
         self.shown_in = shown_in or question.set_id
-        self.order = shuffled_order(question, seed) if question.kind != "numeric" else []
+        self.order = option_order(question)
         self.tries = tries
         self._solved = solved
         self._on_check = on_check
@@ -355,11 +353,10 @@ class QuickCheck(_Displayable):
             title, questions = "cannot be shown", ()
             self.note.value = _message(str(exc), "wrong")
         self._bank_note = self.bank.notes.get(self.set_id, "")
-        seed = CLASSROOM_SEED if classroom else self.store.learner_id
         stats = {} if classroom else self.store.question_stats()
         self.questions = [
             QuestionView(
-                q, n, len(questions), seed=seed, on_check=self._record,
+                q, n, len(questions), on_check=self._record,
                 on_reveal=(lambda view: None) if classroom else None,
                 on_room=_room_answers if classroom and poll.available() else None,
                 tries=stats[q.id].tries if q.id in stats else 0,

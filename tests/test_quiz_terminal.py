@@ -62,9 +62,9 @@ def test_a_full_run_with_right_answers_scores_every_question_and_records_them(ba
     assert result.stderr == ""
 
 
-def test_wrong_answers_get_their_feedback_and_the_right_answer(bank, env):
+def test_wrong_answers_get_their_feedback_and_the_right_answer_on_asking(bank, env):
     questions = bank.questions("05")
-    stdin = "".join(answer_for(q, right=False) + "\n" for q in questions)
+    stdin = "".join(answer_for(q, right=False) + "\n?\n" for q in questions)
     result = run_quiz(["05"], env, stdin)
     assert result.returncode == 0
     assert f"Score: 0 of {len(questions)}" in result.stdout
@@ -457,3 +457,38 @@ def test_the_same_question_shows_the_same_letters_in_all_four_places(bank, env):
             right = ", ".join(sorted(notebook[o.text] for o in q.options if o.correct))
             assert f"Answer: {right} (" in key, q.id
             assert f"The answer: <b>{right}</b>" in page, q.id
+
+
+def test_a_wrong_answer_may_be_tried_again_as_in_the_notebook(bank, env):
+    q = bank.questions("03")[0]
+    stdin = answer_for(q, right=False) + "\n" + answer_for(q, right=False) + "\n" + answer_for(q) + "\n"
+    result = run_quiz(["03"], env, stdin)
+    assert result.stdout.count("Try again, or type ? to see the answer and go on.") == 2
+    assert "The answer:" not in result.stdout
+    assert "End of input. Score: 1 of 1 answered correctly" in result.stdout
+    store = ProgressStore(env["MHA_COURSE_PROGRESS"])
+    assert [a.correct for a in store.attempts()] == [False, False, True]  # every try recorded, as in the notebook
+    store.close()
+
+
+def test_asking_for_the_answer_shows_it_and_counts_the_question_as_not_answered(bank, env):
+    q = bank.questions("03")[0]
+    stdin = answer_for(q, right=False) + "\n?\n"
+    result = run_quiz(["03"], env, stdin)
+    assert "The answer:" in result.stdout and "Why:" in result.stdout
+    assert "Question 2 of" in result.stdout
+    assert "End of input. Score: 0 of 1 answered correctly" in result.stdout
+
+
+def test_a_question_mark_before_any_try_is_asked_again(bank, env):
+    q = bank.questions("03")[0]
+    result = run_quiz(["03"], env, "?\n" + answer_for(q) + "\n")
+    assert "Please answer with letters from a to d" in result.stdout
+    assert "The answer:" not in result.stdout
+    assert "Score: 1 of 1 answered correctly" in result.stdout
+
+
+def test_the_terminal_says_its_retry_rule_before_the_first_question(bank, env):
+    # The rule is the notebook's (tests/test_quiz_widget.py: a wrong try offers "Show the answer").
+    result = run_quiz(["03"], env, "")
+    assert "A wrong answer may be tried again; ? shows the answer." in result.stdout.split("Question 1 of")[0]

@@ -200,7 +200,22 @@ def test_classroom_order_is_the_same_in_every_lesson():
 
 def test_normal_mode_offers_no_reveal_before_a_wrong_try():
     for view in quick_check("01").questions:
-        assert view.reveal_button is None or (view.question.kind == "multi" and view.reveal_button.layout.display == "none")
+        assert view.reveal_button.layout.display == "none"
+
+
+@pytest.mark.parametrize("question_id", ["03-what-is-a-head", "05-mha-parameters"])
+def test_after_a_wrong_try_every_kind_of_question_offers_the_answer(bank, question_id):
+    # The terminal's rule too: try again as often as you like, or ask for the answer.
+    view = view_of(quick_check(question_id[:2]), question_id)
+    q = view.question
+    if q.kind == "numeric":
+        view.options_widget.value = "1"
+    else:
+        view.choose(letter_of(view, next(i for i, o in enumerate(q.options) if not o.correct)))
+    view.check()
+    assert view.reveal_button.layout.display is None and view.reveal_button.description == "Show the answer"
+    view.reveal_button.click()
+    assert "Answer: " in view.feedback.value
 
 
 def test_classroom_reveal_of_a_numeric_question_gives_the_number():

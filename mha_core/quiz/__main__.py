@@ -7,7 +7,9 @@
     python -m mha_core.quiz 10 --through 05   # the review, for a class that stopped after 05
 
 Answer with a letter (``b``), letters separated by commas for select-all (``a,c``),
-or a number (``64``; commas are fine: ``2,362,368``). End of input (Ctrl-D) or Ctrl-C
+or a number (``64``; commas are fine: ``2,362,368``). As in the notebook, a wrong
+answer gets its feedback and you may try again as often as you like; ``?`` shows the
+answer and goes on. End of input (Ctrl-D) or Ctrl-C
 stops the quiz with the score so far; an answer typed before Ctrl-D is graded first.
 Answers are recorded in the same progress file as the notebooks unless
 ``--no-record`` is given.
@@ -123,8 +125,12 @@ def _describe(bank: Bank) -> str:
 # --------------------------------------------------------------------------- one question
 
 
-def _read_answer(question: Question, order: list[int]):
-    """Ask until the answer has the right form; returns data indices or a number."""
+#: Typed after a wrong try: show the answer and go on (the notebook's "Show answer" button).
+SHOW_ANSWER = "?"
+
+
+def _read_answer(question: Question, order: list[int], *, may_show: bool = False):
+    """Ask until the answer has the right form; returns data indices, a number, or SHOW_ANSWER (if ``may_show``)."""
     n = len(order)
     if question.kind == "numeric":
         prompt = "Your answer (a number" + (f", in {question.unit}" if question.unit else "") + "): "
@@ -132,8 +138,12 @@ def _read_answer(question: Question, order: list[int]):
         prompt = f"Your answer (one letter, a-{LETTERS[n - 1]}): "
     else:
         prompt = f"Your answer (all letters that apply, separated by commas, e.g. a,{LETTERS[min(2, n - 1)]}): "
+    if may_show:
+        prompt = prompt[:-2] + f", or {SHOW_ANSWER} to see the answer): "
     while True:
         line = _ask(prompt).strip().lower()
+        if may_show and line == SHOW_ANSWER:
+            return SHOW_ANSWER
         if not line:
             if _input_ended:
                 raise _EndOfInput
@@ -165,8 +175,12 @@ def _read_answer(question: Question, order: list[int]):
 def ask_question(question: Question, number: int, total: int, record=None) -> tuple[bool, str]:
     """Show one question, read its answer, print its feedback. Returns (correct, answer as typed).
 
-    A select-all question answered wrongly gets feedback on what was ticked and one more
-    try; the key comes after the second try. ``record(correct, typed)`` is called for every try.
+    As in the notebook, a wrong answer gets its feedback and you may try again as often
+    as you like; typing ? instead shows the answer and goes on (the notebook's "Show
+    answer" button). A select-all question's first wrong try gets feedback on what was
+    ticked only; later tries also name the right options that were missed.
+    ``record(correct, typed)`` is called for every try. ``correct``: answered correctly
+    in the end, without asking for the answer.
     """
     order = option_order(question)
     labels = option_labels(order)
@@ -176,34 +190,44 @@ def ask_question(question: Question, number: int, total: int, record=None) -> tu
     _say(_wrap(question.text + kind_hint))
     for i in order:
         _say(_wrap(f"{labels[i]} {question.options[i].text}", "  ", "     "))
-    tries_left = 2 if question.kind == "multi" else 1
+    wrong_tries = 0
+    typed = ""
     while True:
-        tries_left -= 1
-        answer = _read_answer(question, order)
+        try:
+            answer = _read_answer(question, order, may_show=wrong_tries > 0)
+        except _EndOfInput:
+            if not wrong_tries:
+                raise
+            break  # input ran out after a wrong try: the answer, then the quiz ends
+        if answer == SHOW_ANSWER:
+            break
         if question.kind == "numeric":
             verdict = grade_numeric(question, answer)
             typed = format_number(answer)
         else:
-            verdict = grade_choice(question, answer, order, show_missed=tries_left == 0)
+            verdict = grade_choice(question, answer, order, show_missed=wrong_tries >= 1)
             typed = ",".join(labels[i][0] for i in sorted(answer, key=order.index))
         if record is not None:
             record(verdict.correct, typed)
         _say(_wrap(verdict.headline, "  "))
         for line in verdict.details:
             _say(_wrap(line, "  ", "    "))
-        if verdict.correct or tries_left == 0 or _input_ended:
+        if verdict.correct:
+            return True, typed
+        wrong_tries += 1
+        if _input_ended:
             break
-    if not verdict.correct:
-        if question.kind == "single":
-            (right,) = question.correct_indices
-            _say(_wrap(f"The answer: {labels[right]} {question.options[right].text}", "  ", "    "))
-        elif question.kind == "numeric":
-            _say(_wrap(f"The answer: {question.answer_text()}.", "  ", "    "))
-        else:
-            key = ",".join(labels[i][0] for i in order if question.options[i].correct)
-            _say(_wrap(f"The answer: {key}", "  ", "    "))
-        _say(_wrap(f"Why: {question.explanation}", "  ", "    "))
-    return verdict.correct, typed
+        _say(_wrap(f"Try again, or type {SHOW_ANSWER} to see the answer and go on.", "  "))
+    if question.kind == "single":
+        (right,) = question.correct_indices
+        _say(_wrap(f"The answer: {labels[right]} {question.options[right].text}", "  ", "    "))
+    elif question.kind == "numeric":
+        _say(_wrap(f"The answer: {question.answer_text()}.", "  ", "    "))
+    else:
+        key = ",".join(labels[i][0] for i in order if question.options[i].correct)
+        _say(_wrap(f"The answer: {key}", "  ", "    "))
+    _say(_wrap(f"Why: {question.explanation}", "  ", "    "))
+    return False, typed
 
 
 # --------------------------------------------------------------------------- answer key
@@ -253,7 +277,7 @@ def run_quiz(bank: Bank, set_ids: list[str], *, record: bool, through: str | Non
         plan = [(s, q) for s in set_ids for q in bank.sets[s].questions]
         title = "Quick checks for the whole course"
     _say(f"{title} ({len(plan)} questions)")
-    _say("Answer with a letter, letters separated by commas, or a number. Ctrl-D or Ctrl-C stops.")
+    _say("Answer with a letter, letters separated by commas, or a number. A wrong answer may be tried again; ? shows the answer. Ctrl-D or Ctrl-C stops.")
     answered = correct = 0
     status = 0
     try:

@@ -23,8 +23,8 @@ What ``quick_check`` returns (a ``QuickCheck``), for tests and the browser test:
                       Text (numeric; type the number)                (mha-quiz-option)
     .checkboxes       the Checkbox widgets (multi only)              (mha-quiz-option each)
     .check_button     Button "Check"                                 (mha-quiz-check)
-    .reveal_button    Button "Reveal answer": classroom mode, and in normal mode on select-all
-                      questions, shown after a wrong try ("Show the answer")  (mha-quiz-reveal)
+    .reveal_button    Button "Reveal answer" in classroom mode; in normal mode "Show the answer",
+                      shown after a wrong try (the terminal's ?)      (mha-quiz-reveal)
     .feedback         HTML: feedback on the last check or reveal     (mha-quiz-feedback)
     .tries_label      HTML: tries so far                             (mha-quiz-tries)
     .tries            int, the same number
@@ -184,9 +184,10 @@ class QuestionView:
         self._wrong_tries = 0
         if on_reveal is not None:
             self.reveal_button = _button("Reveal answer", "mha-quiz-reveal", "Show the correct answer and why")
-        elif question.kind == "multi":
-            # A select-all key is shown after a second wrong try, or on request.
-            self.reveal_button = _button("Show the answer", "mha-quiz-reveal", "Show which options are right, and why")
+        else:
+            # After a wrong try you may try again as often as you like, or ask for the answer
+            # (the terminal quiz offers the same with ?).
+            self.reveal_button = _button("Show the answer", "mha-quiz-reveal", "Show the right answer, and why")
             self.reveal_button.layout.display = "none"
         if self.reveal_button is not None:
             self.reveal_button.on_click(lambda _: self.reveal())
@@ -263,12 +264,12 @@ class QuestionView:
         if self.question.kind == "numeric":
             verdict = grade_numeric(self.question, answer)
         else:
-            # Select-all: the first wrong try gets feedback on what was ticked; the key comes after the second.
+            # Select-all: the first wrong try gets feedback on what was ticked; later ones name what was missed.
             verdict = grade_choice(self.question, answer, self.order, show_missed=self._wrong_tries >= 1)
-            if not verdict.correct:
-                self._wrong_tries += 1
-                if self.reveal_button is not None:
-                    self.reveal_button.layout.display = None
+        if not verdict.correct:
+            self._wrong_tries += 1
+            if self.reveal_button is not None:
+                self.reveal_button.layout.display = None
         self._solved = self._solved or verdict.correct
         self.tries = self._on_check(self, verdict)
         self.feedback.value = _verdict_html(verdict)
@@ -276,7 +277,7 @@ class QuestionView:
         return verdict
 
     def reveal(self) -> str:
-        """Show the correct answer with its explanation (classroom mode)."""
+        """Show the correct answer with its explanation (classroom mode, or asked for after a wrong try)."""
         q = self.question
         if q.kind == "numeric":
             lines = [f"Answer: {q.answer_text()}.", q.feedback, q.explanation]

@@ -437,3 +437,43 @@ def test_a_bad_through_is_a_plain_message_not_a_traceback():
     assert not quiz.questions
     assert "through=&#x27;11&#x27;" in quiz.note.value or "through='11'" in quiz.note.value
     assert "valid choices are 01" in quiz.note.value
+
+
+# --------------------------------------------------------------------------- classroom: one question at a time
+
+
+def _shown(quiz):
+    return [v for v in quiz.questions if v.box in quiz.box.children]
+
+
+def test_classroom_mode_shows_one_question_at_a_time_and_moves_on():
+    room = classroom("03", show=False)
+    n = len(room.questions)
+    assert n > 1
+    assert _shown(room) == [room.questions[0]]
+    assert room.previous_button.disabled and not room.next_button.disabled
+    room.next_button.click()
+    assert _shown(room) == [room.questions[1]] and room.current == 1
+    assert f"Question 2 of {n}." in room.questions[1].prompt.value and not room.previous_button.disabled
+    room.previous_button.click()
+    assert _shown(room) == [room.questions[0]]
+    room.show_question(n + 5)  # past the end: the last one
+    assert _shown(room) == [room.questions[-1]] and room.next_button.disabled
+
+
+def test_classroom_reveal_then_next_keeps_each_questions_state():
+    room = classroom("03", show=False)
+    first = room.questions[0]
+    first.reveal_button.click()
+    revealed = first.feedback.value
+    assert "Answer: " in revealed
+    room.next_button.click()
+    assert room.questions[1].feedback.value == ""
+    room.previous_button.click()
+    assert room.questions[0].feedback.value == revealed
+
+
+def test_a_learners_quick_check_still_shows_every_question():
+    quiz = quick_check("03")
+    assert quiz.next_button is None
+    assert _shown(quiz) == quiz.questions

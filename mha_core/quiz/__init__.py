@@ -4,7 +4,7 @@ In a notebook::
 
     from mha_core.quiz import quick_check
     quick_check("03")                   # the questions of notebook 03, with feedback and a score
-    quick_check("03", classroom=True)   # for a room: nothing recorded, "Reveal answer" buttons
+    quick_check("03", classroom=True)   # for a room: one question at a time, nothing recorded, "Reveal answer"
     from mha_core.quiz import show_progress, progress_summary, reset_progress
     show_progress()                     # every notebook's results, and a reset button
 
@@ -12,9 +12,12 @@ In a terminal::
 
     python -m mha_core.quiz 03          # or: all, --answers, --no-record
 
-Modules: ``bank`` (the JSON bank, its checks, grading), ``progress`` (the SQLite
-store), ``widget`` (ipywidgets, imported only when a notebook function is used), and
-``__main__`` (the terminal runner, which never imports ipywidgets).
+Modules: ``bank`` (the JSON bank, its checks, grading, the one option order),
+``progress`` (the SQLite store), ``poll`` (the class poll's client, on the hub), and
+``__main__`` (the terminal runner, which never imports ipywidgets). The notebook side,
+imported only when a notebook function is used: ``widget`` (a set: ``quick_check``,
+classroom mode one question at a time), ``question_view`` (one question),
+``progress_view`` (the progress table), ``_widget_parts`` (what those three share).
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ import time
 
 import pytest
 
-from mha_core.quiz.bank import LETTERS, format_number, load_bank, option_order
+from mha_core.quiz.bank import LETTERS, load_bank
+from mha_core.quiz.grading import option_order
+from mha_core.quiz.numbers import format_number
 from mha_core.quiz.progress import ProgressStore
 
 RUN_TIMEOUT_S = 60

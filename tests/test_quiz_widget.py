@@ -8,9 +8,10 @@ import re
 import ipywidgets as widgets
 import pytest
 
-from mha_core.quiz import bank as quiz_bank
 from mha_core.quiz import progress
-from mha_core.quiz.bank import load_bank, option_order
+from mha_core.quiz import grading
+from mha_core.quiz.bank import load_bank
+from mha_core.quiz.grading import option_order
 from mha_core.quiz.progress import ProgressStore
 from mha_core.quiz.widget import ProgressView, QuickCheck, classroom, quick_check, show_progress
 
@@ -132,7 +133,7 @@ def test_select_all_first_try_comments_on_the_ticks_and_keeps_the_key_back():
     # The key is not given away on the first try: no missed option is named.
     assert "missed" not in shown and f"{len(right) - 1} right options not chosen yet" in shown
     for i in right[1:]:
-        assert html.escape(quiz_bank._without_yes(q.options[i].feedback)) not in shown
+        assert html.escape(grading._without_yes(q.options[i].feedback)) not in shown
     assert not quiz.store.attempts()[-1].correct
     # On request ("Show the answer") or after a second wrong try, the key.
     assert view.reveal_button.layout.display is None

@@ -133,7 +133,8 @@ def plotly_div(figure_json: dict) -> str:
 
 def quick_check_html(set_id: str) -> str:
     """The set's questions, options listed, each answer and its feedback folded away."""
-    from mha_core.quiz.bank import answer_letters, default_bank, option_labels, option_order
+    from mha_core.quiz.bank import default_bank
+    from mha_core.quiz.grading import answer_letters, option_labels, option_order
 
     bank = default_bank()
     quiz_set = bank.get_set(set_id)

@@ -28,24 +28,9 @@ import signal
 import sys
 import textwrap
 
-from .bank import (
-    LETTERS,
-    REVIEW_SET_ID,
-    SET_IDS,
-    Bank,
-    BankError,
-    Question,
-    answer_letters,
-    default_bank,
-    format_number,
-    grade_choice,
-    grade_numeric,
-    normalise_set_id,
-    option_labels,
-    option_order,
-    parse_number,
-    review_through,
-)
+from .bank import LETTERS, REVIEW_SET_ID, SET_IDS, Bank, BankError, Question, default_bank, normalise_set_id, review_through
+from .grading import answer_letters, grade_choice, grade_numeric, option_labels, option_order
+from .numbers import format_number, parse_number
 
 
 class _EndOfInput(Exception):

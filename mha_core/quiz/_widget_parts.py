@@ -12,7 +12,7 @@ import re
 
 import ipywidgets as widgets
 
-from .bank import Verdict
+from .grading import Verdict
 
 FONT_PX = 18
 KEYS_HINT = "Keyboard: Tab moves to the next option or button, Space chooses an option, Enter presses Check."

@@ -10,17 +10,9 @@ import html
 import ipywidgets as widgets
 
 from ._widget_parts import COLOURS, FONT_PX, button, html_widget, message, plain_label, rich, verdict_html
-from .bank import (
-    LETTERS,
-    Question,
-    Verdict,
-    format_number,
-    grade_choice,
-    grade_numeric,
-    option_labels,
-    option_order,
-    parse_number,
-)
+from .bank import LETTERS, Question
+from .grading import Verdict, grade_choice, grade_numeric, option_labels, option_order
+from .numbers import format_number, parse_number
 
 
 class QuestionView:

@@ -48,17 +48,9 @@ import threading
 
 import ipywidgets as widgets
 
-from .bank import (
-    REVIEW_SET_ID,
-    Bank,
-    BankError,
-    Verdict,
-    default_bank,
-    format_number,
-    normalise_set_id,
-    option_labels,
-    review_through,
-)
+from .bank import REVIEW_SET_ID, Bank, BankError, default_bank, normalise_set_id, review_through
+from .grading import Verdict, option_labels
+from .numbers import format_number
 from .._display import in_ipython
 from . import poll
 from ._widget_parts import CSS, KEYS_HINT, Displayable, button, html_widget, message

@@ -666,10 +666,11 @@ def _option_text(label: str) -> str:
 def answer_quiz(page, set_id: str) -> dict:
     """Choose the first shown option of the set's first question, press Check, assert the feedback.
 
-    The expected feedback is graded in this process by ``mha_core.quiz.bank.grade_choice``,
+    The expected feedback is graded in this process by ``mha_core.quiz.grading.grade_choice``,
     with the display order read back from the page (options are shuffled per learner).
     """
-    from mha_core.quiz.bank import default_bank, grade_choice
+    from mha_core.quiz.bank import default_bank
+    from mha_core.quiz.grading import grade_choice
 
     question = default_bank().questions(set_id)[0]
     texts = [o.text.replace("`", "") for o in question.options]

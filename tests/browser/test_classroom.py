@@ -21,7 +21,8 @@ import pytest
 from browser_config import ARTIFACTS, SERVER_ROOT
 from lab_page import OUTPUT, open_notebook, output_problems, run_all, save_screenshot, wait_kernel_idle, wait_run_finished
 
-from mha_core.quiz.bank import load_bank, option_labels, option_order
+from mha_core.quiz.bank import load_bank
+from mha_core.quiz.grading import option_labels, option_order
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 

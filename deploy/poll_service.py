@@ -5,7 +5,7 @@ its own API token and ``JUPYTERHUB_SERVICE_PREFIX`` in the environment. Every re
 carries a hub token (``Authorization: token ...``); ``jupyterhub.services.auth.HubAuth``
 asks the hub whose token it is and with which scopes.
 
-    POST {prefix}answers            {"question_id": "03-q1", "choices": ["2"]}
+    POST {prefix}answers            {"question_id": "03-what-is-a-head", "choices": ["2"]}
         any learner whose token has access:services!service=mha-poll (every user's
         server token on the course hub); answers {"stored": true}
     GET  {prefix}counts/<question_id>?window_s=600
@@ -14,25 +14,55 @@ asks the hub whose token it is and with which scopes.
         any other token gets 403
     GET  {prefix}health              no token needed; {"ok": true}
 
+What an answer may be (anything else is refused with 400 and a message saying why;
+every error body is JSON ``{"error": "..."}``, never a traceback):
+
+- The body: at most ``MAX_BODY_BYTES`` (4096) bytes of UTF-8 JSON, an object with
+  exactly the keys ``question_id`` (a string) and ``choices`` (a list of strings),
+  nested at most ``MAX_JSON_DEPTH`` deep. A larger body gets 413: a declared
+  Content-Length is refused before one byte of the body is read, and Tornado itself
+  (``HTTP_SERVER_OPTIONS``) never reads more than the limit, whatever the framing (a
+  chunked body over it is cut off with Tornado's own 400 and the connection closed).
+  The size is checked first, before the token: 413 whoever sends it.
+- ``question_id``: a question of the course's quiz bank (``data/quizzes/*.json``, read
+  once at start with ``mha_core.quiz.bank``, the loader the notebooks use; restart the
+  service after changing the bank). The same for ``counts/<question_id>``.
+- ``choices``, by the question's kind:
+  ``single``: exactly one option id; ``multi``: one or more distinct option ids.
+  Option ids are the options' data indices as text, ``"0"`` to ``"n-1"``.
+  ``numeric``: exactly one number as text, as a learner types it (``"64"``,
+  ``"2,362,368"``, ``"1.26e7"``; read by ``mha_core.quiz.numbers.parse_number``), finite;
+  it is counted under one spelling (``format_number``), so ``"2362368"`` and
+  ``"2,362,368"`` count as one answer.
+- ``window_s`` (counts): a number of seconds in (0, 86400].
+- Any other route: 404; another method on a route: 405.
+
 Storage: SQLite (``MHA_POLL_DB``, default ``$MHA_HUB_STATE/poll.sqlite3``), in WAL mode.
 Why SQLite and not PostgreSQL: one process writes, one small INSERT per answer; a
 room of 100 answering within a second is ~100 inserts, well inside what one SQLite
 file does in milliseconds, and it needs no server to run, back up or secure. On
 Kubernetes the service runs beside the hub with its file on the hub's volume.
 
-Anonymous: the table keeps a keyed hash of the user name (``MHA_POLL_SALT``, made at
-first start and kept beside the database), only to count each learner once (their
+The service needs no privileges: it writes only its state folder (the database's
+folder: ``poll.sqlite3``, its ``-wal`` and ``-shm`` files, and ``poll.salt``). Run it
+as an account of its own that owns that folder; if it cannot open or create its files
+it stops at once with a message naming the file, the account and the fix.
+
+Anonymous: the table keeps a keyed hash of the user name (the key is ``poll.salt``, made
+at first start and kept beside the database), only to count each learner once (their
 latest answer); names are never stored, and counts say nothing about who answered.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import hmac
 import json
 import os
 import secrets
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -40,9 +70,24 @@ from pathlib import Path
 READ_SCOPE = "custom:mha-poll:read"
 SERVICE_NAME = "mha-poll"
 ACCESS_SCOPE = f"access:services!service={SERVICE_NAME}"
+#: The largest request body the service reads; an answer is well under 200 bytes.
+MAX_BODY_BYTES = 4096
+#: How deep an answer's JSON may nest: {"choices": [...]} is 2 deep.
+MAX_JSON_DEPTH = 4
 MAX_CHOICES = 32
 MAX_ID_CHARS = 64
 MAX_WINDOW_S = 24 * 3600.0
+DEFAULT_WINDOW_S = 600.0
+#: The Tornado HTTPServer's limits: it never buffers more of a body than the service
+#: accepts, nor more than 64 KiB of anything, and drops connections that stall.
+HTTP_SERVER_OPTIONS = {
+    "max_body_size": MAX_BODY_BYTES,
+    "max_header_size": 32 * 1024,
+    "max_buffer_size": 64 * 1024,
+    "body_timeout": 10.0,
+    "idle_connection_timeout": 60.0,
+}
+ANSWER_SHAPE = '{"question_id": "03-what-is-a-head", "choices": ["2"]}'
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS answers (
@@ -57,55 +102,229 @@ _SCHEMA = (
 
 
 class PollError(ValueError):
-    """A request the service refuses (bad question id or choices); its text is sent back with 400."""
+    """A request the service refuses (bad body, question id or choices); its text is sent back with 400."""
 
 
-def _clean_id(value, name: str) -> str:
-    if not isinstance(value, (str, int)) or isinstance(value, bool):
-        raise PollError(f"{name}={value!r} must be a string")
-    text = str(value).strip()
-    if not text or len(text) > MAX_ID_CHARS or any(c.isspace() or c == "/" for c in text):
-        raise PollError(f"{name}={value!r} must be 1-{MAX_ID_CHARS} characters without spaces or '/'")
-    return text
+class BodyTooLarge(PollError):
+    """A body over MAX_BODY_BYTES; answered with 413."""
+
+
+class StartupError(RuntimeError):
+    """The service cannot start (its database, its key or the quiz bank); the message says how to fix it."""
+
+
+def _short(value, limit: int = 60) -> str:
+    """repr(value), cut to ``limit`` characters: a refused body is never echoed whole."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return f"<{type(value).__name__} too long to show>"
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+# --------------------------------------------------------------------------- reading a body
+
+
+def json_depth(text: str, limit: int) -> int:
+    """How deep ``text``'s brackets nest outside strings; stops counting just past ``limit``.
+
+    Run before ``json.loads``, so that no body can reach the parser's recursion limit.
+    """
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _no_duplicate_keys(pairs):
+    result = {}
+    for key, value in pairs:
+        if key in result:
+            raise PollError(f"the body gives the key {_short(key)} twice")
+        result[key] = value
+    return result
+
+
+def _no_constants(name):
+    raise PollError(f"the body holds {name}, which is not JSON")
+
+
+def parse_answer(body: bytes) -> tuple[object, object]:
+    """An answer's (question_id, choices) from a request body; PollError (400) or BodyTooLarge (413) if refused.
+
+    Only the shape is checked here; ``Questions.check`` checks the values against the bank.
+    """
+    if len(body) > MAX_BODY_BYTES:
+        raise BodyTooLarge(f"the body has {len(body)} bytes; an answer may have at most {MAX_BODY_BYTES}")
+    if not body.strip():
+        raise PollError(f"the body is empty; send an answer as JSON: {ANSWER_SHAPE}")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PollError("the body is not UTF-8 text; send an answer as JSON: " + ANSWER_SHAPE) from None
+    depth = json_depth(text, MAX_JSON_DEPTH)
+    if depth > MAX_JSON_DEPTH:
+        raise PollError(f"the body's JSON nests more than {MAX_JSON_DEPTH} deep; an answer is {ANSWER_SHAPE}")
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
+    except PollError:
+        raise
+    except (ValueError, RecursionError) as exc:  # RecursionError: cannot happen past json_depth; kept as a guard
+        raise PollError(f"the body is not valid JSON ({str(exc)[:80]}); an answer is {ANSWER_SHAPE}") from None
+    if not isinstance(data, dict):
+        raise PollError(f"the body is a JSON {type(data).__name__}, not an object; an answer is {ANSWER_SHAPE}")
+    unknown = sorted(set(data) - {"question_id", "choices"})
+    if unknown:
+        raise PollError(f"the body has the key {_short(unknown[0])}; an answer has only question_id and choices: "
+                        + ANSWER_SHAPE)
+    for key in ("question_id", "choices"):
+        if key not in data:
+            raise PollError(f"the body has no {key}; an answer is {ANSWER_SHAPE}")
+    return data["question_id"], data["choices"]
+
+
+def parse_window(text) -> float:
+    """``window_s`` from a query string, in (0, MAX_WINDOW_S] seconds; PollError otherwise."""
+    valid = f"a number of seconds in (0, {MAX_WINDOW_S:.0f}]"
+    try:
+        window_s = float(text)
+    except (TypeError, ValueError):
+        raise PollError(f"window_s={_short(text)} is not a number; give {valid}") from None
+    if not (0 < window_s <= MAX_WINDOW_S):  # also refuses nan and inf
+        raise PollError(f"window_s={_short(text)} is out of range; give {valid}")
+    return window_s
+
+
+# --------------------------------------------------------------------------- what the bank allows
+
+
+class Questions:
+    """The question ids the service accepts, and the choices each one takes, from the quiz bank."""
+
+    def __init__(self, questions):
+        self._by_id = {q.id: q for q in questions}
+        if not self._by_id:
+            raise StartupError("the quiz bank has no questions; the poll has nothing to accept")
+
+    @classmethod
+    def from_bank(cls, bank=None) -> "Questions":
+        """Every question of ``bank`` (default: the installed course bank, ``mha_core.quiz.bank``)."""
+        try:
+            from mha_core.quiz.bank import BankError, default_bank
+        except ImportError as exc:
+            raise StartupError(f"the poll service needs the course package mha_core ({exc}); "
+                               "run it with the hub's environment (deploy/.venv-hub)") from None
+        try:
+            bank = bank if bank is not None else default_bank()
+        except (BankError, OSError) as exc:
+            raise StartupError(f"the poll service cannot read the quiz bank: {exc}") from None
+        for problem in bank.problems.values():  # a broken set file costs only its own questions
+            print(f"{SERVICE_NAME}: left out of the poll: {problem}", file=sys.stderr)
+        return cls(bank.all_questions())
+
+    def __contains__(self, question_id) -> bool:
+        return question_id in self._by_id
+
+    def question(self, question_id):
+        """The bank's Question for ``question_id``; PollError naming the nearest id if there is none."""
+        if not isinstance(question_id, str):
+            raise PollError(f"question_id={_short(question_id)} must be a string, a question id from the "
+                            "course's quiz bank such as '03-what-is-a-head'")
+        if question_id not in self._by_id:
+            near = difflib.get_close_matches(question_id[:MAX_ID_CHARS], list(self._by_id), n=1) if len(question_id) <= 200 else []
+            hint = f" (did you mean {near[0]!r}?)" if near else "; ids look like '03-what-is-a-head'"
+            raise PollError(f"question_id={_short(question_id)} is not a question in the course's quiz bank{hint}")
+        return self._by_id[question_id]
+
+    def check(self, question_id, choices) -> tuple[str, list[str]]:
+        """(question_id, the choices as stored) for an answer the bank allows; PollError saying why not otherwise."""
+        from mha_core.quiz.numbers import format_number, parse_number
+
+        question = self.question(question_id)
+        if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+            raise PollError(f"choices={_short(choices)} must be a list of strings, such as [\"2\"]")
+        if not choices:
+            raise PollError(f"choices=[] is empty; question {question.id} needs an answer")
+        if question.kind == "numeric":
+            if len(choices) != 1:
+                raise PollError(f"question {question.id} takes one number; choices={_short(choices)} has {len(choices)}")
+            value = parse_number(choices[0]) if len(choices[0]) <= MAX_ID_CHARS else None
+            if value is None:
+                raise PollError(f"question {question.id} takes a number, such as [\"64\"]; "
+                                f"choices={_short(choices)} is not one")
+            return question.id, [format_number(value) if abs(value) < 1e15 else f"{value:.6g}"]
+        valid = [str(i) for i in range(len(question.options))]
+        for choice in choices:
+            if choice not in valid:
+                raise PollError(f"choices={_short(choices)}: {_short(choice)} is not an option of question "
+                                f"{question.id}; its options are {', '.join(valid)}")
+        if len(set(choices)) != len(choices):
+            repeated = next(c for c in choices if choices.count(c) > 1)
+            raise PollError(f"choices={_short(choices)} gives option {repeated} twice")
+        if question.kind == "single" and len(choices) != 1:
+            raise PollError(f"question {question.id} has one answer; choices={_short(choices)} picks {len(choices)} "
+                            "options (send the one option chosen)")
+        return question.id, sorted(choices, key=int)
+
+
+# --------------------------------------------------------------------------- storage
 
 
 class PollStore:
-    """Answers in one SQLite file; each learner counts once per question (their latest answer)."""
+    """Answers in one SQLite file; each learner counts once per question (their latest answer).
 
-    def __init__(self, path: str | Path, salt: bytes, clock=time.time):
+    ``questions``: what the store accepts (``Questions.from_bank()``).
+    """
+
+    def __init__(self, path: str | Path, salt: bytes, questions: Questions, clock=time.time):
         self.path = str(path)
+        self.questions = questions
         self._salt = salt
         self._clock = clock
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
-        if self.path != ":memory:":
-            self._db.execute("PRAGMA journal_mode=WAL")
-        for statement in _SCHEMA:
-            self._db.execute(statement)
+        try:
+            if self.path != ":memory:":
+                self._db.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA:
+                self._db.execute(statement)
+        except sqlite3.Error:
+            self._db.close()
+            raise
 
     def _learner(self, user_name: str) -> str:
         return hmac.new(self._salt, user_name.encode(), hashlib.sha256).hexdigest()[:32]
 
     def record(self, user_name: str, question_id, choices) -> None:
-        """Store ``user_name``'s answer; raises PollError for an id or choices the service refuses."""
-        question_id = _clean_id(question_id, "question_id")
-        if isinstance(choices, (str, int)):
-            choices = [choices]
-        if not isinstance(choices, list) or not choices or len(choices) > MAX_CHOICES:
-            raise PollError(f"choices={choices!r} must be a list of 1-{MAX_CHOICES} choice ids")
-        clean = sorted({_clean_id(c, "choices") for c in choices})
+        """Store ``user_name``'s answer; raises PollError for an id or choices the bank does not allow."""
+        question_id, clean = self.questions.check(question_id, choices)
         with self._lock:
             self._db.execute(
                 "INSERT INTO answers (question_id, learner, choices, created) VALUES (?, ?, ?, ?)",
                 (question_id, self._learner(user_name), json.dumps(clean), self._clock()),
             )
 
-    def counts(self, question_id, window_s: float = 600.0) -> dict:
+    def counts(self, question_id, window_s=DEFAULT_WINDOW_S) -> dict:
         """Learners per choice among each learner's latest answer in the last ``window_s`` seconds."""
-        question_id = _clean_id(question_id, "question_id")
-        window_s = float(window_s)
-        if not (0 < window_s <= MAX_WINDOW_S):
-            raise PollError(f"window_s={window_s} must be in (0, {MAX_WINDOW_S:.0f}] seconds")
+        question_id = self.questions.question(question_id).id
+        window_s = parse_window(window_s)
         since = self._clock() - window_s
         with self._lock:
             rows = self._db.execute(
@@ -141,19 +360,50 @@ def _has_scope(model: dict | None, scope: str, check_scopes=None) -> bool:
 def load_salt(path: Path) -> bytes:
     """The key for hashing user names: made once (0600), then read back."""
     if path.exists():
-        return path.read_bytes()
+        salt = path.read_bytes()
+        if len(salt) < 16:
+            raise StartupError(f"{path} holds {len(salt)} bytes, too short for the poll's key; "
+                               "delete it (a new key is made, and earlier answers are then counted apart)")
+        return salt
     salt = secrets.token_bytes(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(salt)
     return salt
+
+
+def _account() -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()})"
+    except (ImportError, KeyError, AttributeError):
+        return "this account"
+
+
+def open_store(db_path: str | Path, questions: Questions) -> PollStore:
+    """The store at ``db_path`` with its key beside it; StartupError naming the file, the account and the fix."""
+    db_path = Path(db_path)
+    salt_path = db_path.with_suffix(".salt")
+    fix = (f"make {db_path.parent} a folder this account owns, or set MHA_POLL_DB to a file in one "
+           "(the service writes only that folder)")
+    try:
+        salt = load_salt(salt_path)
+    except OSError as exc:
+        raise StartupError(f"the poll service, running as {_account()}, cannot read or create its key "
+                           f"{salt_path}: {exc.strerror or exc}; {fix}") from None
+    try:
+        return PollStore(db_path, salt, questions)
+    except sqlite3.Error as exc:
+        raise StartupError(f"the poll service, running as {_account()}, cannot open its database "
+                           f"{db_path}: {exc}; {fix}") from None
 
 
 # --------------------------------------------------------------------------- the web service
 
 
 def make_app(store: PollStore, hub_auth, prefix: str = "/"):
-    """The tornado application.
+    """The tornado application. Serve it with ``make_server`` (the limits live there).
 
     ``hub_auth``: a ``jupyterhub.services.auth.HubAuth``, or in tests anything with
     ``get_user(handler) -> model | None`` and ``check_scopes(required, model)``.
@@ -168,11 +418,18 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
             # Token-authenticated API: no cookies are used, so there is no XSRF to check.
             return None
 
-        def send_json(self, status: int, body: dict) -> None:
+        def send_json(self, status: int, body: dict):
+            self.clear()
             self.set_status(status)
             self.set_header("Content-Type", "application/json")
             self.set_header("Cache-Control", "no-store")
-            self.finish(json.dumps(body))
+            return self.finish(json.dumps(body))
+
+        def write_error(self, status_code: int, **kwargs):
+            # Tornado's own errors (405, and 500 if a bug slips through) as JSON, never a traceback.
+            reason = {404: "no such route", 405: f"{self.request.method} is not allowed here"}.get(
+                status_code, self._reason)
+            self.send_json(status_code, {"error": f"{reason}; {_routes(prefix)}"})
 
         def user(self, scope: str) -> dict | None:
             """The token's owner if the token has ``scope``; otherwise answers 401 or 403 and returns None."""
@@ -185,18 +442,44 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
                 return None
             return model
 
+    @web.stream_request_body
     class Answers(Base):
+        async def prepare(self):
+            self._body = bytearray()
+            self._received = 0
+            declared = self.request.headers.get("Content-Length")
+            if declared is not None:
+                try:
+                    too_large = int(declared.split(",")[0]) > MAX_BODY_BYTES
+                except ValueError:
+                    too_large = False  # Tornado refuses a malformed length itself
+                if too_large:
+                    # Answer before reading any of the body, and wait until the answer is
+                    # sent: the connection is then closed and the rest is never read.
+                    await self.send_json(413, {"error": f"the body declares {_short(declared)} bytes; "
+                                                        f"an answer may have at most {MAX_BODY_BYTES}"})
+
+        def data_received(self, chunk: bytes) -> None:
+            self._received += len(chunk)
+            if self._received <= MAX_BODY_BYTES:
+                self._body += chunk
+
         def post(self):
+            if self._received > MAX_BODY_BYTES:
+                return self.send_json(413, {"error": f"the body has more than {MAX_BODY_BYTES} bytes, "
+                                                     "the most an answer may have"})
             model = self.user(ACCESS_SCOPE)
             if model is None:
                 return
             try:
-                body = json.loads(self.request.body or b"{}")
-                if not isinstance(body, dict):
-                    raise PollError("the body must be a JSON object")
-                self.store.record(model["name"], body.get("question_id"), body.get("choices"))
-            except (PollError, ValueError) as exc:
+                question_id, choices = parse_answer(bytes(self._body))
+                self.store.record(model["name"], question_id, choices)
+            except BodyTooLarge as exc:
+                return self.send_json(413, {"error": str(exc)})
+            except PollError as exc:
                 return self.send_json(400, {"error": str(exc)})
+            except sqlite3.Error as exc:  # the disk, not the request: say so, and let the learner's next Check retry
+                return self.send_json(503, {"error": f"the poll cannot store answers just now ({exc})"})
             self.send_json(200, {"stored": True})
 
     class Counts(Base):
@@ -204,37 +487,67 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
             if self.user(READ_SCOPE) is None:  # 403 for a learner: only the role instructor holds it
                 return
             try:
-                result = self.store.counts(question_id, self.get_argument("window_s", "600"))
-            except (PollError, ValueError) as exc:
+                result = self.store.counts(question_id, self.get_argument("window_s", str(DEFAULT_WINDOW_S)))
+            except PollError as exc:
                 return self.send_json(400, {"error": str(exc)})
+            except sqlite3.Error as exc:
+                return self.send_json(503, {"error": f"the poll cannot read its answers just now ({exc})"})
             self.send_json(200, result)
 
-    class Health(web.RequestHandler):
+    class Health(Base):
         def get(self):
-            self.finish({"ok": True})
+            self.send_json(200, {"ok": True})
+
+    @web.stream_request_body  # answers before any body is read, as Answers does for a large one
+    class NotFound(Base):
+        async def prepare(self):
+            await self.send_json(404, {"error": f"no such route: {_short(self.request.path, 120)}; {_routes(prefix)}"})
 
     prefix = prefix if prefix.endswith("/") else prefix + "/"
     return web.Application([
         (prefix + "answers", Answers),
         (prefix + r"counts/([^/]+)", Counts),
         (prefix + "health", Health),
-    ])
+    ], default_handler_class=NotFound)
+
+
+def _routes(prefix: str) -> str:
+    prefix = prefix if prefix.endswith("/") else prefix + "/"
+    return f"the routes are POST {prefix}answers, GET {prefix}counts/<question_id>, GET {prefix}health"
+
+
+def make_server(app):
+    """A Tornado HTTPServer for ``app`` with the service's limits (``HTTP_SERVER_OPTIONS``)."""
+    from tornado.httpserver import HTTPServer
+
+    return HTTPServer(app, **HTTP_SERVER_OPTIONS)
 
 
 def main() -> None:
     from urllib.parse import urlparse
 
-    from jupyterhub.services.auth import HubAuth
+    sys.dont_write_bytecode = True  # write nothing outside the state folder, not even __pycache__
+    try:
+        state = Path(os.environ.get("MHA_HUB_STATE", ".")).resolve()
+        db_path = Path(os.environ.get("MHA_POLL_DB") or state / "poll.sqlite3")
+        questions = Questions.from_bank()
+        store = open_store(db_path, questions)
+        token = os.environ.get("JUPYTERHUB_API_TOKEN")
+        if not token:
+            raise StartupError("JUPYTERHUB_API_TOKEN is not set; JupyterHub starts this service with its token")
+        try:
+            from jupyterhub.services.auth import HubAuth
+        except ImportError as exc:
+            raise StartupError(f"the poll service needs jupyterhub ({exc}); run it with the hub's environment") from None
+    except StartupError as exc:
+        sys.exit(f"{SERVICE_NAME}: {exc}")
     from tornado import ioloop
 
-    state = Path(os.environ.get("MHA_HUB_STATE", ".")).resolve()
-    db_path = Path(os.environ.get("MHA_POLL_DB") or state / "poll.sqlite3")
-    store = PollStore(db_path, load_salt(db_path.with_suffix(".salt")))
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{SERVICE_NAME}/")
-    app = make_app(store, HubAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=60), prefix)
+    app = make_app(store, HubAuth(api_token=token, cache_max_age=60), prefix)
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
     # On Kubernetes the service's address is the hub's Service name; it listens on all interfaces.
-    app.listen(url.port, os.environ.get("MHA_POLL_BIND_IP") or url.hostname)
+    make_server(app).listen(url.port, os.environ.get("MHA_POLL_BIND_IP") or url.hostname)
     ioloop.IOLoop.current().start()
 
 

@@ -1,176 +1,46 @@
-"""The class poll: the service's store and web API (with a fake hub), and the kernel's client.
+"""The kernel's side of the class poll (mha_core/quiz/poll.py): against the real service, and against servers that misbehave.
 
-The service (deploy/poll_service.py) runs in-process on a loopback port; a fake
-``HubAuth`` maps tokens to the models the hub would return. The real hub is exercised
-by the load test (benchmarks/loadtest).
+The service (deploy/poll_service.py, tested in tests/test_poll_service.py) runs in-process
+on a loopback port with a stand-in for the hub's auth (tests/poll_server.py). The
+misbehaving servers are small socket servers in a thread: one trickles its answer a
+byte a second, one counts the requests it gets and answers whatever it is told to.
+The real hub is exercised by tests/hub/ and the load test (benchmarks/loadtest).
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib.util
 import json
-import sqlite3
+import socket
+import subprocess
 import sys
 import threading
-from pathlib import Path
+import time
 
 import pytest
+from poll_server import ROOT, serve_in_thread, service, wait_until
 
 from mha_core.quiz import poll
+from mha_core.quiz.bank import default_bank
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_service():
-    spec = importlib.util.spec_from_file_location("mha_poll_service", ROOT / "deploy" / "poll_service.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-service = _load_service()
-ACCESS = service.ACCESS_SCOPE
-READ = service.READ_SCOPE
-
-
-class Clock:
-    def __init__(self, t=1000.0):
-        self.t = t
-
-    def __call__(self):
-        return self.t
+BANK = default_bank()
+SINGLE = next(q for q in BANK.all_questions() if q.kind == "single" and len(q.options) == 4)
+MULTI = next(q for q in BANK.all_questions() if q.kind == "multi" and len(q.options) >= 4)
+NUMERIC = next(q for q in BANK.all_questions() if q.kind == "numeric" and q.answer >= 1000)
+#: How much later than TIMEOUT_S a call may return: a thread switch, on a loaded two-core machine.
+MARGIN_S = 1.0
 
 
 @pytest.fixture
 def store(tmp_path):
-    clock = Clock()
-    s = service.PollStore(tmp_path / "poll.sqlite3", b"k" * 32, clock=clock)
-    s.clock = clock
+    s = service.PollStore(tmp_path / "poll.sqlite3", b"k" * 32, service.Questions.from_bank(BANK))
     yield s
     s.close()
 
 
-# --------------------------------------------------------------------------- the store
-
-
-def test_counts_are_learners_per_choice(store):
-    store.record("ada", "03-q1", ["2"])
-    store.record("bob", "03-q1", ["2"])
-    store.record("cy", "03-q1", ["0", "3"])
-    result = store.counts("03-q1")
-    assert result["answered"] == 3
-    assert result["counts"] == {"2": 2, "0": 1, "3": 1}
-
-
-def test_a_learners_latest_answer_replaces_the_earlier_one(store):
-    store.record("ada", "03-q1", ["1"])
-    store.clock.t += 5
-    store.record("ada", "03-q1", ["2"])
-    assert store.counts("03-q1")["counts"] == {"2": 1}
-
-
-def test_answers_older_than_the_window_are_left_out(store):
-    store.record("ada", "03-q1", ["1"])
-    store.clock.t += 700
-    store.record("bob", "03-q1", ["2"])
-    assert store.counts("03-q1", window_s=600)["counts"] == {"2": 1}
-    assert store.counts("03-q1", window_s=800)["counts"] == {"1": 1, "2": 1}
-
-
-def test_questions_are_counted_apart(store):
-    store.record("ada", "03-q1", ["1"])
-    store.record("ada", "03-q2", ["0"])
-    assert store.counts("03-q2")["counts"] == {"0": 1}
-    assert store.counts("03-q3") == {"question_id": "03-q3", "answered": 0, "counts": {}, "window_s": 600.0}
-
-
-def test_the_database_keeps_no_user_names(store, tmp_path):
-    store.record("ada.lovelace", "03-q1", ["1"])
-    rows = sqlite3.connect(tmp_path / "poll.sqlite3").execute("SELECT * FROM answers").fetchall()
-    assert rows and not any("ada" in str(value) for row in rows for value in row)
-
-
-@pytest.mark.parametrize("question_id, choices, message", [
-    ("", ["1"], "question_id"),
-    ("a b", ["1"], "question_id"),
-    ("03/q1", ["1"], "question_id"),
-    ("03-q1", [], "choices"),
-    ("03-q1", None, "choices"),
-    ("03-q1", ["x" * 65], "choices"),
-    ("03-q1", [str(i) for i in range(40)], "choices"),
-])
-def test_bad_answers_are_refused_naming_the_parameter(store, question_id, choices, message):
-    with pytest.raises(service.PollError, match=message):
-        store.record("ada", question_id, choices)
-
-
-def test_a_bad_window_is_refused(store):
-    with pytest.raises(service.PollError, match="window_s"):
-        store.counts("03-q1", window_s=0)
-
-
-def test_only_the_instructor_scope_reads_counts():
-    assert service.can_read_counts({"name": "t", "scopes": [ACCESS, READ]})
-    assert not service.can_read_counts({"name": "ada", "scopes": [ACCESS]})
-    assert not service.can_read_counts(None)
-    assert not service.can_read_counts({"name": "x"})
-
-
-def test_the_salt_is_made_once_and_private(tmp_path):
-    path = tmp_path / "poll.salt"
-    first = service.load_salt(path)
-    assert service.load_salt(path) == first and len(first) == 32
-    assert path.stat().st_mode & 0o777 == 0o600
-
-
-# --------------------------------------------------------------------------- the web API and the client
-
-
-TOKENS = {
-    "learner-ada": {"name": "ada", "kind": "user", "scopes": [ACCESS, "users:activity!user=ada"]},
-    "learner-bob": {"name": "bob", "kind": "user", "scopes": [ACCESS]},
-    "teacher": {"name": "tess", "kind": "user", "scopes": [ACCESS, READ]},
-    "no-access": {"name": "eve", "kind": "user", "scopes": ["users:activity!user=eve"]},
-}
-
-
-class FakeHubAuth:
-    """What HubAuth answers: the model of a token's owner, with the token's scopes."""
-
-    def get_user(self, handler):
-        header = handler.request.headers.get("Authorization", "")
-        token = header.split(None, 1)[1] if header.lower().startswith("token ") else ""
-        return TOKENS.get(token)
-
-
 @pytest.fixture
 def poll_url(store):
-    from tornado.httpserver import HTTPServer
-    from tornado.ioloop import IOLoop
-    from tornado.netutil import bind_sockets
-
-    sockets = bind_sockets(0, "127.0.0.1")
-    port = sockets[0].getsockname()[1]
-    ready = threading.Event()
-    holder = {}
-
-    def serve():
-        asyncio.set_event_loop(asyncio.new_event_loop())
-        server = HTTPServer(service.make_app(store, FakeHubAuth(), "/services/mha-poll/"))
-        server.add_sockets(sockets)
-        holder["loop"], holder["server"] = IOLoop.current(), server
-        ready.set()
-        IOLoop.current().start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    ready.wait(10)
-    yield f"http://127.0.0.1:{port}/services/mha-poll/"
-    holder["loop"].add_callback(holder["loop"].stop)
-    thread.join(10)
-    holder["server"].stop()
+    with serve_in_thread(store) as url:
+        yield url
 
 
 def _as(monkeypatch, url, token):
@@ -178,16 +48,31 @@ def _as(monkeypatch, url, token):
     monkeypatch.setenv(poll.TOKEN_VAR, token)
 
 
+# --------------------------------------------------------------------------- against the real service
+
+
 def test_learners_send_and_the_instructor_reads_what_they_sent(poll_url, monkeypatch):
     _as(monkeypatch, poll_url, "learner-ada")
     assert poll.available()
-    assert poll.send("03-q1", [2]) is True
+    assert poll.send(MULTI.id, [2]) is True
     _as(monkeypatch, poll_url, "learner-bob")
-    assert poll.send("03-q1", ["0", "3"]) is True
+    assert poll.send(MULTI.id, ["0", "3"]) is True
     _as(monkeypatch, poll_url, "teacher")
-    result = poll.counts("03-q1")
+    result = poll.counts(MULTI.id)
     assert result["answered"] == 2
     assert result["counts"] == {"2": 1, "0": 1, "3": 1}
+
+
+def test_a_numeric_answer_is_sent_as_its_number(poll_url, monkeypatch):
+    answer = int(NUMERIC.answer)
+    _as(monkeypatch, poll_url, "learner-ada")
+    assert poll.send(NUMERIC.id, answer) is True
+    _as(monkeypatch, poll_url, "learner-bob")
+    assert poll.send(NUMERIC.id, float(answer)) is True
+    _as(monkeypatch, poll_url, "learner-cy")
+    assert poll.send(NUMERIC.id, [f"{answer:,}"]) is True
+    _as(monkeypatch, poll_url, "teacher")
+    assert poll.counts(NUMERIC.id)["counts"] == {f"{answer:,}": 3}
 
 
 def test_a_learners_token_cannot_read_the_counts(poll_url, monkeypatch):
@@ -195,9 +80,9 @@ def test_a_learners_token_cannot_read_the_counts(poll_url, monkeypatch):
     import urllib.request
 
     _as(monkeypatch, poll_url, "learner-ada")
-    poll.send("03-q1", ["1"])
-    assert poll.counts("03-q1") is None
-    req = urllib.request.Request(poll_url + "counts/03-q1", headers={"Authorization": "token learner-ada"})
+    poll.send(SINGLE.id, ["1"])
+    assert poll.counts(SINGLE.id) is None
+    req = urllib.request.Request(poll_url + f"counts/{SINGLE.id}", headers={"Authorization": "token learner-ada"})
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req, timeout=5)
     assert err.value.code == 403
@@ -206,23 +91,30 @@ def test_a_learners_token_cannot_read_the_counts(poll_url, monkeypatch):
 
 def test_a_token_without_access_to_the_service_cannot_send(poll_url, monkeypatch, store):
     _as(monkeypatch, poll_url, "no-access")
-    assert poll.send("03-q1", ["1"]) is False
+    assert poll.send(SINGLE.id, ["1"]) is False
     _as(monkeypatch, poll_url, "unknown-token")
-    assert poll.send("03-q1", ["1"]) is False
-    assert store.counts("03-q1")["answered"] == 0
+    assert poll.send(SINGLE.id, ["1"]) is False
+    assert store.counts(SINGLE.id)["answered"] == 0
 
 
-def test_a_bad_answer_gets_400_and_send_says_false(poll_url, monkeypatch):
+@pytest.mark.parametrize("question_id, choices", [
+    ("03-q1", ["1"]),                   # not in the bank
+    (SINGLE.id, ["999"]),               # not an option
+    (SINGLE.id, ["0", "1", "2", "3"]),  # every option of a single-choice question
+    (NUMERIC.id, ["many"]),
+])
+def test_an_answer_the_service_refuses_makes_send_say_false(poll_url, monkeypatch, store, question_id, choices):
     _as(monkeypatch, poll_url, "learner-ada")
-    assert poll.send("03 q1", ["1"]) is False
+    assert poll.send(question_id, choices) is False
+    assert store.counts(SINGLE.id)["answered"] == 0
 
 
 def test_without_a_hub_every_poll_call_is_a_no_op(monkeypatch):
     monkeypatch.delenv(poll.URL_VAR, raising=False)
     monkeypatch.setenv(poll.TOKEN_VAR, "some-token")
     assert poll.available() is False
-    assert poll.send("03-q1", ["1"]) is False
-    assert poll.counts("03-q1") is None
+    assert poll.send(SINGLE.id, ["1"]) is False
+    assert poll.counts(SINGLE.id) is None
 
 
 def test_an_unreachable_service_is_the_same_as_none(monkeypatch):
@@ -233,16 +125,239 @@ def test_an_unreachable_service_is_the_same_as_none(monkeypatch):
     sock.close()  # nothing listens there now
     _as(monkeypatch, f"http://127.0.0.1:{port}/services/mha-poll", "learner-ada")
     assert poll.available() is True
-    assert poll.send("03-q1", ["1"]) is False
-    assert poll.counts("03-q1") is None
+    assert poll.send(SINGLE.id, ["1"]) is False
+    assert poll.counts(SINGLE.id) is None
 
 
 def test_the_poll_client_keeps_a_kernel_light():
-    import subprocess
-
-    code = "import sys; import mha_core.quiz.poll; print(sorted(m for m in ('requests', 'tornado', 'jupyterhub', 'ipywidgets', 'plotly') if m in sys.modules))"
+    code = ("import sys; import mha_core.quiz.poll; print(sorted(m for m in ('requests', 'tornado', 'jupyterhub', "
+            "'ipywidgets', 'plotly', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- servers that misbehave
+
+
+class StubServer:
+    """A loopback HTTP server in a thread that answers every request with ``at_once`` and then ``reply``
+    (bytes), a byte every ``delay_s`` seconds if ``trickle``; it keeps the requests it gets."""
+
+    def __init__(self, reply: bytes = b"", trickle: bool = False, delay_s: float = 1.0, at_once: bytes = b""):
+        self.reply, self.trickle, self.delay_s, self.at_once = reply, trickle, delay_s, at_once
+        self.requests: list[bytes] = []
+        self.closed_by_client = threading.Event()
+        self.stop = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/services/mha-poll/"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        with conn:
+            conn.settimeout(5)
+            request = b""
+            try:
+                while b"\r\n\r\n" not in request:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    request += data
+                self.requests.append(request)
+                conn.sendall(self.at_once)
+                if not self.trickle:
+                    conn.sendall(self.reply)
+                    return
+                for byte in self.reply:
+                    if self.stop.wait(self.delay_s):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:  # the client closed the connection
+                self.closed_by_client.set()
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+        self.thread.join(5)
+
+
+def http_reply(body: bytes, status: str = "200 OK") -> bytes:
+    return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n").encode() + body
+
+
+GOOD_COUNTS = json.dumps({"question_id": SINGLE.id, "answered": 1, "counts": {"1": 1}, "window_s": 600.0}).encode()
+
+
+@pytest.fixture
+def stub(monkeypatch):
+    servers = []
+
+    def make(*args, token="teacher", **kwargs):
+        server = StubServer(*args, **kwargs)
+        servers.append(server)
+        _as(monkeypatch, server.url, token)
+        return server
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def _no_worker_left() -> bool:
+    return not any(t.name == "mha-poll-request" and t.is_alive() for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("call, failed, body", [
+    (lambda: poll.counts(SINGLE.id), None, GOOD_COUNTS),
+    (lambda: poll.send(SINGLE.id, ["1"]), False, b'{"stored": true}'),
+], ids=["counts", "send"])
+@pytest.mark.parametrize("where", ["status line", "body"])
+def test_a_server_that_trickles_a_byte_a_second_is_given_up_after_timeout_s_in_all(stub, call, failed, body, where):
+    reply = http_reply(body)
+    split = 0 if where == "status line" else reply.index(b"\r\n\r\n") + 4  # "body": the head at once
+    server = stub(reply[split:], trickle=True, at_once=reply[:split])
+    started = time.monotonic()
+    assert call() is failed
+    took = time.monotonic() - started
+    assert poll.TIMEOUT_S - 0.2 <= took <= poll.TIMEOUT_S + MARGIN_S, took
+    assert len(server.requests) == 1  # it was asked, and answered slowly
+    assert wait_until(_no_worker_left, 5), "the request's worker thread is still reading"
+    assert server.closed_by_client.wait(5), "the client did not close the slow connection"
+
+
+def test_the_same_server_answering_at_once_is_read(stub):
+    stub(http_reply(GOOD_COUNTS))
+    assert poll.counts(SINGLE.id)["counts"] == {"1": 1}
+    stub(http_reply(b'{"stored": true}'), token="learner-ada")
+    assert poll.send(SINGLE.id, ["1"]) is True
+
+
+def test_the_total_timeout_is_read_when_the_call_is_made(stub, monkeypatch):
+    stub(http_reply(GOOD_COUNTS), trickle=True)
+    monkeypatch.setattr(poll, "TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    assert poll.counts(SINGLE.id) is None
+    assert time.monotonic() - started <= 0.5 + MARGIN_S
+
+
+@pytest.mark.parametrize("reply", [
+    http_reply(b"[1, 2]"),
+    http_reply(b'"stored"'),
+    http_reply(b'{"stored": "yes", "counts": [1]}'),
+    http_reply(b"not json"),
+    http_reply(b"[" * 60_000),
+    http_reply(b" " * (poll.MAX_REPLY_BYTES + 10) + b"{}"),
+    http_reply(b'{"stored": true, "counts": {}}', status="500 Internal Server Error"),
+    http_reply(b'{"stored": true, "counts": {}}', status="302 Found"),
+    b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{}",  # cut short
+    b"garbage\r\n\r\n",
+    b"",
+])
+def test_a_reply_that_is_not_the_services_is_no_answer(stub, reply):
+    stub(reply, token="learner-ada")
+    assert poll.send(SINGLE.id, ["1"]) is False
+    stub(reply)
+    assert poll.counts(SINGLE.id) is None
+
+
+class BadList(list):
+    def __len__(self):
+        raise RuntimeError("no length")
+
+
+class BadText(str):
+    def strip(self, *args):
+        raise RuntimeError("no strip")
+
+
+@pytest.mark.parametrize("question_id, choice_ids", [
+    (SINGLE.id, None),
+    (SINGLE.id, []),
+    (SINGLE.id, [[1]]),
+    (SINGLE.id, [None]),
+    (SINGLE.id, {"a": 1}),
+    (SINGLE.id, [True]),
+    (SINGLE.id, float("nan")),
+    (SINGLE.id, [float("inf")]),
+    (SINGLE.id, 1j),
+    (SINGLE.id, object()),
+    (SINGLE.id, [str(i) for i in range(40)]),
+    (SINGLE.id, ["x" * 100]),
+    (SINGLE.id, BadList(["1"])),
+    (SINGLE.id, [BadText("1")]),
+    (None, ["1"]),
+    (3.5, ["1"]),
+    ("", ["1"]),
+    ("a b", ["1"]),
+    ("03/q1", ["1"]),
+    ("x" * 100, ["1"]),
+])
+def test_send_with_arguments_the_service_would_refuse_says_false_and_sends_nothing(stub, question_id, choice_ids):
+    server = stub(http_reply(b'{"stored": true}'), token="learner-ada")
+    assert poll.send(question_id, choice_ids) is False
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("question_id, window_s", [
+    (SINGLE.id, "ten"),
+    (SINGLE.id, None),
+    (SINGLE.id, 0),
+    (SINGLE.id, -1),
+    (SINGLE.id, 10**9),
+    (SINGLE.id, float("nan")),
+    (SINGLE.id, float("inf")),
+    (SINGLE.id, True),
+    (SINGLE.id, 1j),
+    (SINGLE.id, [600]),
+    (None, 600),
+    (object(), 600),
+    ("a b", 600),
+])
+def test_counts_with_arguments_the_service_would_refuse_is_none_and_asks_nothing(stub, question_id, window_s):
+    server = stub(http_reply(GOOD_COUNTS))
+    assert poll.counts(question_id, window_s=window_s) is None
+    assert server.requests == []
+
+
+def test_the_calls_issue_25_found_raising_now_return_their_failure_values(stub):
+    server = stub(http_reply(b'{"stored": true}'), token="learner-ada")
+    assert poll.send("x", None) is False
+    assert poll.counts("x", window_s="ten") is None
+    assert server.requests == []
+
+
+def test_counts_with_a_bad_window_is_none_without_a_hub_too(monkeypatch):
+    monkeypatch.delenv(poll.URL_VAR, raising=False)
+    assert poll.counts(SINGLE.id, window_s="ten") is None
+
+
+def test_a_window_the_service_accepts_is_sent(stub):
+    server = stub(http_reply(GOOD_COUNTS))
+    assert poll.counts(SINGLE.id, window_s=90) is not None
+    assert b"window_s=90.0" in server.requests[0]
+
+
+@pytest.mark.parametrize("url, token", [
+    ("not a url", "t"),
+    ("ftp://127.0.0.1/x/", "t"),
+    ("http://127.0.0.1:99999/x/", "t"),
+    ("http://127.0.0.1:1/x/", "bad\r\ntoken"),
+    ("http:///x/", "t"),
+])
+def test_hub_variables_that_make_no_sense_are_no_hub(monkeypatch, url, token):
+    _as(monkeypatch, url, token)
+    assert poll.send(SINGLE.id, ["1"]) is False
+    assert poll.counts(SINGLE.id) is None
 
 
 # --------------------------------------------------------------------------- the quiz widget's hook
@@ -253,8 +368,6 @@ def _patched_widget():
 
 
 def test_a_learners_check_reaches_the_instructors_classroom_view(poll_url, monkeypatch, tmp_path):
-    import time
-
     widget = _patched_widget()
     from mha_core.quiz.progress import ProgressStore
 
@@ -268,10 +381,9 @@ def test_a_learners_check_reaches_the_instructors_classroom_view(poll_url, monke
     room = widget.quick_check("03", classroom=True, show=False)
     shown = next(v for v in room.questions if v.question.id == view.question.id)
     assert shown.room_button is not None
-    deadline = time.monotonic() + 10  # the learner's answer is sent in the background
-    while poll.counts(view.question.id) is None or not poll.counts(view.question.id)["answered"]:
-        assert time.monotonic() < deadline, "the learner's answer never reached the service"
-        time.sleep(0.05)
+    # the learner's answer is sent in the background
+    assert wait_until(lambda: (poll.counts(view.question.id) or {}).get("answered"), 10), \
+        "the learner's answer never reached the service"
     shown.room_button.click()
     letter = widget.option_labels(shown.order)[int(chosen)].rstrip(")")
     assert f"{letter}: 1" in shown.feedback.value and "1 learners" in shown.feedback.value

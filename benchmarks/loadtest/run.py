@@ -56,7 +56,7 @@ NOTEBOOKS = ["01_queries_keys_values", "02_single_head_attention", "03_multiple_
 CONTROL_NOTEBOOK = "03_multiple_heads"
 HEAD_COUNT_INDICES = [0, 1, 2, 3, 4]  # d_model = 16: H in (1, 2, 4, 8, 16)
 PASSWORD = "loadtest"
-POLL_QUESTION = "03-loadtest"
+POLL_QUESTION = "03-what-is-a-head"  # a single-choice question of the bank (4 options): the poll accepts only those
 PROBE = """
 import json as _j, resource as _r, sys as _s, importlib.util as _iu
 _u = _r.getrusage(_r.RUSAGE_SELF)

@@ -7,9 +7,9 @@ to that question is recent. Without a hub every function here is a no-op, so qui
 work exactly as on a laptop::
 
     from mha_core.quiz import poll
-    poll.available()                    # False on a laptop: send and counts do nothing
-    poll.send("03-q1", ["2"])           # a learner's answer: option data indices, as text
-    poll.counts("03-q1")                # instructor: {"answered": 12, "counts": {"2": 9, "0": 3}, ...}
+    poll.available()                        # False on a laptop: send and counts do nothing
+    poll.send("03-what-is-a-head", [2])     # a learner's answer: option data indices
+    poll.counts("03-what-is-a-head")        # instructor: {"answered": 12, "counts": {"2": 9, "0": 3}, ...}
 
 Choice ids are the options' data indices as strings ("0", "1", ...), which are the same
 for every learner whatever order their quiz shows the options in; a numeric answer is
@@ -20,25 +20,40 @@ sets for every learner's server (and so every kernel):
     MHA_POLL_URL           the poll service's address, e.g. http://127.0.0.1:10101/services/mha-poll/
 
 Only a token whose owner has the hub role ``instructor`` may read counts; the service
-answers a learner's token with 403, and ``counts`` then returns None. Nothing here ever
-raises: a hub that is down, slow or refusing is the same as no hub (``send`` returns
-False, ``counts`` None). Only the standard library is used, so a kernel stays light.
+answers a learner's token with 403, and ``counts`` then returns None.
+
+Nothing here ever raises, and nothing waits longer than ``TIMEOUT_S`` in all (connecting,
+sending and reading together, however slowly the other end answers): a hub that is
+down, slow or refusing is the same as no hub (``send`` returns False, ``counts`` None),
+and so is an argument the service would refuse (a question id that is not text, choices
+that are not option ids or a number, a ``window_s`` that is not a number of seconds in
+(0, 86400]); such a call sends nothing. Only the standard library is used, so a kernel
+stays light.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import math
+import numbers
 import os
-import urllib.error
+import socket
+import threading
 import urllib.parse
-import urllib.request
 
 URL_VAR = "MHA_POLL_URL"
 TOKEN_VAR = "JUPYTERHUB_API_TOKEN"
-#: Seconds to wait for the service; a Check button must never hang on it.
+#: Seconds a call may take in all, however slowly the service answers; a Check button must never hang on it.
 TIMEOUT_S = 2.0
 #: Answers older than this are left out of the counts (a question asked "now").
 DEFAULT_WINDOW_S = 600
+#: What the service accepts (deploy/poll_service.py); outside these, nothing is sent.
+MAX_WINDOW_S = 24 * 3600
+MAX_ID_CHARS = 64
+MAX_CHOICES = 32
+#: A reply larger than this is not the service's: left unread.
+MAX_REPLY_BYTES = 64 * 1024
 
 
 def _config() -> tuple[str, str] | None:
@@ -50,43 +65,168 @@ def _config() -> tuple[str, str] | None:
 
 def available() -> bool:
     """True inside a learner's server on the course hub (the service address and a token are set)."""
-    return _config() is not None
+    try:
+        return _config() is not None
+    except Exception:  # an environment that cannot be read is no hub
+        return False
+
+
+# --------------------------------------------------------------------------- one request, bounded in time
+
+
+class _Exchange:
+    """One HTTP request and its reply, run in a worker thread so that the caller's wait has one deadline.
+
+    urllib's ``timeout`` is per socket operation: a server that sends a byte a second
+    never trips it. Here the caller waits at most ``TIMEOUT_S`` in all, then closes the
+    socket, which ends the worker's blocked read too.
+    """
+
+    def __init__(self, url: str, method: str, body: bytes | None, headers: dict, timeout_s: float):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{URL_VAR}={url!r} is not an http(s) address")
+        connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        self.connection = connection_class(parts.hostname, parts.port, timeout=timeout_s)
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.method, self.body, self.headers = method, body, headers
+        self.reply = None
+        self.abandoned = False
+        self._sock = None  # ours: http.client lets go of its socket once a reply says "Connection: close"
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        response = None
+        try:
+            self.connection.connect()
+            with self._lock:
+                if self.abandoned:  # the caller gave up while this was connecting
+                    return
+                self._sock = self.connection.sock
+            self.connection.request(self.method, self.target, body=self.body, headers=self.headers)
+            response = self.connection.getresponse()
+            if response.status != 200:  # 401, 403, 404, 413, 500: refused is the same as absent here
+                return
+            raw = response.read(MAX_REPLY_BYTES + 1)
+            if len(raw) <= MAX_REPLY_BYTES:
+                self.reply = json.loads(raw or b"null")
+        except Exception:  # any failure of the network, the server or its reply: no answer
+            self.reply = None
+        finally:
+            if response is not None:
+                try:
+                    response.close()  # it holds the socket after a "Connection: close" reply
+                except Exception:
+                    pass
+            self.close()
+
+    def abandon(self) -> None:
+        """Stop waiting: close the socket, so the worker's read returns at once."""
+        with self._lock:
+            self.abandoned = True
+            sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.connection.close()
+        except Exception:
+            pass
 
 
 def _request(method: str, path: str, body: dict | None = None):
+    """The service's JSON reply to one request, or None: no hub, refused, unreachable, or past ``TIMEOUT_S``."""
     config = _config()
     if config is None:
         return None
     base, token = config
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, method=method, headers={
-        "Authorization": f"token {token}", "Content-Type": "application/json", "Accept": "application/json",
-    })
-    try:
-        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
-            return json.loads(resp.read() or b"null")
-    except (urllib.error.URLError, OSError, ValueError):
-        # HTTPError (403, 404, 500) is a URLError: refused is the same as absent here.
+    timeout_s = float(TIMEOUT_S)
+    headers = {"Authorization": f"token {token}", "Accept": "application/json"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    exchange = _Exchange(base + path, method, data, headers, timeout_s)
+    worker = threading.Thread(target=exchange.run, name="mha-poll-request", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        exchange.abandon()
         return None
+    return exchange.reply
 
 
-def _choice_ids(choice_ids) -> list[str]:
-    if isinstance(choice_ids, (str, int, float)):
+# --------------------------------------------------------------------------- what may be sent
+
+
+def _question_id(question_id) -> str | None:
+    """The question id as sent, or None if the service would refuse it (so nothing is sent)."""
+    if isinstance(question_id, bool) or not isinstance(question_id, (str, numbers.Integral)):
+        return None
+    text = str(question_id).strip()
+    if not text or len(text) > MAX_ID_CHARS or any(c.isspace() or c == "/" for c in text):
+        return None
+    return text
+
+
+def _choice(value) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, str) and value.strip() and len(value) <= MAX_ID_CHARS:
+        return value.strip()
+    return None
+
+
+def _choice_ids(choice_ids) -> list[str] | None:
+    """Choices as the service takes them (a list of strings), or None if they cannot be."""
+    if isinstance(choice_ids, (str, numbers.Number)):
         choice_ids = [choice_ids]
-    return [str(c) for c in choice_ids]
+    if not isinstance(choice_ids, (list, tuple, set, frozenset)) or not 0 < len(choice_ids) <= MAX_CHOICES:
+        return None
+    choices = [_choice(c) for c in choice_ids]
+    return None if any(c is None for c in choices) else choices
+
+
+def _window_s(window_s) -> float | None:
+    if isinstance(window_s, bool) or not isinstance(window_s, numbers.Real):
+        return None
+    window_s = float(window_s)
+    return window_s if 0 < window_s <= MAX_WINDOW_S else None  # also refuses nan and inf
+
+
+# --------------------------------------------------------------------------- the two calls
 
 
 def send(question_id: str, choice_ids) -> bool:
     """Send this learner's answer to ``question_id``; True if the service stored it.
 
     ``choice_ids``: the chosen options' data indices (``[2]``, ``["0", "3"]``), or a
-    numeric answer. A later answer from the same learner replaces the earlier one in
-    the counts. Without a hub: does nothing and returns False.
+    numeric answer (``64``, ``["2,362,368"]``). A later answer from the same learner
+    replaces the earlier one in the counts. Returns False, and sends nothing, without
+    a hub, or for an id or choices the service would refuse (``None``, an empty list,
+    a nested list, NaN); False too if the service refuses or does not answer within
+    ``TIMEOUT_S``. Never raises.
     """
-    if not available():
+    try:
+        if not available():
+            return False
+        question_id, choices = _question_id(question_id), _choice_ids(choice_ids)
+        if question_id is None or choices is None:
+            return False
+        reply = _request("POST", "answers", {"question_id": question_id, "choices": choices})
+        return isinstance(reply, dict) and reply.get("stored") is True
+    except Exception:  # the promise above: a Check button never fails because of the poll
         return False
-    reply = _request("POST", "answers", {"question_id": str(question_id), "choices": _choice_ids(choice_ids)})
-    return bool(reply and reply.get("stored"))
 
 
 def counts(question_id: str, window_s: float = DEFAULT_WINDOW_S) -> dict | None:
@@ -94,8 +234,18 @@ def counts(question_id: str, window_s: float = DEFAULT_WINDOW_S) -> dict | None:
 
     Returns ``{"question_id", "answered", "counts": {choice_id: learners}, "window_s"}``,
     one answer per learner (their latest). None without a hub, for a learner's token
-    (the service refuses it), or when the service cannot be reached.
+    (the service refuses it), when the service cannot be reached or does not answer
+    within ``TIMEOUT_S``, and, without asking it, for a question id that is not text or
+    a ``window_s`` that is not a number of seconds in (0, 86400]. Never raises.
     """
-    query = urllib.parse.urlencode({"window_s": float(window_s)})
-    reply = _request("GET", f"counts/{urllib.parse.quote(str(question_id), safe='')}?{query}")
-    return reply if isinstance(reply, dict) and "counts" in reply else None
+    try:
+        question_id, window = _question_id(question_id), _window_s(window_s)
+        if question_id is None or window is None or not available():
+            return None
+        query = urllib.parse.urlencode({"window_s": window})
+        reply = _request("GET", f"counts/{urllib.parse.quote(question_id, safe='')}?{query}")
+        if not (isinstance(reply, dict) and isinstance(reply.get("counts"), dict)):
+            return None
+        return reply
+    except Exception:
+        return None

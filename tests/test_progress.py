@@ -12,7 +12,9 @@ import pytest
 
 from mha_core.quiz import progress
 from mha_core.quiz.bank import load_bank
-from mha_core.quiz.progress import ProgressStore, course_score, default_store, progress_path, progress_summary, reset_progress
+from mha_core.quiz import _progress_file
+from mha_core.quiz.progress import ProgressStore, default_store, progress_path
+from mha_core.quiz.summary import course_score, progress_summary, reset_progress
 
 
 pytestmark = pytest.mark.usefixtures("isolated_progress")
@@ -228,7 +230,7 @@ def test_a_failed_transaction_leaves_nothing_behind(store):
     store.record("03-d-head", "03", True)
     conn = store._connection()
     with pytest.raises(RuntimeError):
-        with progress._transaction(conn):
+        with _progress_file.transaction(conn):
             conn.execute("INSERT INTO attempts (question_id, set_id, correct, created) VALUES ('x', '03', 1, 0)")
             raise RuntimeError("interrupted half way")
     assert [a.question_id for a in store.attempts()] == ["03-d-head"]
@@ -355,7 +357,7 @@ def make_not_ours(path):
 
 
 def make_newer_schema(path):
-    legacy_file(path, user_version=7, app_id=progress.APPLICATION_ID, wal=False)
+    legacy_file(path, user_version=7, app_id=_progress_file.APPLICATION_ID, wal=False)
 
 
 def make_unreadable_old_schema(path):
@@ -382,7 +384,7 @@ def make_garbage(path):
 
 
 def make_sqlite_header_only(path):
-    path.write_bytes(progress.SQLITE_HEADER + b"\x00" * 50)
+    path.write_bytes(_progress_file.SQLITE_HEADER + b"\x00" * 50)
 
 
 def make_text_file(path):

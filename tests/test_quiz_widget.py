@@ -8,8 +8,8 @@ import re
 import ipywidgets as widgets
 import pytest
 
-from mha_core.quiz import progress
-from mha_core.quiz import grading
+from mha_core.quiz import grading, progress
+from mha_core.quiz import summary as quiz_summary
 from mha_core.quiz.bank import load_bank
 from mha_core.quiz.grading import option_order
 from mha_core.quiz.progress import ProgressStore
@@ -249,7 +249,7 @@ def test_the_review_shows_questions_from_every_notebook_and_counts_them_there(ba
     view = view_of(quiz, "03-what-is-a-head")
     view.choose(letter_of(view, view.question.correct_indices[0]))
     view.check()
-    summary = progress.progress_summary(quiz.store, bank)
+    summary = quiz_summary.progress_summary(quiz.store, bank)
     # It counts once, in notebook 03's row; the review's own score counts it too.
     assert summary["03"].best == 1 and summary["10"].best == 0
     assert "Review: 1 of 11 questions answered correctly" in quiz.score.value
@@ -278,7 +278,7 @@ def test_progress_table_rows_add_up_to_the_course_total(bank):
         if view.question.kind != "numeric":
             view.choose(letter_of(view, view.question.correct_indices[0]))
             view.check()
-    summary = progress.progress_summary(quiz.store, bank)
+    summary = quiz_summary.progress_summary(quiz.store, bank)
     rows = [r for key, r in summary.items() if key != "course"]
     course = summary["course"]
     for column in ("questions", "attempted", "best", "last", "tries"):

@@ -13,7 +13,8 @@ In a terminal::
     python -m mha_core.quiz 03          # or: all, --answers, --no-record
 
 Modules: ``bank`` (the JSON bank, its checks, grading, the one option order),
-``progress`` (the SQLite store), ``poll`` (the class poll's client, on the hub), and
+``progress`` (the SQLite store; ``_progress_file``, the file itself), ``summary``
+(results, the course score), ``poll`` (the class poll's client, on the hub), and
 ``__main__`` (the terminal runner, which never imports ipywidgets). The notebook side,
 imported only when a notebook function is used: ``widget`` (a set: ``quick_check``,
 classroom mode one question at a time), ``question_view`` (one question),
@@ -34,7 +35,8 @@ if _sys.argv[:1] == ["-m"]:
     _signal.signal(_signal.SIGINT, lambda *_: _os._exit(130))
 
 from .bank import BankError, default_bank, load_bank
-from .progress import ProgressStore, default_store, progress_summary, reset_progress
+from .progress import ProgressStore, default_store
+from .summary import progress_summary, reset_progress
 
 __all__ = [
     "BankError",

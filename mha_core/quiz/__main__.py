@@ -286,7 +286,7 @@ def run_quiz(bank: Bank, set_ids: list[str], *, record: bool, through: str | Non
     _say()
     _say(f"{ending} Score: {correct} of {answered} answered correctly ({len(plan)} questions in this quiz).")
     if store is not None:
-        from .progress import course_score
+        from .summary import course_score
 
         right, total = course_score(bank, store.question_stats())
         where = "in memory only" if store.in_memory else f"in {store.path}"

@@ -47,10 +47,29 @@ import stat
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
-from .bank import COURSE_SET_IDS, Bank, default_bank
+from ._progress_file import (
+    OPTIONAL_COLUMNS,
+    Attempt,
+    Busy,
+    QuestionStats,
+    Unusable,
+    check_readable,
+    classify,
+    connect,
+    create_schema,
+    error_name,
+    expand_user,
+    file_stats,
+    has_sqlite_header,
+    is_read_only,
+    is_transient,
+    make_private_folders,
+    read_attempts,
+    transaction,
+)
+from .bank import Bank, default_bank
 
 ENV_VAR = "MHA_COURSE_PROGRESS"
 DEFAULT_PATH = Path("~/.mha_course/progress.sqlite3")
@@ -58,62 +77,6 @@ DEFAULT_PATH = Path("~/.mha_course/progress.sqlite3")
 BUSY_TIMEOUT_S = 10.0
 #: Seconds a later write waits while answers are already waiting for a busy file.
 RETRY_TIMEOUT_S = 0.25
-#: The schema this module writes (PRAGMA user_version). 0 is a file from before versions were stamped.
-SCHEMA_VERSION = 1
-#: PRAGMA application_id of a progress file: "MHAq".
-APPLICATION_ID = 0x4D484171
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS attempts (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        question_id TEXT NOT NULL,
-        set_id TEXT NOT NULL,
-        correct INTEGER NOT NULL CHECK (correct IN (0, 1)),
-        answer TEXT NOT NULL DEFAULT '',
-        source TEXT NOT NULL DEFAULT 'notebook',
-        created REAL NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS attempts_question ON attempts (question_id)",
-)
-#: Columns a file must have for its attempts to be read; the others are added by the migration.
-_REQUIRED_COLUMNS = {"id", "question_id", "set_id", "correct", "created"}
-_OPTIONAL_COLUMNS = {
-    "answer": "ALTER TABLE attempts ADD COLUMN answer TEXT NOT NULL DEFAULT ''",
-    "source": "ALTER TABLE attempts ADD COLUMN source TEXT NOT NULL DEFAULT 'notebook'",
-}
-#: SQLite errors that pass: another writer, a full disk. Anything else is kept for the session.
-_TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_FULL", "SQLITE_IOERR")
-_READ_ONLY = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
-
-
-class _Unusable(Exception):
-    """The file cannot be used at all; the message says why, for the note."""
-
-
-class _Busy(Exception):
-    """The file is locked by another program or its disk is full: try again later."""
-
-
-def _error_name(exc: BaseException) -> str:
-    return getattr(exc, "sqlite_errorname", "") or ""
-
-
-def _is_transient(exc: BaseException) -> bool:
-    name = _error_name(exc)
-    if name:
-        return name.startswith(_TRANSIENT)
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text or "disk is full" in text or "disk i/o" in text
-
-
-def _is_read_only(exc: BaseException) -> bool:
-    name = _error_name(exc)
-    if name:
-        return name.startswith(_READ_ONLY)
-    text = str(exc).lower()
-    return "readonly" in text or "read-only" in text or "unable to open" in text
 
 
 def progress_path() -> Path:
@@ -121,36 +84,7 @@ def progress_path() -> Path:
 
     A ``~user`` that names no user is returned as given (the store then explains it).
     """
-    return _expand(Path(os.environ.get(ENV_VAR) or DEFAULT_PATH))
-
-
-def _expand(path: Path) -> Path:
-    """~ and ~user expanded; a ~user that names no user is kept as given (the store's note explains it)."""
-    try:
-        return path.expanduser()
-    except RuntimeError:
-        return path
-
-
-@dataclass(frozen=True)
-class Attempt:
-    question_id: str
-    set_id: str
-    correct: bool
-    answer: str
-    source: str
-    created: float
-
-
-@dataclass(frozen=True)
-class QuestionStats:
-    """One question's record: how often tried, ever right (best), right on the latest try (last)."""
-
-    tries: int = 0
-    ever_correct: bool = False
-    last_correct: bool = False
-    last_time: float | None = None
-    first_correct_set: str | None = None  # the set it was first answered correctly in
+    return expand_user(Path(os.environ.get(ENV_VAR) or DEFAULT_PATH))
 
 
 class ProgressStore:
@@ -168,7 +102,7 @@ class ProgressStore:
     """
 
     def __init__(self, path: str | Path | None = None, *, memory: bool = False, bank: Bank | None = None):
-        self.path = _expand(Path(path)) if path is not None else progress_path()
+        self.path = expand_user(Path(path)) if path is not None else progress_path()
         self.note: str | None = None
         self.in_memory = memory
         self.read_only = False
@@ -233,14 +167,14 @@ class ProgressStore:
         try:
             self._conn = self._open_file()
             self._timeout = BUSY_TIMEOUT_S
-        except _Busy as exc:
+        except Busy as exc:
             self._opened = False  # try again with the next answer
             self._timeout = RETRY_TIMEOUT_S
             self._say_busy(exc)
-        except _Unusable as exc:
+        except Unusable as exc:
             self._give_up_on_file(str(exc))
         except sqlite3.Error as exc:
-            damaged = _error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or type(exc) is sqlite3.DatabaseError
+            damaged = error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or type(exc) is sqlite3.DatabaseError
             self._give_up_on_file(f"it is damaged ({exc})" if damaged else f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - whatever the file does, the quiz goes on
             self._give_up_on_file(f"{type(exc).__name__}: {exc}")
@@ -250,72 +184,72 @@ class ProgressStore:
         text = str(self.path)
         if text.startswith("~"):
             user = text[1:].split("/", 1)[0]
-            raise _Unusable(f"{ENV_VAR}={text!r} starts with ~{user}, and no user {user!r} exists on this machine")
+            raise Unusable(f"{ENV_VAR}={text!r} starts with ~{user}, and no user {user!r} exists on this machine")
         try:
             info = os.lstat(self.path)
         except FileNotFoundError:
             info = None
         except OSError as exc:
-            raise _Unusable(f"it cannot be looked at ({exc.strerror or exc})") from None
+            raise Unusable(f"it cannot be looked at ({exc.strerror or exc})") from None
         if info is not None and stat.S_ISLNK(info.st_mode):
             target = os.path.realpath(self.path)
             try:
                 target_info = os.stat(target)
             except OSError:
-                raise _Unusable(f"it is a link to {target}, which does not exist; the quiz does not create files through a link") from None
-            if not stat.S_ISREG(target_info.st_mode) or target_info.st_size == 0 or not _has_sqlite_header(target):
-                raise _Unusable(f"it is a link to {target}, which is not a quiz progress file")
+                raise Unusable(f"it is a link to {target}, which does not exist; the quiz does not create files through a link") from None
+            if not stat.S_ISREG(target_info.st_mode) or target_info.st_size == 0 or not has_sqlite_header(target):
+                raise Unusable(f"it is a link to {target}, which is not a quiz progress file")
             self._link_target = target
             return False
         if info is not None and not stat.S_ISREG(info.st_mode):
             kind = ("a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode)
                     else "a socket" if stat.S_ISSOCK(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
                     else "not a regular file")
-            raise _Unusable(f"it is {kind}, not a file")
+            raise Unusable(f"it is {kind}, not a file")
         self._link_target = None
         if info is not None:
             return info.st_size == 0
-        _make_private_folders(self.path.parent)
+        make_private_folders(self.path.parent)
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             os.close(fd)
         except FileExistsError:
             return self._check_path()  # another kernel made it a moment ago
         except OSError as exc:
-            raise _Unusable(f"it cannot be created ({exc.strerror or exc})") from None
+            raise Unusable(f"it cannot be created ({exc.strerror or exc})") from None
         return True
 
     def _open_file(self) -> sqlite3.Connection | None:
         """Open, check and if needed migrate the file. None: opened read-only (answers in memory)."""
         self._check_path()
-        if self.path.stat().st_size and not _has_sqlite_header(self.path):
-            raise _Unusable("it is not a SQLite database (its first bytes say something else)")
-        conn = _connect(str(self.path), timeout=self._timeout)
+        if self.path.stat().st_size and not has_sqlite_header(self.path):
+            raise Unusable("it is not a SQLite database (its first bytes say something else)")
+        conn = connect(str(self.path), timeout=self._timeout)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             try:
-                kind = _classify(conn)
+                kind = classify(conn)
             except sqlite3.Error as exc:
-                if _is_transient(exc):
-                    raise _Busy(str(exc)) from None
-                if _is_read_only(exc):
+                if is_transient(exc):
+                    raise Busy(str(exc)) from None
+                if is_read_only(exc):
                     conn.close()
                     return self._open_read_only(exc)
-                raise _Unusable(f"it is damaged ({exc})") from None
+                raise Unusable(f"it is damaged ({exc})") from None
             if self._link_target and kind == "empty":
-                raise _Unusable(f"it is a link to {self._link_target}, which is not a quiz progress file")
+                raise Unusable(f"it is a link to {self._link_target}, which is not a quiz progress file")
             if kind != "empty":
-                _check_readable(conn)  # before anything is written, a migration included
+                check_readable(conn)  # before anything is written, a migration included
             try:
                 if kind == "empty":
-                    with _transaction(conn):
-                        _create_schema(conn)
+                    with transaction(conn):
+                        create_schema(conn)
                 elif kind == "old":
                     self._migrate(conn)
             except sqlite3.Error as exc:
-                if _is_transient(exc):
-                    raise _Busy(str(exc)) from None
-                if _is_read_only(exc):
+                if is_transient(exc):
+                    raise Busy(str(exc)) from None
+                if is_read_only(exc):
                     conn.close()
                     return self._open_read_only(exc)
                 raise
@@ -345,24 +279,24 @@ class ProgressStore:
             try:
                 rows = attempt()
                 break
-            except _Unusable:
+            except Unusable:
                 raise
             except (sqlite3.Error, OSError) as exc:
                 last = exc
         if rows is None:
-            raise _Unusable(f"it cannot be read or written ({last})")
+            raise Unusable(f"it cannot be read or written ({last})")
         self._snapshot = rows
         self.read_only = True
         self._give_up_on_file(f"it cannot be written ({why})", kept=len(rows))
         return None
 
     def _read_from(self, conn: sqlite3.Connection) -> list[Attempt]:
-        kind = _classify(conn)
+        kind = classify(conn)
         if kind == "empty":
             return []
-        _check_readable(conn)
+        check_readable(conn)
         self._meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        return _read_attempts(conn)
+        return read_attempts(conn)
 
     def _read_copy(self) -> list[Attempt]:
         import shutil
@@ -375,7 +309,7 @@ class ProgressStore:
             wal = source.with_name(source.name + "-wal")
             if wal.exists():
                 shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
-            conn = _connect(str(copy))
+            conn = connect(str(copy))
             try:
                 return self._read_from(conn)
             finally:
@@ -384,7 +318,7 @@ class ProgressStore:
     def _read_in_place(self, mode: str):
         def read() -> list[Attempt]:
             uri = Path(os.path.realpath(self.path)).as_uri()
-            conn = _connect(f"{uri}?{mode}", uri=True, timeout=1.0)
+            conn = connect(f"{uri}?{mode}", uri=True, timeout=1.0)
             try:
                 return self._read_from(conn)
             finally:
@@ -402,12 +336,12 @@ class ProgressStore:
             finally:
                 target.close()
             os.chmod(backup, 0o600)
-        with _transaction(conn):
+        with transaction(conn):
             columns = {row[1] for row in conn.execute("PRAGMA table_info(attempts)")}
-            for column, statement in _OPTIONAL_COLUMNS.items():
+            for column, statement in OPTIONAL_COLUMNS.items():
                 if column not in columns:
                     conn.execute(statement)
-            _create_schema(conn)
+            create_schema(conn)
         print(f"Note: your quiz progress file {self.path} was updated to the current format; "
               f"a copy of the old one is at {backup}.")
 
@@ -460,16 +394,16 @@ class ProgressStore:
         rows = [(a.question_id, a.set_id, int(a.correct), a.answer, a.source, a.created) for a in self.pending]
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
-            with _transaction(conn):
+            with transaction(conn):
                 conn.executemany(
                     "INSERT INTO attempts (question_id, set_id, correct, answer, source, created) VALUES (?, ?, ?, ?, ?, ?)",
                     rows,
                 )
         except sqlite3.Error as exc:
-            if _is_transient(exc):
+            if is_transient(exc):
                 self._say_busy(exc)
                 return False
-            if _is_read_only(exc):
+            if is_read_only(exc):
                 read = False
                 try:
                     self._snapshot, self._hidden = self._file_rows(), 0
@@ -509,10 +443,10 @@ class ProgressStore:
             self.pending.clear()
             if self._conn is not None:
                 try:
-                    with _transaction(self._conn):
+                    with transaction(self._conn):
                         return erased + self._conn.execute("DELETE FROM attempts").rowcount
                 except sqlite3.Error as exc:
-                    if _is_transient(exc):
+                    if is_transient(exc):
                         self._say_busy(exc)
                         return erased
                     self._give_up_on_file(f"it could not be changed ({exc})")
@@ -531,7 +465,7 @@ class ProgressStore:
                     row = self._conn.execute(select).fetchone()  # read first: a busy file still has its id
                     if row is not None:
                         return row[0]
-                    with _transaction(self._conn):
+                    with transaction(self._conn):
                         # INSERT OR IGNORE then SELECT: two kernels starting at once agree on one id.
                         self._conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('learner_id', ?)", (uuid.uuid4().hex,))
                         return self._conn.execute(select).fetchone()[0]
@@ -542,10 +476,10 @@ class ProgressStore:
     # ---------------------------------------------------------------- reads
 
     def _file_rows(self) -> list[Attempt]:
-        return _read_attempts(self._conn)
+        return read_attempts(self._conn)
 
     def _handle_read_error(self, exc: sqlite3.Error) -> None:
-        if _is_transient(exc):
+        if is_transient(exc):
             return  # a busy file: the last snapshot stands in
         self._give_up_on_file(f"it could not be read ({exc})")
 
@@ -571,7 +505,7 @@ class ProgressStore:
 
     def attempts(self, question_id: str | None = None) -> list[Attempt]:
         """Every attempt, oldest first (or those of one question)."""
-        rows = self._read_file(_read_attempts)
+        rows = self._read_file(read_attempts)
         if rows is not None:
             self._snapshot, self._hidden = rows, 0
         everything = (rows if rows is not None else self._snapshot[self._hidden:]) + list(self.pending)
@@ -584,7 +518,7 @@ class ProgressStore:
 
     def question_stats(self) -> dict[str, QuestionStats]:
         """Per question id: tries, best (ever correct), last (latest try correct), latest time, where first right."""
-        stats = self._read_file(_file_stats)
+        stats = self._read_file(file_stats)
         with self._lock:
             extra = list(self.pending) if stats is not None else self._kept()
         stats = dict(stats or {})
@@ -596,129 +530,6 @@ class ProgressStore:
                 s.first_correct_set or (a.set_id if a.correct else None),
             )
         return stats
-
-
-def _file_stats(conn: sqlite3.Connection) -> dict[str, QuestionStats]:
-    """Per-question stats computed by SQLite (fast for a file of many thousand answers)."""
-    sql = """
-        SELECT a.question_id, COUNT(*), MAX(a.correct = 1),
-               (SELECT b.correct = 1 FROM attempts b WHERE b.question_id = a.question_id ORDER BY b.id DESC LIMIT 1),
-               MAX(a.created),
-               (SELECT c.set_id FROM attempts c WHERE c.question_id = a.question_id AND c.correct = 1 ORDER BY c.id LIMIT 1)
-        FROM attempts a GROUP BY a.question_id
-    """
-    return {str(q): QuestionStats(n, bool(best), bool(last), _as_time(t), None if first is None else str(first))
-            for q, n, best, last, t, first in conn.execute(sql).fetchall()}
-
-
-def _connect(target: str, **options) -> sqlite3.Connection:
-    """A connection that reads damaged text as text (U+FFFD), never as a UnicodeDecodeError."""
-    conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, **options)
-    conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
-    return conn
-
-
-def _has_sqlite_header(path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-    except OSError:
-        return False
-
-
-def _make_private_folders(folder: Path) -> None:
-    """Make the missing folders of ``folder``, private to the user (0700); existing ones are left alone."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    for made in reversed(missing):
-        try:
-            made.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise _Unusable(f"its folder {made} cannot be made ({exc.strerror or exc})") from None
-
-
-def _classify(conn: sqlite3.Connection) -> str:
-    """'empty', 'current' or 'old' (a file this module migrates); raises _Unusable for any other file."""
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    if not tables and version == 0 and app_id == 0:
-        return "empty"
-    if app_id not in (0, APPLICATION_ID) or not {"meta", "attempts"} <= tables:
-        raise _Unusable("it is a SQLite database of some other program, not a quiz progress file")
-    if version > SCHEMA_VERSION:
-        raise _Unusable(f"it was written by a newer version of this course (schema {version}; this one reads up to "
-                        f"{SCHEMA_VERSION}): update the package with pip")
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(attempts)")}
-    if not _REQUIRED_COLUMNS <= columns:
-        raise _Unusable(f"its attempts table lacks {', '.join(sorted(_REQUIRED_COLUMNS - columns))}, so it cannot be read")
-    if version == SCHEMA_VERSION and app_id == APPLICATION_ID and set(_OPTIONAL_COLUMNS) <= columns:
-        return "current"
-    return "old"
-
-
-def _create_schema(conn: sqlite3.Connection) -> None:
-    for statement in _SCHEMA:
-        conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-
-
-def _check_readable(conn: sqlite3.Connection) -> None:
-    """Every page and index of the file reads back: damage past the first page is found now, before anything is written."""
-    result = conn.execute("PRAGMA integrity_check(3)").fetchall()
-    if result != [("ok",)]:
-        raise _Unusable(f"it is damaged (SQLite's check says: {'; '.join(str(r[0]) for r in result[:3])})")
-
-
-def _read_attempts(conn: sqlite3.Connection) -> list[Attempt]:
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(attempts)")}
-    answer = "answer" if "answer" in columns else "''"
-    source = "source" if "source" in columns else "'notebook'"
-    rows = conn.execute(f"SELECT question_id, set_id, correct, {answer}, {source}, created FROM attempts ORDER BY id").fetchall()
-    return [Attempt(str(q), str(s), c == 1, str(a), str(src), _as_time(t)) for q, s, c, a, src, t in rows]
-
-
-def _as_time(value) -> float:
-    try:
-        t = float(value)
-    except (TypeError, ValueError):
-        return 0.0
-    return t if t == t and abs(t) != float("inf") else 0.0
-
-
-class _transaction:
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on error: the write lock is taken up front."""
-
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
-
-    def __enter__(self):
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            try:
-                self.conn.execute("COMMIT")
-            except BaseException:
-                try:
-                    self.conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                raise
-        else:
-            try:
-                self.conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-        return False
 
 
 # ---------------------------------------------------------------- one store per file per process
@@ -750,85 +561,3 @@ def _flush_at_exit() -> None:
 import atexit  # noqa: E402
 
 atexit.register(_flush_at_exit)
-
-
-# ---------------------------------------------------------------- summaries
-
-
-@dataclass(frozen=True)
-class SetResult:
-    """One set's standing: questions, how many tried, right at least once (best), right on the latest try (last).
-
-    ``repeated``: questions the set shows that belong to other sets (the review's), not counted in
-    ``questions`` here so that the rows of the progress table add up to the course.
-    """
-
-    set_id: str
-    title: str
-    questions: int
-    attempted: int
-    best: int
-    last: int
-    tries: int
-    last_time: float | None
-    repeated: int = 0
-
-
-def _result(set_id: str, title: str, questions, stats: dict[str, QuestionStats], repeated: int = 0) -> SetResult:
-    mine = [stats.get(q.id, QuestionStats()) for q in questions]
-    times = [s.last_time for s in mine if s.last_time is not None]
-    return SetResult(
-        set_id=set_id,
-        title=title,
-        questions=len(mine),
-        attempted=sum(s.tries > 0 for s in mine),
-        best=sum(s.ever_correct for s in mine),
-        last=sum(s.last_correct for s in mine),
-        tries=sum(s.tries for s in mine),
-        last_time=max(times) if times else None,
-        repeated=repeated,
-    )
-
-
-def set_result(bank: Bank, set_id: str, stats: dict[str, QuestionStats], *, through=None) -> SetResult:
-    """Every question a set shows (the review: its repeated ones too, ``through`` a notebook), wherever it was answered."""
-    return _result(set_id, bank.get_set(set_id).title, bank.questions(set_id, through=through), stats)
-
-
-def course_score(bank: Bank, stats: dict[str, QuestionStats]) -> tuple[int, int]:
-    """(questions answered correctly at least once, questions in the course), practice set left out."""
-    questions = bank.course_questions()
-    return sum(stats.get(q.id, QuestionStats()).ever_correct for q in questions), len(questions)
-
-
-def progress_summary(store: ProgressStore | None = None, bank: Bank | None = None) -> dict[str, SetResult]:
-    """Per set 01-10, the learner's results on the set's own questions; then ``"course"``, every course question once.
-
-    A question counts in the set it belongs to, wherever it was answered, so the rows add
-    up to the course row. The review (10) counts its own questions; its ``repeated`` says
-    how many more it shows from notebooks 01-09 (they count in their own rows).
-    """
-    store = store or default_store()
-    bank = bank or default_bank()
-    stats = store.question_stats()
-    summary = {}
-    for set_id in COURSE_SET_IDS:
-        if set_id in bank.sets:
-            quiz_set = bank.sets[set_id]
-            summary[set_id] = _result(set_id, quiz_set.title, quiz_set.questions, stats, repeated=len(quiz_set.include))
-    summary["course"] = _result("course", "Whole course", bank.course_questions(), stats)
-    return summary
-
-
-def reset_progress(confirm: bool = False, store: ProgressStore | None = None) -> None:
-    """Erase your recorded answers. Without ``confirm=True`` it only says what it would erase.
-
-    It prints what it did and returns nothing, so a notebook cell shows one plain line.
-    """
-    store = store or default_store()
-    n = store.count()
-    if not confirm:
-        print(f"This would erase {n} recorded answers from {store.path}. To do it, run reset_progress(confirm=True).")
-        return
-    erased = store.reset()
-    print(f"Erased {erased} recorded answers. Your quiz progress starts again from zero.")

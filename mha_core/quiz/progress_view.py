@@ -10,7 +10,8 @@ import ipywidgets as widgets
 from .._display import in_ipython
 from ._widget_parts import CSS, FONT_PX, Displayable, button, html_widget, message
 from .bank import Bank, default_bank
-from .progress import ProgressStore, default_store, progress_summary
+from .progress import ProgressStore, default_store
+from .summary import progress_summary
 
 
 class ProgressView(Displayable):

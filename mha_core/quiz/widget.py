@@ -54,7 +54,8 @@ from .numbers import format_number
 from .._display import in_ipython
 from . import poll
 from ._widget_parts import CSS, KEYS_HINT, Displayable, button, html_widget, message
-from .progress import ProgressStore, course_score, default_store, set_result
+from .progress import ProgressStore, default_store
+from .summary import course_score, set_result
 from .progress_view import ProgressView, progress_table_html, show_progress
 from .question_view import QuestionView
 

@@ -438,7 +438,7 @@ def _progress_store(lab):
 
 def review_progress(page, lab) -> dict:
     """10: the progress table matches the progress file; 'Reset progress…' asks first, Cancel erases nothing."""
-    from mha_core.quiz.progress import progress_summary
+    from mha_core.quiz.summary import progress_summary
 
     store = _progress_store(lab)
     try:

@@ -70,6 +70,15 @@ def is_read_only(exc: BaseException) -> bool:
     return "readonly" in text or "read-only" in text or "unable to open" in text
 
 
+def sqlite_problem(exc: BaseException) -> str:
+    """What a SQLite error means for the store: "busy" (try again later), "read_only", or "broken"."""
+    if is_transient(exc):
+        return "busy"
+    if is_read_only(exc):
+        return "read_only"
+    return "broken"
+
+
 def expand_user(path: Path) -> Path:
     """~ and ~user expanded; a ~user that names no user is kept as given (the store's note explains it)."""
     try:

@@ -63,10 +63,9 @@ from ._progress_file import (
     expand_user,
     file_stats,
     has_sqlite_header,
-    is_read_only,
-    is_transient,
     make_private_folders,
     read_attempts,
+    sqlite_problem,
     transaction,
 )
 from .bank import Bank, default_bank
@@ -229,30 +228,23 @@ class ProgressStore:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             try:
                 kind = classify(conn)
-            except sqlite3.Error as exc:
-                if is_transient(exc):
-                    raise Busy(str(exc)) from None
-                if is_read_only(exc):
-                    conn.close()
-                    return self._open_read_only(exc)
-                raise Unusable(f"it is damaged ({exc})") from None
-            if self._link_target and kind == "empty":
-                raise Unusable(f"it is a link to {self._link_target}, which is not a quiz progress file")
-            if kind != "empty":
-                check_readable(conn)  # before anything is written, a migration included
-            try:
+                if self._link_target and kind == "empty":
+                    raise Unusable(f"it is a link to {self._link_target}, which is not a quiz progress file")
+                if kind != "empty":
+                    check_readable(conn)  # before anything is written, a migration included
                 if kind == "empty":
                     with transaction(conn):
                         create_schema(conn)
                 elif kind == "old":
                     self._migrate(conn)
             except sqlite3.Error as exc:
-                if is_transient(exc):
+                problem = sqlite_problem(exc)
+                if problem == "busy":
                     raise Busy(str(exc)) from None
-                if is_read_only(exc):
+                if problem == "read_only":
                     conn.close()
                     return self._open_read_only(exc)
-                raise
+                raise Unusable(f"it is damaged ({exc})") from None
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             try:
                 # Write-ahead log: a commit appends to the log without waiting for the disk
@@ -400,10 +392,11 @@ class ProgressStore:
                     rows,
                 )
         except sqlite3.Error as exc:
-            if is_transient(exc):
+            problem = sqlite_problem(exc)
+            if problem == "busy":
                 self._say_busy(exc)
                 return False
-            if is_read_only(exc):
+            if problem == "read_only":
                 read = False
                 try:
                     self._snapshot, self._hidden = self._file_rows(), 0
@@ -446,7 +439,7 @@ class ProgressStore:
                     with transaction(self._conn):
                         return erased + self._conn.execute("DELETE FROM attempts").rowcount
                 except sqlite3.Error as exc:
-                    if is_transient(exc):
+                    if sqlite_problem(exc) == "busy":
                         self._say_busy(exc)
                         return erased
                     self._give_up_on_file(f"it could not be changed ({exc})")
@@ -479,7 +472,7 @@ class ProgressStore:
         return read_attempts(self._conn)
 
     def _handle_read_error(self, exc: sqlite3.Error) -> None:
-        if is_transient(exc):
+        if sqlite_problem(exc) == "busy":
             return  # a busy file: the last snapshot stands in
         self._give_up_on_file(f"it could not be read ({exc})")
 

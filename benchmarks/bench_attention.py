@@ -18,6 +18,7 @@ as nn.MHA without weights, and within 10% of bare SDPA.
 
 from __future__ import annotations
 
+from . import _format as fmt
 from ._timing import calibrate_inner, interleaved, paired_ratio, summary
 from .shapes import CPU_SHAPES, SMALL_SHAPES, describe
 
@@ -219,3 +220,97 @@ def run(quick: bool, log=print, **_) -> dict:
         if name in SMALL_SHAPES:
             out["shapes"][name]["max_abs_diff_torch_fp32_vs_numpy_fp64"] = _numpy_agreement(shape)
     return out
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+TITLE = "Attention forward on the CPU (fp32)"
+NUMBER = 1
+
+
+def goals(result: dict, missing: str) -> list[dict]:
+    """Goal rows for ``report.derive``: two per shape (against nn.MHA and against bare SDPA)."""
+    rows = []
+    for shape_name in ("large", *SMALL_SHAPES):
+        entry = (result or {}).get("shapes", {}).get(shape_name)
+        if not entry or "goals" not in entry:
+            rows.append(fmt.goal(f"TorchMHA vs nn.MHA without weights ({shape_name})", "<= 1.00x", missing, None))
+            rows.append(fmt.goal(f"TorchMHA vs bare SDPA ({shape_name})", "<= 1.10x", missing, None))
+            continue
+        g = entry["goals"]
+
+        def spread(reference, entry=entry):
+            r = entry["ratios"]["TorchMHA"][reference]
+            return (f"{fmt.x(r['median'])} (rounds p25-p75 {r['p25']:.2f}-{r['p75']:.2f}; "
+                    f"ratio of medians {r['of_medians']:.2f}; {entry['rounds']} rounds)")
+
+        rows.append(fmt.goal(f"TorchMHA vs nn.MHA without weights, {shape_name}: {entry['describe']}", "<= 1.00x",
+                         spread("nn.MHA"), g["vs_nn_mha"]["met"]))
+        rows.append(fmt.goal(f"TorchMHA vs bare SDPA + linear layers, {shape_name}", "<= 1.10x",
+                         spread("bare SDPA"), g["vs_bare_sdpa"]["met"]))
+    return rows
+
+
+def attention_table(entry: dict) -> list[str]:
+    """One shape's contenders as a Markdown table (the GPU section uses it too)."""
+    seconds, ratios = entry["seconds"], entry["ratios"]
+    diffs = entry.get("max_abs_diff_vs_nn_mha", {})
+    calls = ", ".join(f"{k} {v}" for k, v in entry["calls_per_sample"].items())
+    if all(v == 1 for v in entry["calls_per_sample"].values()):
+        calls = "one call per sample"
+    else:
+        calls = f"calls averaged per sample: {calls}"
+    lines = [
+        f"{entry['describe']}; {entry['rounds']} interleaved rounds; {calls}.",
+        "",
+        "| contender | median | p25 - p75 | vs nn.MHA | vs bare SDPA | max abs diff vs nn.MHA |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, s in seconds.items():
+        r = ratios.get(name, {})
+        vs_nn = r.get("nn.MHA", {}).get("median") if name != "nn.MHA" else 1.0
+        vs_sdpa = r.get("bare SDPA", {}).get("median") if name != "bare SDPA" else 1.0
+        diff = diffs.get(name)
+        diff_text = "-" if name in ("nn.MHA", "matmul") or diff is None else f"{diff:.1e}"
+        if name == "matmul":
+            vs_nn = vs_sdpa = None
+        lines.append(f"| {name} | {fmt.ms(s['median'])} | {fmt.ms(s['p25'])} - {fmt.ms(s['p75'])} | {fmt.x(vs_nn)} | {fmt.x(vs_sdpa)} | {diff_text} |")
+    for name, why in entry.get("dropped", {}).items():
+        lines.append(f"| {name} | {why} | | | | |")
+    return lines
+
+
+def markdown(result: dict, report: dict) -> list[str]:
+    """The section's Markdown lines, then section 2 (achieved FLOP/s at the large shape)."""
+    lines = [
+        f"torch threads: {result['torch_threads']}. All contenders share one `torch.nn.MultiheadAttention`'s weights"
+        " (`TorchMultiHeadAttention.from_torch`) and run under `torch.inference_mode()`. nn.MHA gets the bool causal"
+        " mask with the `is_causal=True` hint; \"(weights)\" means `need_weights=True` with per-head weights"
+        " (`average_attn_weights=False` for nn.MHA). Bare SDPA is one fused `F.linear`, a reshape,"
+        " `F.scaled_dot_product_attention(is_causal=True)`, a reshape and the output `F.linear`.",
+    ]
+    for name, entry in result["shapes"].items():
+        lines += ["", f"### {name}", ""]
+        lines += attention_table(entry)
+        if "max_abs_diff_torch_fp32_vs_numpy_fp64" in entry:
+            lines += ["", f"TorchMHA (fp32) against the NumPy reference (float64) on the same weights: "
+                          f"max abs diff {entry['max_abs_diff_torch_fp32_vs_numpy_fp64']:.1e}."]
+    large = result["shapes"].get("large", {})
+    flops = large.get("flops")
+    lines += ["", "## 2. Achieved FLOP/s at the large shape", ""]
+    if flops:
+        mm = flops["matmul"]
+        lines += [
+            f"FLOPs per forward: {flops['total'] / 1e9:.1f} GFLOP ({flops['convention']}; counting every score entry"
+            f" would give {flops['dense_total'] / 1e9:.1f} GFLOP), from `mha_core.costs.attention_flops` times the batch."
+            f" Practical limit: a torch fp32 matmul {mm['n']} x {mm['n']} @ {mm['n']} x {mm['n']}, timed in the same rounds:"
+            f" **{mm['flop_per_s'] / 1e9:.1f} GFLOP/s**.",
+            "",
+            "| contender | achieved | fraction of matmul |",
+            "| --- | ---: | ---: |",
+        ]
+        for name, a in flops["achieved"].items():
+            lines.append(f"| {name} | {a['flop_per_s'] / 1e9:.1f} GFLOP/s | {a['fraction_of_matmul']:.0%} |")
+    else:
+        lines.append("Not measured (needs the large shape of section 1).")
+    return lines

@@ -21,6 +21,7 @@ import pkgutil
 import time
 from pathlib import Path
 
+from . import _format as fmt
 from ._timing import summary
 
 GOAL_MEDIAN_MS = 20.0
@@ -227,3 +228,51 @@ def run(quick: bool, log=print, controls: list[str] | None = None, **_) -> dict:
     result["goal_p95_ms"] = GOAL_P95_MS
     result["kernel_peak_kib"] = ran["vmhwm_kib"]
     return result
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+TITLE = "Live controls: Python-side update time"
+NUMBER = 4
+MISSING_GOALS = (("every live control", "median < 20 ms, p95 < 50 ms"),)
+
+
+def goals(result: dict, missing: str) -> list[dict]:
+    target = "median < 20 ms, p95 < 50 ms"
+    rows = []
+    for key, entry in result["controls"].items():
+        if entry.get("ms"):
+            rows.append(fmt.goal(f"control {key} ({entry['control']})", target,
+                                 f"median {entry['ms']['median']:.1f} ms, p95 {entry['ms']['p95']:.1f} ms", entry["met"]))
+        else:
+            rows.append(fmt.goal(f"control {key}", target, f"no events ({entry.get('first_error')})", False))
+    for item in result.get("failed", []):
+        rows.append(fmt.goal(f"control group {item['group']}", target, item["reason"], False))
+    for item in result.get("unmeasured_modules", []):
+        rows.append(fmt.goal(f"controls in {item['module']}", target, item["reason"], None))
+    return rows
+
+
+def markdown(result: dict, report: dict) -> list[str]:
+    lines = [
+        f"Each control's value set {result['events_per_control']} times in a fresh kernel (live comms), cycling through its values;"
+        " time from setting `.value` to the callback returning with the figure updated. The first event is shown on its own"
+        " and left out of the median and p95. \"changed\" counts the events after which the figure's JSON differed.",
+        "",
+        "| control | widget | notebook | events | first | median | p95 | changed | |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+
+    def as_ms(value):
+        return "-" if value is None else f"{value:.1f} ms"
+
+    for key, e in result["controls"].items():
+        ms = e.get("ms") or {}
+        status = fmt.met(e.get("met")) if ms else "**no events**"
+        if e.get("errors"):
+            status += f" ({e['errors']} errors: {e['first_error']})"
+        lines.append(f"| {key} | {e['control']} | {e.get('notebook') or '-'} | {e['events']} | {as_ms(e.get('first_ms'))}"
+                     f" | {as_ms(ms.get('median'))} | {as_ms(ms.get('p95'))} | {e['figure_changed']} | {status} |")
+    for item in result.get("failed", []) + result.get("unmeasured_modules", []):
+        lines.append(f"| {item.get('group') or item.get('module')} | - | - | 0 | - | - | - | - | not measured: {item['reason']} |")
+    return lines

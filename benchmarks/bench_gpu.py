@@ -43,3 +43,23 @@ def run(quick: bool, log=print, **_) -> dict:
         "dtype": "bfloat16",
         "result": result,
     }
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+TITLE = "Attention on a CUDA device (bf16, long context)"
+NUMBER = None
+
+
+def markdown(result: dict, report: dict) -> list[str]:
+    from .bench_attention import attention_table
+
+    if not result.get("available"):
+        return [result.get("note", "no CUDA device found")]
+    lines = [f"Device: {result['device_name']}, {result['dtype']}" + (" (**dry run on the CPU: figures mean nothing**)" if result.get("dry_run") else ""), ""]
+    lines += attention_table(result["result"])
+    if result["result"].get("flops"):
+        mm = result["result"]["flops"]["matmul"]
+        lines += ["", f"matmul {mm['n']}^3 in bf16: {mm['flop_per_s'] / 1e12:.1f} TFLOP/s; "
+                  + ", ".join(f"{k}: {a['fraction_of_matmul']:.0%}" for k, a in result["result"]["flops"]["achieved"].items())]
+    return lines

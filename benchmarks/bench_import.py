@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 
+from . import _format as fmt
 from ._timing import interleaved, paired_ratio, summary
 
 GOAL_S = 0.3
@@ -77,3 +78,39 @@ def run(quick: bool, log=print, **_) -> dict:
         "importtime_top": _importtime_top("mha_core"),
         "goal_s": GOAL_S,
     }
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+TITLE = "`import mha_core` without torch"
+NUMBER = 6
+MISSING_GOALS = (("`import mha_core` in a fresh process", "< 0.30 s"),)
+
+
+def goals(result: dict, missing: str) -> list[dict]:
+    return [
+        fmt.goal("`import mha_core` in a fresh process", "< 0.30 s", f"{result['import_mha_core_s']['median']:.3f} s "
+                 f"(import numpy alone: {result['import_numpy_s']['median']:.3f} s)",
+                 result["import_mha_core_s"]["median"] < result["goal_s"]),
+        fmt.goal("`import mha_core` leaves torch unimported", "torch not in sys.modules",
+                 "torch imported" if result["torch_imported"] else "not imported", not result["torch_imported"]),
+    ]
+
+
+def markdown(result: dict, report: dict) -> list[str]:
+    a, b, r = result["import_mha_core_s"], result["import_numpy_s"], result["ratio_to_numpy"]
+    return [
+        f"A fresh `python -c` per sample, the clock around the import statement alone; {result['rounds']} interleaved rounds"
+        " with `import numpy` (mha_core's one dependency) as the reference.",
+        "",
+        "| import | median | p25 - p75 |",
+        "| --- | ---: | ---: |",
+        f"| mha_core | {fmt.ms(a['median'])} | {fmt.ms(a['p25'])} - {fmt.ms(a['p75'])} |",
+        f"| numpy | {fmt.ms(b['median'])} | {fmt.ms(b['p25'])} - {fmt.ms(b['p75'])} |",
+        "",
+        f"mha_core / numpy: {fmt.x(r['median'])}. Heavy modules loaded by `import mha_core`: "
+        + (", ".join(result["heavy_modules_after_import"]) or "none (torch, plotly, ipywidgets, IPython all absent)") + ".",
+        "",
+        "Largest cumulative import times (`python -X importtime -c 'import mha_core'`, one run): "
+        + ", ".join(f"{row['module']} {row['cumulative_ms']:.0f} ms" for row in result["importtime_top"]) + ".",
+    ]

@@ -9,6 +9,7 @@ run to run. Goal: under 1.5 GB (1.5e9 bytes, 1,431 MiB).
 
 from __future__ import annotations
 
+from . import _format as fmt
 from ._kernel import run_notebook
 from .bench_notebooks import notebook_paths
 
@@ -45,3 +46,34 @@ def run(quick: bool, log=print, **_) -> dict:
         "goal_mib": GOAL_BYTES / 2**20,
         "met": bool(paths) and peak_mib * 2**20 < GOAL_BYTES,
     }
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+TITLE = "Peak memory of a kernel running the whole course"
+NUMBER = 5
+MISSING_GOALS = (("peak memory of a kernel running the whole course", "< 1.5 GB"),)
+
+
+def goals(result: dict, missing: str) -> list[dict]:
+    if not result.get("notebooks"):
+        return [fmt.goal(*MISSING_GOALS[0], "no notebooks found", None)]
+    measured = f"{result['peak_mib']:,.0f} MiB ({len(result['notebooks'])} notebooks in one kernel)"
+    return [fmt.goal("peak memory of a kernel running the whole course", "< 1.5 GB (1,431 MiB)", measured, result["met"])]
+
+
+def markdown(result: dict, report: dict) -> list[str]:
+    lines = [
+        "Every notebook's code cells, in order, in one fresh kernel; VmHWM (the kernel process's peak resident memory) read"
+        " after each notebook. Reference: a fresh kernel that ran nothing.",
+        "",
+        "| after notebook | peak so far | resident now |",
+        "| --- | ---: | ---: |",
+    ]
+    for row in result["after_each"]:
+        lines.append(f"| {row['notebook']} | {row['peak_mib']:,.0f} MiB | {row['rss_mib']:,.0f} MiB |")
+    lines += ["", f"Peak: **{result['peak_mib']:,.0f} MiB** (goal < {result['goal_mib']:,.0f} MiB); empty kernel {result['empty_kernel_peak_mib']:,.0f} MiB"
+              f" ({fmt.x(result['ratio_to_empty_kernel'])})."]
+    if result["errors"]:
+        lines += ["", "Errors while running the course in one kernel (the run carried on): " + "; ".join(result["errors"])[:600]]
+    return lines

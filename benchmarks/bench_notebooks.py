@@ -11,6 +11,7 @@ Goals: under 20 s per notebook (30 s for the one that trains, 06), under 2 minut
 
 from __future__ import annotations
 
+from . import _format as fmt
 from ._kernel import NOTEBOOKS, run_notebook
 from ._timing import median, paired_ratio, summary
 
@@ -72,3 +73,47 @@ def run(quick: bool, log=print, **_) -> dict:
         "total_met": bool(paths) and total < GOAL_TOTAL_S and all(notebooks[p.name]["met"] for p in paths),
         "max_peak_rss_mib": max((notebooks[p.name]["peak_rss_mib"] for p in paths), default=None),
     }
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+TITLE = "Notebooks in a fresh kernel"
+NUMBER = 3
+MISSING_GOALS = (("each notebook in a fresh kernel; all in total", "< 20 s each; < 120 s total"),)
+
+
+def goals(result: dict, missing: str) -> list[dict]:
+    if not result.get("count"):
+        return [fmt.goal(*MISSING_GOALS[0], "no notebooks found", None)]
+    rows = []
+    for name, entry in result["notebooks"].items():
+        if "goal_s" not in entry:
+            continue
+        measured = f"{entry['wall_s']['median']:.1f} s" + (f" (errors: {'; '.join(entry['errors'])[:200]})" if entry["errors"] else "")
+        rows.append(fmt.goal(f"notebook {name} in a fresh kernel", f"< {entry['goal_s']:.0f} s", measured, entry["met"]))
+    rows.append(fmt.goal(f"all {result['count']} notebooks, total", f"< {result['goal_total_s']:.0f} s",
+                         f"{result['total_s']:.1f} s", result["total_met"]))
+    return rows
+
+
+def markdown(result: dict, report: dict) -> list[str]:
+    lines = [
+        "Wall time of nbclient's `execute()` (kernel start, every cell, shutdown) with kernel `python3`, cwd `notebooks/`"
+        " and `MHA_COURSE_PROGRESS` in a temporary folder; \"cells\" is the cells alone. The empty notebook is the reference"
+        " (a kernel starting and stopping).",
+        "",
+        "| notebook | runs | wall median | cells median | vs empty | peak RSS | slowest cell | goal | |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |",
+    ]
+    for name, e in result["notebooks"].items():
+        ratio = e.get("ratio_to_empty", {}).get("median")
+        goal_text = f"< {e['goal_s']:.0f} s" if "goal_s" in e else "-"
+        status = fmt.met(e["met"]) if "met" in e else "reference"
+        if e["errors"]:
+            status += " (errors: " + "; ".join(e["errors"])[:200] + ")"
+        slow = e.get("slowest_cell")
+        slow_text = "-" if not slow else f"cell {slow['index']}, {slow['seconds']:.1f} s: `{slow['first_line'].replace('|', '/').replace('`', '')}`"
+        lines.append(f"| {name} | {e['runs']} | {e['wall_s']['median']:.1f} s | {e['cells_s']['median']:.1f} s | {fmt.x(ratio)}"
+                     f" | {e['peak_rss_mib']:,.0f} MiB | {slow_text} | {goal_text} | {status} |")
+    lines += ["", f"Total (sum of medians): **{result['total_s']:.1f} s** for {result['count']} notebooks (goal < {result['goal_total_s']:.0f} s)."]
+    return lines

@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 
+from . import _format as fmt
 from ._timing import interleaved, summary
 
 LOAD_GOAL_S = 1.0
@@ -70,3 +71,38 @@ def run(quick: bool, log=print, **_) -> dict:
         "forward_met": forward["median"] < FORWARD_GOAL_S,
         "torch_imported": "torch" in sys.modules,
     }
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+TITLE = "all-MiniLM-L6-v2 in NumPy: load and forward"
+NUMBER = 9
+MISSING_GOALS = (("load_minilm() and one sentence's forward pass", "< 1 s; < 50 ms"),)
+
+
+def goals(result: dict, missing: str) -> list[dict]:
+    if "load_s" not in result:
+        return [fmt.goal(*MISSING_GOALS[0], result.get("skipped") or missing, None)]
+    run = result["forward_s"]["running sentence"]
+    return [
+        fmt.goal("load_minilm() after import, fresh process", "< 1 s", f"{result['load_s']['median']:.2f} s", result["load_met"]),
+        fmt.goal(f"all-MiniLM-L6-v2 forward, running sentence (T = {result['running_sentence_tokens']})", "< 50 ms",
+                 f"median {fmt.ms(run['median'])}, p95 {fmt.ms(run['p95'])}", result["forward_met"]),
+    ]
+
+
+def markdown(result: dict, report: dict) -> list[str]:
+    if "load_s" not in result:
+        return [result.get("skipped", "No result.")]
+    load = result["load_s"]
+    lines = [
+        "`load_minilm()` in a fresh process after `import mha_core` (reads config, 91 MB of weights and the"
+        " tokenizer); `encode` / `embed` in float64 NumPy, interleaved rounds, one call per sample.",
+        "",
+        "| what | median | p25 - p75 | p95 |",
+        "| --- | ---: | ---: | ---: |",
+        f"| load_minilm() | {fmt.ms(load['median'])} | {fmt.ms(load['p25'])} - {fmt.ms(load['p75'])} | {fmt.ms(load['p95'])} |",
+    ]
+    for name, s in result["forward_s"].items():
+        lines.append(f"| forward: {name} | {fmt.ms(s['median'])} | {fmt.ms(s['p25'])} - {fmt.ms(s['p75'])} | {fmt.ms(s['p95'])} |")
+    return lines

@@ -190,7 +190,11 @@ def run(quick: bool, log=print, **_) -> dict:
 # -- the report -------------------------------------------------------------------------------------
 
 
-def goals(result: dict) -> list[dict]:
+TITLE = "Serving cost (notebook 09): head counts, cached decoding, the calculator"
+NUMBER = 7
+
+
+def goals(result: dict, missing: str = "") -> list[dict]:
     """Goal rows for ``report.derive``: goal, target, measured, met."""
     rows = []
     nb = result.get("notebook", {})
@@ -212,7 +216,7 @@ def goals(result: dict) -> list[dict]:
     return rows
 
 
-def markdown(result: dict) -> list[str]:
+def markdown(result: dict, report: dict | None = None) -> list[str]:
     """The section's Markdown lines for ``report.render_markdown``."""
     lines = []
     sweep = result.get("sweep", {})

@@ -14,7 +14,10 @@ from mha_core.figures.pretrained import (
     pruning_curve_figure,
     pruning_step_figure,
     read_tile,
+    removal_effect_figure,
 )
+
+CALIBRATION = {"paraphrase": (0.46, 0.78, 0.95), "unrelated": (-0.05, 0.02, 0.09)}
 
 TOKENS = ["[CLS]", "the", "cache", "key", "changed", "after", "deploy", "[SEP]"]
 
@@ -107,3 +110,76 @@ def test_pruning_curve_has_the_three_lines():
     fig = pruning_curve_figure([0, 1, 2], [1, 0.99, 0.97], [1, 0.98, 0.96], [1, 0.97, 0.9], threshold=0.95)
     assert [t.name for t in fig.data] == ["tuning, mean (chosen on these)", "held out, mean", "held out, worst sentence"]
     np.testing.assert_allclose(fig.data[2].y, [1, 0.97, 0.9])
+
+
+def test_pruning_step_figure_writes_each_value_in_a_column_right_of_the_plot_where_no_line_runs():
+    cosines = [0.99, 0.949, 0.951, 0.93]
+    fig = pruning_step_figure(cosines, list("abcd"), n_removed=5, threshold=0.95, ranking_accuracy=0.75,
+                              ranking_accuracy_full=0.875, calibration=CALIBRATION)
+    values = [a for a in fig.layout.annotations if a.xref == "paper" and a.x >= 1.0 and a.text != "<b>cosine</b>"]
+    assert [a.text for a in values] == ["0.990", "0.949", "0.951", "0.930"] and [a.y for a in values] == [0, 1, 2, 3]
+    assert all(a.xanchor == "left" for a in values)  # they start where the plot ends: no line or dot reaches them
+    assert list(fig.data[0].marker.symbol) == ["circle", "x", "circle", "x"]  # not colour alone
+
+
+def test_pruning_step_figure_axis_starts_at_a_cosine_of_zero_with_both_calibration_bands_marked():
+    fig = pruning_step_figure([0.99, 0.93], ["a", "b"], n_removed=1, threshold=0.95, ranking_accuracy=1.0,
+                              ranking_accuracy_full=1.0, calibration=CALIBRATION)
+    assert fig.layout.xaxis.range[0] == -0.05 and fig.layout.xaxis.range[1] >= 1.0  # the unrelated band starts at -0.05
+    bands = [(s.x0, s.x1) for s in fig.layout.shapes if s.type == "rect"]
+    assert bands == [(0.46, 0.95), (-0.05, 0.09)]
+    means = [s.x0 for s in fig.layout.shapes if s.type == "line" and s.line.dash == "dot"]
+    assert means == [0.78, 0.02]
+    labels = [a.text for a in fig.layout.annotations]
+    assert "paraphrase pairs: mean 0.78" in labels and "unrelated pairs: mean 0.02" in labels
+    assert "threshold 0.95" in labels
+    # The band labels sit in a row of their own, below every sentence's dot.
+    rows = [a.y for a in fig.layout.annotations if a.text.endswith(("0.78", "0.02"))]
+    assert min(rows) > 1 and fig.layout.yaxis.range[0] > max(rows)
+
+
+def test_pruning_step_figure_without_calibration_still_starts_at_zero():
+    fig = pruning_step_figure([0.99, 0.93], ["a", "b"], n_removed=1, threshold=0.95, ranking_accuracy=1.0,
+                              ranking_accuracy_full=1.0)
+    assert fig.layout.xaxis.range[0] == 0.0
+
+
+@pytest.mark.parametrize("bad", [{"paraphrase": (0.5, 0.7, 0.9)}, {"paraphrase": (0.9, 0.7, 0.5), "unrelated": (0, 0, 0)},
+                                 "0.78"])
+def test_a_calibration_that_is_not_two_ordered_bands_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match="calibration"):
+        pruning_curve_figure([0, 1], [1, 0.99], [1, 0.98], [1, 0.97], threshold=0.95, calibration=bad)
+
+
+def test_pruning_curve_marks_the_threshold_and_the_calibration_on_an_axis_from_zero():
+    fig = pruning_curve_figure([0, 1, 2], [1, 0.99, 0.97], [1, 0.98, 0.96], [1, 0.97, 0.9], threshold=0.95,
+                               calibration=CALIBRATION)
+    assert fig.layout.yaxis.range[0] <= -0.05 and fig.layout.yaxis.range[1] >= 1.0
+    lines = {(s.y0, s.line.dash) for s in fig.layout.shapes if s.type == "line"}
+    assert {(0.95, "dash"), (0.78, "dot"), (0.02, "dot")} <= lines
+    assert [(s.y0, s.y1) for s in fig.layout.shapes if s.type == "rect"] == [(0.46, 0.95), (-0.05, 0.09)]
+
+
+def test_removal_effect_figure_plots_each_heads_share_on_words_against_one_minus_its_cosine():
+    on_words = np.linspace(0.1, 0.8, 72).reshape(6, 12)
+    cosines = 1 - np.logspace(-4, -1.5, 72).reshape(6, 12)
+    fig = removal_effect_figure(on_words, cosines, named=[(0, 2), (5, 9)], calibration=CALIBRATION)
+    lower, top = fig.data
+    np.testing.assert_allclose(lower.x, on_words[:5].ravel())
+    np.testing.assert_allclose(top.y, 1 - cosines[5].ravel())
+    assert (lower.marker.symbol, top.marker.symbol) == ("circle", "diamond")
+    assert fig.layout.yaxis.type == "log"
+    named = [a for a in fig.layout.annotations if a.text.startswith("<b>")]
+    assert [a.text for a in named] == ["<b>L1 H3</b>", "<b>L6 H10</b>"]
+    assert named[0].y == pytest.approx(np.log10(1 - cosines[0, 2]))  # annotations on a log axis sit at log10
+    # Bands on the 1 - cosine axis: shapes by value, labels by log10 of it; the unrelated band is in range.
+    rects = [(s.y0, s.y1) for s in fig.layout.shapes if s.type == "rect"]
+    assert rects[0] == pytest.approx((0.05, 0.54)) and rects[1] == pytest.approx((0.91, 1.05))
+    label = next(a for a in fig.layout.annotations if a.text == "unrelated pairs: mean 0.02")
+    assert label.y == pytest.approx(np.log10(0.98))
+    assert fig.layout.yaxis.range[1] >= np.log10(1.05)
+
+
+def test_removal_effect_figure_refuses_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"shape \(L, H\)"):
+        removal_effect_figure(np.zeros((6, 12)), np.zeros((6, 11)))

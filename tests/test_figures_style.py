@@ -49,3 +49,23 @@ def test_the_screen_constants_describe_1280_by_800_with_the_file_browser_open():
 
     assert WIDGET_WIDTH <= 848 - 20  # the output area is ~848 px wide; room for its padding
     assert WIDGET_HEIGHT + CONTROLS_HEIGHT == SCREEN_HEIGHT == 680
+
+
+def test_a_reference_line_is_a_labelled_line_across_the_plot_at_its_value():
+    import plotly.graph_objects as go
+
+    import pytest
+
+    from mha_core.figures._style import add_reference_line, reference_line
+
+    shape, note = reference_line(0.652, "always answering 0: 0.652", axis="y", label_at="start")
+    assert (shape["y0"], shape["y1"], shape["xref"], shape["x0"], shape["x1"]) == (0.652, 0.652, "paper", 0, 1)
+    assert (note["text"], note["y"], note["x"], note["xanchor"]) == ("always answering 0: 0.652", 0.652, 0, "left")
+    shape, note = reference_line(0.95, "threshold 0.95", axis="x")
+    assert (shape["x0"], shape["yref"], note["yref"], note["y"], note["yanchor"]) == (0.95, "paper", "paper", 1, "bottom")
+    fig = add_reference_line(go.Figure(), 0.5, "chance")
+    assert fig.layout.shapes[0].y0 == 0.5 and fig.layout.annotations[0].text == "chance"
+    with pytest.raises(ValueError, match="axis='z'"):
+        reference_line(0.5, "x", axis="z")
+    with pytest.raises(ValueError, match="label_at='middle'"):
+        reference_line(0.5, "x", label_at="middle")

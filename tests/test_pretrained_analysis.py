@@ -200,3 +200,80 @@ def test_greedy_prune_with_rescoring_rescores_when_the_next_candidate_fails():
         return s
     result = A.greedy_prune(["b", "a", "c"], score, threshold=0.95, rescore_every=10)
     assert result.order == ("b", "c")
+
+
+# --------------------------------------------------------------------------- lengths of keys, one head off, calibration
+
+
+def test_a_key_pointing_the_same_way_but_longer_gets_a_proportionally_larger_score(model):
+    encs = [model.encode("the cache key changed after deploy"), model.encode("use a new cache key for every user")]
+    nb = A.key_neighbours(model, encs)
+    label = "key (2)"
+    ratio = nb.length_ratio(5, 4, label)
+    k = nb.keys[5, 4, nb.labels.index(label)]  # (Dh,)
+    assert ratio == pytest.approx(np.linalg.norm(k) / np.linalg.norm(nb.query_key[5, 4]))
+    # Scaling a key scales every query's score by the same factor: same direction is not the same score.
+    scaled = np.stack([nb.query_key[5, 4], 2.0 * nb.query_key[5, 4]])
+    scores = A.scores_from(model, encs[0], 5, 4, "changed", scaled)
+    assert scores[1] == pytest.approx(2 * scores[0])
+    q = encs[0].layers[5].q[4, encs[0].tokens.index("changed")]
+    assert scores[0] == pytest.approx(q @ nb.query_key[5, 4] / np.sqrt(32))
+    with pytest.raises(ValueError, match="'door' is not a token"):
+        A.scores_from(model, encs[0], 5, 4, "door", scaled)
+    with pytest.raises(ValueError, match="label='nope'"):
+        nb.length_ratio(0, 0, "nope")
+
+
+def test_single_head_removal_matches_switching_that_head_off_in_embed(model):
+    texts = ["the cache key changed after deploy", "she learned to swim when she was six", "why?"]
+    cosines = A.single_head_removal(model, texts, heads=[(0, 2), (5, 9)])
+    assert cosines.shape == (6, 12, 3)
+    for layer, head in [(0, 2), (5, 9)]:
+        np.testing.assert_allclose(cosines[layer, head], A.embedding_cosines(model, texts, [(layer, head)]), atol=1e-10)
+    assert np.isnan(cosines[1, 1]).all()  # not asked for
+    assert (cosines[5, 9] < 1 - 1e-4).all()
+    with pytest.raises(ValueError, match="valid layers are 0 to 5"):
+        A.single_head_removal(model, texts, heads=[(6, 0)])
+
+
+def test_attention_on_words_is_one_minus_the_marker_share_averaged_over_texts(model):
+    texts = ["the cache key changed after deploy", "why did the build fail?"]
+    expected = np.mean([1 - A.marker_share(e.attentions, e.tokens) for e in map(model.encode, texts)], axis=0)
+    np.testing.assert_allclose(A.attention_on_words(model, texts), expected)
+    with pytest.raises(ValueError, match="texts is empty"):
+        A.attention_on_words(model, [])
+
+
+def test_pair_cosines_and_the_calibration_bands(model):
+    same = A.pair_cosines(model, [("the cache key changed", "the cache key changed")])
+    assert same == pytest.approx([1.0])
+    cal = A.cosine_calibration(model, {"paraphrases": [("the server crashed", "the machine went down"),
+                                                       ("she forgot her password", "she could not recall her password")],
+                                       "unrelated": [("the server crashed", "lemons grow in the sun"),
+                                                     ("she forgot her password", "the river floods in spring")]})
+    lo, mean, hi = cal.band("paraphrase")
+    assert lo <= mean <= hi and mean == pytest.approx(cal.paraphrase.mean())
+    assert cal.band("unrelated")[2] < lo  # unrelated pairs score below every paraphrase here
+    assert cal.as_dict() == {"paraphrase": cal.band("paraphrase"), "unrelated": cal.band("unrelated")}
+    with pytest.raises(ValueError, match="kind='other'"):
+        cal.band("other")
+    with pytest.raises(ValueError, match="'unrelated'"):
+        A.cosine_calibration(model, {"paraphrases": []})
+    with pytest.raises(ValueError, match=r"\(text, text\)"):
+        A.pair_cosines(model, [("one",)])
+
+
+def test_the_calibration_set_is_kept_apart_from_the_quiz_bank_and_the_pruning_sets():
+    import json
+    from pathlib import Path
+
+    from mha_core.pretrained.data import sentence_set
+
+    cal = sentence_set("calibration")
+    texts = {t for kind in ("paraphrases", "unrelated") for pair in cal[kind] for t in pair}
+    assert len(cal["paraphrases"]) >= 12 and len(cal["unrelated"]) >= 12
+    assert all(len(p) == 2 and p[0] != p[1] for kind in ("paraphrases", "unrelated") for p in cal[kind])
+    pruning = sentence_set("pruning")
+    assert not texts & (set(pruning["tuning"]) | set(pruning["held_out"]) | {s for t in pruning["pairs"] for s in t})
+    bank = " ".join(p.read_text(encoding="utf-8") for p in (Path(__file__).parents[1] / "data" / "quizzes").glob("*.json"))
+    assert not [t for t in texts if t in bank]

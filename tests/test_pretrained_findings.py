@@ -155,3 +155,103 @@ def test_what_the_pruning_slider_caption_says(pruning):
 def test_the_heads_that_read_words_sit_mostly_in_layers_1_and_6(running):
     below = (A.marker_share(running.attentions, running.tokens) < 0.5).sum(axis=1)  # (L,)
     assert below.tolist() == [5, 0, 0, 2, 0, 7]
+
+
+# --------------------------------------------------------------------------- 07: key lengths, calibration, one head off
+
+
+@pytest.fixture(scope="module")
+def calibration(model):
+    return A.cosine_calibration(model, sentence_set("calibration"))
+
+
+def test_what_07_says_about_key_lengths(model):
+    encodings = [model.encode(t) for t in sentence_set("key_senses")["sentences"]]
+    nb = A.key_neighbours(model, encodings)
+    l, h, other = 5, 4, "key (4)"
+    j = nb.labels.index(other)
+    assert round(float(nb.similarity[l, h, j]), 3) == 0.983 and round(nb.length_ratio(l, h, other), 2) == 0.90
+    s = A.scores_from(model, encodings[0], l, h, "changed", np.stack([nb.query_key[l, h], nb.keys[l, h, j]]))
+    assert [round(float(v), 2) for v in s] == [3.25, 2.75]
+    assert round(float(s[1] - s[0]), 2) == -0.50 and round(float(np.exp(s[1] - s[0])), 2) == 0.61
+    ratios = [nb.length_ratio(a, b, nb.nearest(a, b, 1)[0][0]) for a in range(6) for b in range(12)]
+    assert (round(min(ratios), 2), round(max(ratios), 2)) == (0.81, 1.10)
+    # L6 H5 is one of the heads that look from `changed` to `cache`, as the cell's comment says.
+    running = encodings[0]
+    found = A.top_heads_for(running.attentions, running.tokens, "changed", ["cache"])
+    assert (5, 4) in [(hit.layer, hit.head) for hit in found["cache"]]
+
+
+def test_what_07_and_08_say_a_cosine_means(calibration):
+    low, mean, high = calibration.band("paraphrase")
+    assert (round(mean, 2), round(low, 2), round(high, 2)) == (0.78, 0.46, 0.95)
+    low, mean, high = calibration.band("unrelated")
+    assert (round(mean, 2), round(low, 2), round(high, 2)) == (0.02, -0.05, 0.09)
+    assert round(1 - calibration.band("paraphrase")[1], 2) == 0.22
+    assert len(calibration.paraphrase) == len(calibration.unrelated) == 16
+
+
+@pytest.fixture(scope="module")
+def removal():
+    from mha_core.pretrained.data import precomputed
+
+    record = precomputed("minilm_head_removal")
+    return record, np.array(record["cosines"]), np.array(record["attention_on_words"])
+
+
+def _removal_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "make_minilm_head_removal.py"
+    spec = importlib.util.spec_from_file_location("make_minilm_head_removal", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_head_removal_file_holds_what_the_model_computes_on_its_sentences(model, removal):
+    record, cosines, on_words = removal
+    assert record["texts"] == _removal_script().removal_texts() and len(record["texts"]) == 49
+    assert record["texts"][:12] == sentence_set("heads")["sentences"]  # what 07 recomputes live
+    assert not set(record["texts"]) & {t for kind in ("paraphrases", "unrelated")
+                                       for pair in sentence_set("calibration")[kind] for t in pair}
+    assert cosines.shape == (6, 12, 49)
+    fresh = A.single_head_removal(model, record["texts"], heads=[(0, 2), (5, 9)])
+    for l, h in [(0, 2), (5, 9)]:
+        np.testing.assert_allclose(fresh[l, h], cosines[l, h], atol=1e-6)
+    np.testing.assert_allclose(A.attention_on_words(model, record["texts"]), on_words, atol=1e-6)
+
+
+def test_what_07_says_about_attention_against_importance(removal, calibration):
+    _, cosines, on_words = removal
+    mean = cosines.mean(axis=-1)  # (L, H)
+    change = 1 - mean
+    # L1 H3: most weight on words of all 72, 34th by the change.
+    assert round(on_words[0, 2], 2) == 0.79 and on_words[0, 2] == on_words.max()
+    assert int((change > change[0, 2]).sum()) + 1 == 34
+    assert round(mean[0, 2], 4) == 0.9979 and round(cosines[0, 2].min(), 3) == 0.992
+    # L3 H8 parks on the markers and changes almost nothing.
+    assert round(1 - on_words[2, 7], 2) == 0.91 and round(mean[2, 7], 4) == 0.9994
+    # L6 H6 parks most of its weight too, and matters 9.4 times as much as L1 H3.
+    assert round(1 - on_words[5, 5], 2) == 0.61 and 1 - on_words[5, 5] > 0.5
+    assert round(change[5, 5] / change[0, 2], 1) == 9.4
+    assert round(mean[5, 5], 4) == 0.9798 and round(cosines[5, 5].min(), 3) == 0.894
+    # L6 H10 changes the embedding most.
+    assert change.argmax() == 5 * 12 + 9 and round(mean[5, 9], 4) == 0.9585 and round(cosines[5, 9].min(), 3) == 0.884
+    # The layer says more than the pattern.
+    assert change[5].min() > change[:5].max()
+    assert (round(change[5].min(), 4), round(change[:5].max(), 4)) == (0.0105, 0.0075)
+    # Against the calibration.
+    assert round(cosines.min(), 3) == 0.856 and int((calibration.paraphrase < cosines.min()).sum()) == 12
+    assert (change < 1 - calibration.band("paraphrase")[2]).all()  # every dot below the paraphrase band
+
+
+def test_what_08_says_about_pruning_against_the_calibration(pruning, calibration):
+    record, _ = pruning
+    steps = record["steps"]
+    worst = steps[-1]["held_out_worst"]
+    assert round(worst, 3) == 0.918 and int((calibration.paraphrase < worst).sum()) == 15
+    assert round(calibration.band("paraphrase")[2], 2) == 0.95  # the closest paraphrase pair
+    lowest_curve = min(min(s["tuning_mean"], s["held_out_mean"], s["held_out_worst"]) for s in steps)
+    assert lowest_curve > calibration.band("paraphrase")[1] + 0.1  # "far above the paraphrase pairs' mean"

@@ -139,3 +139,14 @@ def test_the_pruning_slider_reads_the_committed_record_by_default():
     record = group.record
     assert len(record["steps"]) == len(record["removed"]) + 1
     np.testing.assert_allclose(group.figure.data[0].x, record["steps"][-1]["held_out_cosines"])
+
+
+def test_the_pruning_slider_keeps_the_calibration_bands_and_redraws_the_value_column():
+    calibration = {"paraphrase": (0.46, 0.78, 0.95), "unrelated": (-0.05, 0.02, 0.09)}
+    group = pruning_explorer(RECORD, calibration=calibration)
+    group.n_off.value = 1
+    layout = group.figure.layout
+    assert [(s.x0, s.x1) for s in layout.shapes if s.type == "rect"] == [(0.46, 0.95), (-0.05, 0.09)]
+    values = [a.text for a in layout.annotations if a.xref == "paper" and a.x >= 1.0 and a.text != "<b>cosine</b>"]
+    assert values == ["0.990", "0.970", "0.980"]
+    assert layout.xaxis.range[0] == -0.05

@@ -241,3 +241,37 @@ def query_key_axes(**extra) -> dict:
         yaxis=dict(autorange="reversed", title_text="query token"),
         **extra,
     )
+
+
+def reference_line(value: float, label: str, *, axis: str = "y", color: str = "black", dash: str = "dash",
+                   label_at: str = "end") -> tuple[dict, dict]:
+    """A labelled straight line at ``value`` across the plot: a baseline, a chance level, a threshold.
+
+    ``axis="y"`` draws a horizontal line (its label above it, at the right end, or the
+    left with ``label_at="start"``); ``axis="x"`` a vertical one (its label above the plot).
+    Returns ``(shape, annotation)`` for ``layout.shapes`` and ``layout.annotations``.
+    """
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis={axis!r}; valid axes are 'x' and 'y'")
+    if label_at not in ("start", "end"):
+        raise ValueError(f"label_at={label_at!r}; valid places are 'start' and 'end'")
+    line = dict(color=color, dash=dash, width=2)
+    font = dict(size=FONT_SIZE - 3, color=color)
+    if axis == "y":
+        shape = dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=value, y1=value, line=line)
+        x, anchor = (1, "right") if label_at == "end" else (0, "left")
+        note = dict(text=label, xref="paper", x=x, xanchor=anchor, yref="y", y=value, yanchor="bottom",
+                    showarrow=False, font=font)
+    else:
+        shape = dict(type="line", yref="paper", y0=0, y1=1, xref="x", x0=value, x1=value, line=line)
+        note = dict(text=label, yref="paper", y=1, yanchor="bottom", xref="x", x=value,
+                    xanchor="right" if label_at == "end" else "left", showarrow=False, font=font)
+    return shape, note
+
+
+def add_reference_line(fig: go.Figure, value: float, label: str, **style) -> go.Figure:
+    """``fig`` with one more ``reference_line`` (for a figure from another builder); returns ``fig``."""
+    shape, note = reference_line(value, label, **style)
+    fig.add_shape(shape)
+    fig.add_annotation(note)
+    return fig

@@ -9,6 +9,12 @@ head counted from 1 ("L3 H7"); arrays index them from 0.
 - ``head_similarity_figure``: how alike the 72 heads attend, in cluster order.
 - ``pruning_step_figure``: the held-out sentences' cosines after n heads are switched off;
   the live figure of notebook 08's real half.
+- ``pruning_curve_figure``: the mean and worst cosines as heads go, greedily.
+- ``removal_effect_figure``: where each head looks against what switching it off changes.
+
+Every figure that reads a cosine between embeddings takes ``calibration``, the bands of
+``analysis.CosineCalibration.as_dict()``: ``{"paraphrase": (lowest, mean, highest),
+"unrelated": (...)}``, and marks them, so a reader can tell a large change from a small one.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ._style import COLORS, FONT_SIZE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout, weights_heatmap_trace
+from ._style import (COLORS, FONT_SIZE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout, reference_line,
+                     weights_heatmap_trace)
 
 #: Live figures stay within this width (JupyterLab at 1280 x 800 with the file browser open).
 LIVE_WIDTH = 800
@@ -189,51 +196,185 @@ def head_similarity_figure(similarity: np.ndarray, order, names) -> go.Figure:
     return go.Figure(data=[trace], layout=layout)
 
 
+#: How each calibration band is drawn: its label and colour.
+CALIBRATION_STYLE = {"paraphrase": ("paraphrase pairs", COLORS[2]), "unrelated": ("unrelated pairs", COLORS[3])}
+
+
+def _check_calibration(calibration) -> dict:
+    if calibration is None or (isinstance(calibration, dict) and not calibration):
+        return {}
+    if not isinstance(calibration, dict) or set(calibration) != set(CALIBRATION_STYLE):
+        raise ValueError("calibration must map 'paraphrase' and 'unrelated' to (lowest, mean, highest) cosines "
+                         f"(analysis.CosineCalibration.as_dict()); got {calibration!r:.80}")
+    for kind, band in calibration.items():
+        lo, mean, hi = (float(v) for v in band)
+        if not -1 <= lo <= mean <= hi <= 1:
+            raise ValueError(f"calibration[{kind!r}]={band!r} must be cosines with lowest <= mean <= highest")
+    return {kind: tuple(float(v) for v in band) for kind, band in calibration.items()}
+
+
+def calibration_marks(calibration, *, axis: str, transform=None, log: bool = False,
+                      label_place: float | None = None) -> tuple[list, list]:
+    """Shapes and annotations marking each calibration band along ``axis`` ("x" or "y").
+
+    A shaded band from the lowest to the highest cosine of the pairs, and a dotted line at
+    their mean, labelled "paraphrase pairs: mean 0.78". ``transform`` maps a cosine to the
+    axis' value (for an axis of 1 - cosine); ``log`` says the axis is a log axis (plotly
+    places shapes there by value, annotations by log10 of it). On an x axis the labels sit
+    at ``label_place`` (in the y axis' units, inside the plot), on a y axis at its left edge.
+    """
+    transform = transform or (lambda c: c)
+    place = (lambda v: float(np.log10(v))) if log else (lambda v: v)
+    shapes, notes = [], []
+    for kind, (lo, mean, hi) in _check_calibration(calibration).items():
+        name, colour = CALIBRATION_STYLE[kind]
+        a, b = sorted((transform(lo), transform(hi)))
+        label = f"{name}: mean {mean:.2f}"
+        if axis == "x":
+            shapes.append(dict(type="rect", xref="x", x0=a, x1=b, yref="paper", y0=0, y1=1, fillcolor=colour,
+                               opacity=0.15, line=dict(width=0), layer="below"))
+            line, _ = reference_line(transform(mean), label, axis="x", color=colour, dash="dot")
+            notes.append(dict(text=label, xref="x", x=place(transform(mean)), xanchor="center", yref="y",
+                              y=label_place, showarrow=False, font=dict(size=FONT_SIZE - 3, color="black"),
+                              bgcolor="rgba(255,255,255,0.8)"))
+        else:
+            shapes.append(dict(type="rect", yref="y", y0=a, y1=b, xref="paper", x0=0, x1=1, fillcolor=colour,
+                               opacity=0.15, line=dict(width=0), layer="below"))
+            line, note = reference_line(transform(mean), label, axis="y", color=colour, dash="dot", label_at="start")
+            note.update(y=place(transform(mean)), font=dict(size=FONT_SIZE - 3, color="black"))
+            notes.append(note)
+        line["layer"] = "below"
+        shapes.append(line)
+    return shapes, notes
+
+
+def cosine_floor(*values) -> float:
+    """The low end of a cosine axis: 0, or lower (in steps of 0.05) when a value drawn is negative."""
+    low = min([0.0] + [float(np.min(v)) for v in values if np.size(v)])
+    return float(np.floor(low * 20) / 20)
+
+
 def pruning_step_figure(cosines: np.ndarray, labels, *, n_removed: int, threshold: float, ranking_accuracy: float,
-                        ranking_accuracy_full: float, width: int = LIVE_WIDTH, validate: bool = True) -> go.Figure:
+                        ranking_accuracy_full: float, calibration=None, width: int = LIVE_WIDTH,
+                        validate: bool = True) -> go.Figure:
     """Each held-out sentence's cosine to the full model's embedding, after ``n_removed`` heads are off.
+
+    One dot per sentence on an axis from a cosine of 0 (unrelated) to 1 (unchanged), with
+    the calibration bands marked; dots below ``threshold`` are orange crosses. Each value
+    is written in a column right of the plot, where no line or dot can run through it.
 
     Shapes:
         cosines: (N,), one per held-out sentence
     """
     cosines = np.asarray(cosines, dtype=float)
-    colours = [COLORS[0] if c >= threshold else COLORS[5] for c in cosines]
-    bars = dict(type="bar", x=cosines, y=list(range(len(cosines))), orientation="h", marker=dict(color=colours),
-                text=[f"{c:.3f}" for c in cosines], textposition="outside", textfont=dict(size=FONT_SIZE - 3),
+    calibration = _check_calibration(calibration)
+    N = len(cosines)
+    below = cosines < threshold
+    dots = dict(type="scatter", mode="markers", x=cosines.tolist(), y=list(range(N)),
+                marker=dict(color=[COLORS[5] if b else COLORS[0] for b in below],
+                            symbol=["x" if b else "circle" for b in below], size=12),
                 hovertext=list(labels), hovertemplate="%{hovertext}: %{x:.3f}<extra></extra>")
-    lo = min(0.8, float(np.floor(cosines.min() * 20) / 20)) if cosines.size else 0.8
+    lo = cosine_floor(cosines, *[band[0] for band in calibration.values()])
     title = (f"{n_removed} heads off: held-out mean {cosines.mean():.3f}, worst {cosines.min():.3f}; "
              f"pairs {ranking_accuracy:.0%} (all heads {ranking_accuracy_full:.0%})")
+    band_row = N + 0.6  # a row below the sentences, for the calibration labels
+    shapes, annotations = calibration_marks(calibration, axis="x", label_place=band_row)
+    line, note = reference_line(threshold, f"threshold {threshold}", axis="x", label_at="end")
+    shapes.append(line)
+    annotations.append(note)
+    annotations.append(dict(text="<b>cosine</b>", xref="paper", x=1.0, xanchor="left", yref="y", y=-1,
+                            showarrow=False, font=dict(size=FONT_SIZE - 3)))
+    annotations += [dict(text=f"{c:.3f}", xref="paper", x=1.0, xanchor="left", yref="y", y=i, showarrow=False,
+                         font=dict(size=FONT_SIZE - 3, color=COLORS[5] if b else "black"))
+                    for i, (c, b) in enumerate(zip(cosines, below))]
     layout = base_layout(
-        title, width=width, height=560, margin=dict(l=330, r=30, t=60, b=60), showlegend=False,
-        xaxis=dict(range=[lo, 1.01], title_text="cosine to the full model's embedding", showgrid=True),
-        yaxis=dict(tickvals=list(range(len(cosines))), ticktext=[_short(t) for t in labels], autorange="reversed",
-                   tickfont=dict(size=FONT_SIZE - 3)),
-        shapes=[dict(type="line", x0=threshold, x1=threshold, y0=-0.5, y1=len(cosines) - 0.5, xref="x", yref="y",
-                     line=dict(color="black", dash="dash", width=2))],
+        title, width=width, height=560, margin=dict(l=300, r=70, t=80, b=60), showlegend=False,
+        xaxis=dict(range=[lo, 1.02], title_text="cosine to the full model's embedding (1 = unchanged)",
+                   showgrid=True, zeroline=False),
+        yaxis=dict(range=[band_row + 0.6, -1.5], tickvals=list(range(N)), ticktext=[_short(t) for t in labels],
+                   tickfont=dict(size=FONT_SIZE - 3), showgrid=False, zeroline=False),
+        shapes=shapes, annotations=annotations,
     )
-    return go.Figure(data=[bars], layout=layout, _validate=validate)
+    return go.Figure(data=[dots], layout=layout, _validate=validate)
 
 
 def _short(text: str, n: int = 36) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def pruning_curve_figure(n_removed, tuning_mean, held_out_mean, held_out_worst, *, threshold: float) -> go.Figure:
+def pruning_curve_figure(n_removed, tuning_mean, held_out_mean, held_out_worst, *, threshold: float,
+                         calibration=None) -> go.Figure:
     """Mean cosine on the tuning sentences (what the search saw) and on held-out ones, per head removed.
+
+    The y axis runs from a cosine of 0 (or below, if a band goes there) to 1, with the
+    calibration bands marked.
 
     Shapes:
         n_removed, tuning_mean, held_out_mean, held_out_worst: (K+1,)
     """
+    calibration = _check_calibration(calibration)
     fig = go.Figure()
     for y, name, colour, dash in ((tuning_mean, "tuning, mean (chosen on these)", COLORS[0], "solid"),
                                   (held_out_mean, "held out, mean", COLORS[1], "solid"),
                                   (held_out_worst, "held out, worst sentence", COLORS[5], "dot")):
         fig.add_trace(go.Scatter(x=list(n_removed), y=list(y), name=name, mode="lines+markers",
                                  line=dict(color=colour, dash=dash, width=3)))
-    fig.add_hline(y=threshold, line=dict(color="black", dash="dash"), annotation_text=f"threshold {threshold}",
-                  annotation_position="bottom left")
+    shapes, annotations = calibration_marks(calibration, axis="y")
+    line, note = reference_line(threshold, f"threshold {threshold}", axis="y", label_at="start")
+    note["yanchor"] = "top"  # below the line: the curves run just above it
+    shapes.append(line)
+    annotations.append(note)
+    lo = cosine_floor(held_out_worst, *[band[0] for band in calibration.values()])
     fig.update_layout(**base_layout("Embedding cosine to the full model as heads are switched off, greedily",
-                                    height=440, legend=dict(x=0.01, y=0.05, xanchor="left", yanchor="bottom")),
-                      xaxis_title="heads switched off (of 72)", yaxis_title="cosine")
+                                    height=500, legend=dict(orientation="h", x=0, y=-0.2, xanchor="left", yanchor="top"),
+                                    margin=dict(l=90, r=30, t=70, b=130), shapes=shapes, annotations=annotations),
+                      xaxis_title="heads switched off (of 72)", yaxis=dict(title_text="cosine", range=[lo, 1.03]))
     return fig
+
+
+# --------------------------------------------------------------------------- 07: where a head looks, what it does
+
+
+def removal_effect_figure(on_words: np.ndarray, cosines: np.ndarray, *, named=(), calibration=None) -> go.Figure:
+    """Each head: its share of weight on words (x) against how much switching it off changes the embedding (y).
+
+    The y axis is 1 - cosine (0 = unchanged) on a log scale, with the calibration bands
+    (1 - their cosines) marked. Layer 6's heads are diamonds, the others circles; heads
+    in ``named`` ((layer, head) pairs from 0) are labelled.
+
+    Shapes:
+        on_words: (L, H), each head's mean share of weight on words
+        cosines: (L, H), each head's mean cosine to the full embedding when it alone is off
+    """
+    on_words = np.asarray(on_words, dtype=float)
+    cosines = np.asarray(cosines, dtype=float)
+    if on_words.ndim != 2 or cosines.shape != on_words.shape:
+        raise ValueError(f"on_words and cosines must both have shape (L, H); got {on_words.shape} and {cosines.shape}")
+    L, H = on_words.shape
+    change = np.clip(1.0 - cosines, 1e-6, None)  # (L, H): log axis needs > 0
+    names = np.array([[f"L{l + 1} H{h + 1}" for h in range(H)] for l in range(L)], dtype=object)
+    data = []
+    for rows, name, symbol, colour in ((slice(0, L - 1), f"layers 1-{L - 1}", "circle", COLORS[0]),
+                                       (slice(L - 1, L), f"layer {L}", "diamond", COLORS[5])):
+        data.append(dict(type="scatter", mode="markers", name=name, x=on_words[rows].ravel().tolist(),
+                         y=change[rows].ravel().tolist(), customdata=names[rows].ravel().tolist(),
+                         marker=dict(symbol=symbol, size=10, color=colour, line=dict(width=1, color="white")),
+                         hovertemplate="%{customdata}: %{x:.2f} of its weight on words, 1 - cosine %{y:.4f}"
+                                       "<extra></extra>"))
+    annotations = [dict(x=float(on_words[l, h]), y=float(np.log10(change[l, h])), xref="x", yref="y",
+                        text=f"<b>{names[l, h]}</b>", showarrow=True, arrowhead=0, ax=0, ay=-26,
+                        font=dict(size=FONT_SIZE - 2), bgcolor="rgba(255,255,255,0.85)")
+                   for l, h in named]
+    shapes, notes = calibration_marks(calibration, axis="y", transform=lambda c: max(1.0 - c, 1e-6), log=True)
+    bands = _check_calibration(calibration)
+    top = max([change.max()] + [1 - band[0] for band in bands.values()])
+    y_range = [float(np.log10(change.min())) - 0.3, float(np.log10(top)) + 0.15]
+    layout = base_layout(
+        f"Where each of the {L * H} heads looks, against what switching it off changes",
+        height=520, margin=dict(l=90, r=30, t=70, b=120), shapes=shapes, annotations=annotations + notes,
+        legend=dict(orientation="h", x=0, y=-0.18, xanchor="left", yanchor="top"),
+        xaxis=dict(title_text="share of the head's weight on words (not [CLS], [SEP], punctuation)", range=[0, 1],
+                   zeroline=False),
+        yaxis=dict(title_text="1 - cosine to the full embedding (log)", type="log", range=y_range),
+    )
+    return go.Figure(data=data, layout=layout)

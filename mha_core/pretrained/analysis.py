@@ -8,6 +8,10 @@ are counted from 0 here; ``encoder.head_name`` gives the names people read (``"L
 - ``key_neighbours``: one token as each head's key projection sees it, and its nearest tokens.
 - ``head_similarity`` and ``cluster_order``: how alike the heads' patterns are (Clark et al. 2019, section 6).
 - ``greedy_prune`` and ``prune_minilm``: switch heads off one by one while the embedding stays close.
+- ``single_head_removal`` and ``attention_on_words``: what switching one head off does to the
+  embedding, beside where that head looks (attention is not importance).
+- ``pair_cosines`` and ``cosine_calibration``: what a cosine between two embeddings means, from
+  paraphrases and unrelated sentences.
 """
 
 from __future__ import annotations
@@ -105,12 +109,27 @@ class Neighbours:
         similarity: (L, H, N)   cosine between the query token's key and each candidate's key
         labels: N strings, e.g. "revoked (3)": the token and its sentence, counted from 1
         words: N strings, the tokens alone
+        query_key: (L, H, Dh)   the query token's key in every head (no bias)
+        keys: (L, H, N, Dh)     each candidate's key in every head (no bias)
+
+    The cosine compares directions only. A score is a dot product, q . k = |q| |k| cos,
+    so two keys that point the same way but differ in length get different scores from
+    every query (``length_ratio``).
     """
 
     query_label: str
     labels: tuple[str, ...]
     words: tuple[str, ...]
     similarity: np.ndarray
+    query_key: np.ndarray
+    keys: np.ndarray
+
+    def length_ratio(self, layer: int, head: int, label: str) -> float:
+        """|k| of candidate ``label`` divided by |k| of the query token, in one head."""
+        if label not in self.labels:
+            raise ValueError(f"label={label!r} is not a candidate; candidates look like {self.labels[:3]}")
+        k = self.keys[layer, head, self.labels.index(label)]  # (Dh,)
+        return float(np.linalg.norm(k) / np.linalg.norm(self.query_key[layer, head]))
 
     def nearest(self, layer: int, head: int, k: int = 3, *, exclude_words=()) -> list[tuple[str, float]]:
         """The ``k`` candidates closest to the query token in one head, closest first."""
@@ -158,12 +177,30 @@ def key_neighbours(model, encodings, *, sentence: int = 0, word: str = "key") ->
             labels.append(f"{token} ({s + 1})")
             words.append(token)
             vectors.append(k[:, :, t])  # (L, H, Dh)
-    candidates = np.stack(vectors, axis=2)  # (L, H, N, Dh)
-    query = keys[sentence][:, :, position]  # (L, H, Dh)
-    candidates = candidates / np.linalg.norm(candidates, axis=-1, keepdims=True)
-    query = query / np.linalg.norm(query, axis=-1, keepdims=True)
+    raw_candidates = np.stack(vectors, axis=2)  # (L, H, N, Dh)
+    raw_query = keys[sentence][:, :, position]  # (L, H, Dh)
+    candidates = raw_candidates / np.linalg.norm(raw_candidates, axis=-1, keepdims=True)
+    query = raw_query / np.linalg.norm(raw_query, axis=-1, keepdims=True)
     similarity = np.einsum("lhnd,lhd->lhn", candidates, query)  # (L, H, N)
-    return Neighbours(f"{word} ({sentence + 1})", tuple(labels), tuple(words), similarity)
+    return Neighbours(f"{word} ({sentence + 1})", tuple(labels), tuple(words), similarity, raw_query, raw_candidates)
+
+
+def scores_from(model, encoding, layer: int, head: int, query: str, keys) -> np.ndarray:
+    """The scaled scores q . k / sqrt(d_head) of token ``query`` of ``encoding`` against given key vectors.
+
+    The query is the token's own query in that head (bias included); the keys are
+    bias-free, as ``key_neighbours`` keeps them (the key bias would add the same number,
+    q . b_k / sqrt(d_head), to every score).
+
+    Shapes:
+        keys: (N, Dh)
+        returns: (N,)
+    """
+    tokens = list(encoding.tokens)
+    if query not in tokens:
+        raise ValueError(f"query={query!r} is not a token of this sentence; its tokens are {tokens}")
+    q = encoding.layers[layer].q[head, tokens.index(query)]  # (Dh,)
+    return np.asarray(keys) @ q / np.sqrt(model.d_head)  # (N,)
 
 
 # --------------------------------------------------------------------------- how alike the heads are
@@ -357,6 +394,94 @@ def prune_minilm(model, texts, *, threshold: float = 0.95, max_removed: int | No
     heads = [(layer, head) for layer in range(model.n_layers) for head in range(model.n_heads)]
     return greedy_prune(heads, keeper, threshold=threshold, prepare=keeper.prepare, max_removed=max_removed,
                         rescore_every=rescore_every, on_step=on_step)
+
+
+# --------------------------------------------------------------------------- one head off: attention against importance
+
+
+def single_head_removal(model, texts, heads=None) -> np.ndarray:
+    """Per head and text: the cosine between the embedding with that one head off and with every head on.
+
+    ``heads`` (pairs counted from 0) limits the heads switched off; the others get NaN.
+    Layers below a head are run once and reused (``EmbeddingKeeper``).
+
+    Shapes:
+        returns: (L, H, N)
+    """
+    keeper = EmbeddingKeeper(model, texts)
+    keeper.prepare(frozenset())
+    L, H = model.n_layers, model.n_heads
+    heads = [(l, h) for l in range(L) for h in range(H)] if heads is None else [tuple(p) for p in heads]
+    model.heads_on(heads)  # the one check of every pair
+    cosines = np.full((L, H, len(keeper.reference)), np.nan)
+    for layer, head in heads:
+        start_input = keeper._inputs[layer]  # (N, T, D): the input of this layer, every head on below
+        on = model.heads_on([(layer, head)])
+        last = model.run_from(start_input, keeper.padding, layer, on)[-1]  # (N, T, D)
+        cosines[layer, head] = (model.pool(last, keeper.padding) * keeper.reference).sum(axis=-1)  # (N,)
+    return cosines
+
+
+def attention_on_words(model, texts) -> np.ndarray:
+    """Per head: the share of its weight on words (not [CLS], [SEP] or punctuation), averaged over texts.
+
+    ``1 - marker_share``, sentence by sentence, then the mean.
+
+    Shapes:
+        returns: (L, H), each between 0 and 1
+    """
+    texts = list(texts)
+    if not texts:
+        raise ValueError("texts is empty; give at least one text")
+    shares = [1.0 - marker_share(enc.attentions, enc.tokens) for enc in map(model.encode, texts)]  # each (L, H)
+    return np.mean(shares, axis=0)
+
+
+# --------------------------------------------------------------------------- what a cosine means
+
+
+def pair_cosines(model, pairs, heads_off=None) -> np.ndarray:
+    """The cosine between the embeddings of the two texts of each pair.
+
+    Shapes:
+        returns: (N,)
+    """
+    pairs = [tuple(p) for p in pairs]
+    if not pairs or any(len(p) != 2 for p in pairs):
+        raise ValueError("pairs must be a non-empty list of (text, text)")
+    emb = model.embed([t for p in pairs for t in p], heads_off=heads_off).reshape(len(pairs), 2, -1)  # (N, 2, D)
+    return (emb[:, 0] * emb[:, 1]).sum(axis=-1)  # (N,)
+
+
+@dataclass(frozen=True)
+class CosineCalibration:
+    """What cosines between embeddings look like: paraphrase pairs and unrelated pairs.
+
+    Shapes:
+        paraphrase, unrelated: (N,), one cosine per pair
+    """
+
+    paraphrase: np.ndarray
+    unrelated: np.ndarray
+
+    def band(self, kind: str) -> tuple[float, float, float]:
+        """(lowest, mean, highest) cosine of ``kind``: ``"paraphrase"`` or ``"unrelated"``."""
+        if kind not in ("paraphrase", "unrelated"):
+            raise ValueError(f"kind={kind!r}; valid kinds are 'paraphrase' and 'unrelated'")
+        values = getattr(self, kind)
+        return float(values.min()), float(values.mean()), float(values.max())
+
+    def as_dict(self) -> dict:
+        """The bands as plain numbers, what the figure builders take."""
+        return {kind: self.band(kind) for kind in ("paraphrase", "unrelated")}
+
+
+def cosine_calibration(model, calibration: dict) -> CosineCalibration:
+    """Cosines of the pairs in ``calibration`` (``data/sentences/calibration.json``: paraphrases, unrelated)."""
+    for kind in ("paraphrases", "unrelated"):
+        if kind not in calibration:
+            raise ValueError(f"calibration has no {kind!r} list; it needs 'paraphrases' and 'unrelated' pairs")
+    return CosineCalibration(pair_cosines(model, calibration["paraphrases"]), pair_cosines(model, calibration["unrelated"]))
 
 
 def embedding_cosines(model, texts, heads_off) -> np.ndarray:

@@ -100,11 +100,13 @@ class PruningExplorer(ControlGroup):
 
     Reads the steps a script computed (``data/models/minilm_pruning.json``): per number
     of heads off, each held-out sentence's cosine and the pair-ranking accuracy.
-    Attributes: ``n_off`` (IntSlider), ``figure``, ``message``, ``record`` (the JSON).
+    ``calibration`` (``CosineCalibration.as_dict()``) marks what paraphrases and unrelated
+    sentences score. Attributes: ``n_off`` (IntSlider), ``figure``, ``message``, ``record`` (the JSON).
     """
 
-    def __init__(self, record: dict, *, n_off: int | None = None):
+    def __init__(self, record: dict, *, n_off: int | None = None, calibration=None):
         self.record = record
+        self.calibration = calibration
         steps = record["steps"]
         last = len(steps) - 1
         self.n_off = widgets.IntSlider(
@@ -117,7 +119,7 @@ class PruningExplorer(ControlGroup):
         self.n_off.observe(self._on_change, names="value")
 
     def _build(self, n_off: int):
-        return pruning_step(self.record, n_off)
+        return pruning_step(self.record, n_off, self.calibration)
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build(change["new"]))
@@ -129,20 +131,23 @@ class PruningExplorer(ControlGroup):
         return widgets.VBox([self.n_off, self.message, self.figure])
 
 
-def pruning_step(record: dict, n_off: int):
+def pruning_step(record: dict, n_off: int, calibration=None):
     """The figure for ``n_off`` heads off, from the script's record (used by the widget and its checks)."""
     step = record["steps"][n_off]
     return pruning_step_figure(
         step["held_out_cosines"], record["held_out"], n_removed=n_off, threshold=record["threshold"],
         ranking_accuracy=step["pair_accuracy"], ranking_accuracy_full=record["steps"][0]["pair_accuracy"],
-        validate=False,
+        calibration=calibration, validate=False,
     )
 
 
-def pruning_explorer(record: dict | None = None, *, n_off: int | None = None) -> PruningExplorer:
-    """Build notebook 08's pruning slider; ``record`` defaults to ``data/models/minilm_pruning.json``."""
+def pruning_explorer(record: dict | None = None, *, n_off: int | None = None, calibration=None) -> PruningExplorer:
+    """Build notebook 08's pruning slider; ``record`` defaults to ``data/models/minilm_pruning.json``.
+
+    ``calibration``: the bands of ``analysis.cosine_calibration(...).as_dict()``, marked on the figure.
+    """
     if record is None:
         from ..pretrained.data import precomputed
 
         record = precomputed("minilm_pruning")
-    return PruningExplorer(record, n_off=n_off)
+    return PruningExplorer(record, n_off=n_off, calibration=calibration)

@@ -617,12 +617,15 @@ def minilm_explorer(page, lab) -> dict:
 def minilm_pruning_slider(page, lab) -> dict:
     """08 (real half): the 'heads off' slider (arrow keys) redraws the held-out cosines for that many heads off,
     from data/models/minilm_pruning.json."""
-    from mha_core.pretrained.data import precomputed
+    from mha_core.pretrained.analysis import cosine_calibration
+    from mha_core.pretrained.data import precomputed, sentence_set
     from mha_core.widgets.pretrained import pruning_step
 
     record = precomputed("minilm_pruning")
+    # The notebook marks what paraphrases and unrelated sentences score (notebook 07's calibration).
+    calibration = cosine_calibration(_minilm(), sentence_set("calibration")).as_dict()
     last = len(record["steps"]) - 1
-    return slider_check(page, ".mha-minilm-pruned", lambda readout: pruning_step(record, int(readout)),
+    return slider_check(page, ".mha-minilm-pruned", lambda readout: pruning_step(record, int(readout), calibration),
                         steps=(("ArrowLeft", 1), ("ArrowLeft", 3), ("ArrowRight", 2)), initial=str(last),
                         name="08 heads off (arrow keys)")
 

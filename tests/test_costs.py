@@ -346,7 +346,14 @@ CALCULATORS = {
     "d_head": (costs.d_head, dict(d_model=768, n_heads=12)),
     "valid_head_counts": (costs.valid_head_counts, dict(d_model=768)),
     "nearest_valid_head_counts": (costs.nearest_valid_head_counts, dict(d_model=768, n_heads=10)),
+    "cached_tokens": (costs.cached_tokens, dict(n_tokens=10_000, sliding_window=4096)),
+    "window_reach": (costs.window_reach, dict(n_layers=32, window=4096)),
+    "quantized_kv_cache_bytes": (costs.quantized_kv_cache_bytes, dict(n_layers=32, n_tokens=8192, n_kv_heads=8, d_head=128, bits=4,
+                                                                      group_size=64, scale_bytes=2, batch=2, sliding_window=4096)),
+    "layer_decode_bytes": (costs.layer_decode_bytes, dict(d_model=256, n_heads=16, n_kv_heads=4, n_tokens=128, bytes_per_value=4)),
 }
+#: Parameters where None is a valid choice (MHA; no window; no scales counted).
+NONE_IS_VALID = {"n_kv_heads", "sliding_window", "group_size"}
 CASES = [(name, param) for name, (_, kwargs) in CALCULATORS.items() for param in kwargs]
 
 
@@ -355,8 +362,8 @@ CASES = [(name, param) for name, (_, kwargs) in CALCULATORS.items() for param in
                                         (True, TypeError), ("12", TypeError), (None, TypeError), (np.float64(4), TypeError)])
 def test_every_calculator_refuses_a_bad_size_naming_the_parameter(name, param, bad, error):
     function, kwargs = CALCULATORS[name]
-    if param == "n_kv_heads" and bad is None:
-        pytest.skip("n_kv_heads=None means ordinary multi-head attention")
+    if param in NONE_IS_VALID and bad is None:
+        pytest.skip(f"{param}=None is a valid choice")
     with pytest.raises(error, match=rf"^{param}\b"):
         function(**{**kwargs, param: bad})
 
@@ -486,3 +493,282 @@ def test_published_parameter_counts_agree_with_the_shapes(name):
 def test_every_model_has_a_parameter_count_and_weights_bytes():
     for m in costs.MODEL_SHAPES.values():
         assert m.n_parameters and m.weights_bytes(4) == 2 * m.weights_bytes() == 4 * m.n_parameters
+
+
+# --- what each model is: decoder or encoder, its positions, its window -------------------------------
+
+#: sliding_window in each published config (Mistral-7B v0.1: 4096; Jiang et al. 2023); None elsewhere.
+SLIDING_WINDOWS = {"Mistral-7B v0.1": 4096}
+ENCODERS = {"BERT-base", "all-MiniLM-L6-v2"}
+#: Learned position embeddings (a table with one row per position); the others use rotary positions.
+LEARNED_POSITIONS = {"GPT-2 small", "BERT-base", "all-MiniLM-L6-v2"}
+
+
+@pytest.mark.parametrize("name", sorted(COURSE_TABLE))
+def test_each_model_carries_its_window_its_kind_and_its_positions(name):
+    m = costs.MODEL_SHAPES[name]
+    assert m.sliding_window == SLIDING_WINDOWS.get(name)
+    assert m.kind == ("encoder" if name in ENCODERS else "decoder")
+    assert m.generates is (name not in ENCODERS)
+    assert m.positions == ("learned" if name in LEARNED_POSITIONS else "rotary")
+
+
+@pytest.mark.parametrize("name", sorted(ENCODERS))
+def test_an_encoder_has_no_kv_cache_and_says_so(name):
+    m = costs.MODEL_SHAPES[name]
+    for ask in (lambda: m.kv_cache_bytes(128), lambda: m.kv_cache_bytes_per_token(), lambda: costs.decode_step_cost(m, 128)):
+        with pytest.raises(ValueError, match=rf"^{re.escape(name)} is an encoder: it reads its whole input at once and keeps no KV cache"):
+            ask()
+
+
+# --- sliding windows -------------------------------------------------------------------------------------
+
+MiB = 2**20
+
+
+def test_mistral_keeps_a_rolling_buffer_of_4096_tokens_512_mib_at_any_length_past_it():
+    m = costs.MODEL_SHAPES["Mistral-7B v0.1"]
+    # At 16 bits, 128 KiB per token x 4,096 tokens = 512 MiB, once T passes the window.
+    assert m.kv_cache_bytes(4096) == m.kv_cache_bytes(8192) == m.kv_cache_bytes(32768) == 512 * MiB
+    # Without the window: 1 GiB at 8,192 tokens (twice), 4 GiB at 32,768 (eight times).
+    assert m.kv_cache_bytes(8192, windowed=False) == 1024 * MiB == 2 * m.kv_cache_bytes(8192)
+    assert m.kv_cache_bytes(32768, windowed=False) == 4096 * MiB == 8 * m.kv_cache_bytes(32768)
+    # Inside the window nothing is dropped.
+    assert m.kv_cache_bytes(1000) == m.kv_cache_bytes(1000, windowed=False) == 1000 * 128 * KIB
+    assert m.cached_tokens(32768) == 4096 and m.cached_tokens(32768, windowed=False) == 32768
+
+
+def test_models_without_a_window_keep_every_token():
+    llama = costs.MODEL_SHAPES["Llama-3-8B"]
+    assert llama.kv_cache_bytes(32768) == llama.kv_cache_bytes(32768, windowed=False) == 32768 * 128 * KIB
+
+
+@given(n_tokens=st.integers(1, 10**7), window=st.one_of(st.none(), st.integers(1, 10**6)))
+def test_cached_tokens_are_min_t_w(n_tokens, window):
+    assert costs.cached_tokens(n_tokens, window) == (n_tokens if window is None else min(n_tokens, window))
+    assert costs.kv_cache_bytes(2, n_tokens, 1, 4, sliding_window=window) == 2 * 2 * 4 * 2 * costs.cached_tokens(n_tokens, window)
+
+
+def test_cached_tokens_refuse_bad_sizes():
+    with pytest.raises(ValueError, match=re.escape("sliding_window=0 is too small")):
+        costs.cached_tokens(10, 0)
+    with pytest.raises(TypeError, match="^windowed must be True or False"):
+        costs.MODEL_SHAPES["Mistral-7B v0.1"].kv_cache_bytes(10, windowed="yes")
+
+
+@pytest.mark.parametrize("n_tokens, window", [(1, 1), (6, 1), (8, 3), (10, 4), (5, 5), (5, 9)])
+def test_the_sliding_window_mask_lets_each_query_see_its_last_w_tokens(n_tokens, window):
+    from mha_core.attention import causal_mask
+
+    mask = costs.sliding_window_mask(n_tokens, window)  # (T, T), True = blocked
+    assert mask.shape == (n_tokens, n_tokens) and mask.dtype == bool
+    for i in range(n_tokens):
+        assert [j for j in range(n_tokens) if not mask[i, j]] == list(range(max(0, i - window + 1), i + 1))
+    if window >= n_tokens:
+        np.testing.assert_array_equal(mask, causal_mask(n_tokens))
+
+
+def test_attention_under_the_window_puts_no_weight_further_back():
+    from mha_core.attention import scaled_dot_product_attention
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 10, 4)) for _ in range(3))  # (H, T, Dh)
+    mask = costs.sliding_window_mask(10, 3)
+    _, weights = scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (H, T, T)
+    assert np.all(weights[:, mask] == 0)
+    np.testing.assert_allclose(weights.sum(-1), 1.0)
+
+
+@pytest.mark.parametrize("n_tokens, window, n_layers", [(12, 4, 1), (12, 4, 2), (12, 4, 3), (20, 3, 5), (9, 2, 8), (16, 16, 2)])
+def test_information_reaches_back_layers_times_w_minus_1_tokens(n_tokens, window, n_layers):
+    reach = costs.reach_after_layers(n_tokens, window, n_layers)  # (T, T)
+    span = costs.window_reach(n_layers, window)
+    for i in range(n_tokens):
+        assert [j for j in range(n_tokens) if reach[i, j]] == list(range(max(0, i - span + 1), i + 1))
+
+
+def test_mistral_reaches_about_131k_tokens_through_its_32_layers():
+    # Jiang et al. 2023: "a theoretical attention span of approximately 131K tokens" (32 layers x 4,096).
+    assert costs.window_reach(32, 4096) == 131_041
+    assert abs(costs.window_reach(32, 4096) - 32 * 4096) < 32
+
+
+# --- prefill against decode --------------------------------------------------------------------------------
+
+
+def test_a_decode_step_of_llama_2_7b_does_one_flop_per_byte():
+    llama = costs.MODEL_SHAPES["Llama-2-7B"]
+    step = costs.decode_step_cost(llama, 4096)
+    # 2 x 6.74e9 weights (a multiply-add each) + 4 x 32 x 32 x 128 x 4096 for attention; bytes:
+    # 6.74e9 x 2 (the weights) + 2 GiB of cache. With Hkv = H in 16 bits both come out equal.
+    assert step.flops == 2 * 6_740_000_000 + 4 * 32 * 32 * 128 * 4096 == 15_627_483_648
+    assert step.bytes_moved == 13_480_000_000 + 2 * 2**30 == step.flops
+    assert step.intensity == 1.0
+
+
+def test_a_prefill_of_llama_2_7b_does_thousands_of_flops_per_byte():
+    llama = costs.MODEL_SHAPES["Llama-2-7B"]
+    prefill = costs.prefill_cost(llama, 4096)
+    assert prefill.flops == 2 * 6_740_000_000 * 4096 + 4 * 32 * 32 * 128 * (4096 * 4097 // 2)
+    assert prefill.bytes_moved == 13_480_000_000 + 2 * 2**30  # weights read once, the cache written once
+    assert round(prefill.intensity) == 3815
+
+
+def test_on_an_a100_a_decode_step_waits_for_memory_and_a_prefill_for_arithmetic():
+    llama = costs.MODEL_SHAPES["Llama-2-7B"]
+    a100 = costs.A100_80GB
+    ridge = a100["flops_per_second"] / a100["bytes_per_second"]
+    assert round(ridge) == 153
+    decode = costs.decode_step_cost(llama, 4096).seconds_at_least(a100["flops_per_second"], a100["bytes_per_second"])
+    prefill = costs.prefill_cost(llama, 4096).seconds_at_least(a100["flops_per_second"], a100["bytes_per_second"])
+    assert decode["bound"] == "memory" and prefill["bound"] == "compute"
+    assert round(1000 * decode["memory_s"], 1) == 7.7 and round(1000 * decode["compute_s"], 2) == 0.05
+    assert round(1000 * prefill["compute_s"]) == 191
+
+
+def test_a_larger_batch_shares_the_weights_read_but_not_the_caches():
+    llama = costs.MODEL_SHAPES["Llama-2-7B"]
+    one, many = costs.decode_step_cost(llama, 4096), costs.decode_step_cost(llama, 4096, batch=64)
+    assert many.flops == 64 * one.flops
+    assert many.bytes_moved == llama.weights_bytes() + 64 * llama.kv_cache_bytes(4096)
+    # The weights are shared, but 64 caches of 2 GiB (137 GB) now outweigh them: still far below an A100's 153.
+    assert 6 < many.intensity < 7
+    mistral = costs.MODEL_SHAPES["Mistral-7B v0.1"]  # 4 query heads per KV head: more work per cached byte
+    assert costs.decode_step_cost(mistral, 4096, batch=64).intensity > many.intensity
+
+
+@pytest.mark.parametrize("n_tokens", [1, 5, 4096, 4097, 10_000])
+def test_prefill_attention_counts_min_i_w_keys_for_query_i(n_tokens):
+    mistral = costs.MODEL_SHAPES["Mistral-7B v0.1"]
+    keys = sum(min(i, 4096) for i in range(1, n_tokens + 1))
+    attention = 4 * 32 * 32 * 128 * keys
+    assert costs.prefill_cost(mistral, n_tokens).flops == 2 * mistral.n_parameters * n_tokens + attention
+
+
+def test_time_bounds_refuse_rates_that_are_not_positive():
+    step = costs.decode_step_cost(costs.MODEL_SHAPES["Gemma-2B"], 16)
+    with pytest.raises(ValueError, match=r"^bytes_per_second=0 is not positive"):
+        step.seconds_at_least(1e12, 0)
+    with pytest.raises(TypeError, match=r"^flops_per_second must be a positive number; got '1e12'"):
+        step.seconds_at_least("1e12", 1e9)
+
+
+# --- paged KV caches ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_tokens, reserved", [(1, 16), (16, 16), (17, 32), (100, 112), (1000, 1008), (4096, 4096)])
+def test_pages_of_16_tokens_waste_less_than_one_page(n_tokens, reserved):
+    r = costs.paged_reservation(n_tokens)
+    assert r.reserved_tokens == reserved and 0 <= r.wasted_tokens < 16
+
+
+def test_a_contiguous_reservation_wastes_what_the_sequence_does_not_use():
+    r = costs.contiguous_reservation(100, 4096)
+    assert (r.reserved_tokens, r.wasted_tokens) == (4096, 3996)
+    assert round(100 * r.wasted_fraction, 1) == 97.6
+    assert costs.contiguous_reservation(4096, 4096).wasted_tokens == 0
+    with pytest.raises(ValueError, match=r"^n_tokens=5000 is more than max_tokens=4096"):
+        costs.contiguous_reservation(5000, 4096)
+    with pytest.raises(ValueError, match=r"^block_tokens=0 is too small"):
+        costs.paged_reservation(10, 0)
+
+
+@given(n_tokens=st.integers(1, 10**6), block=st.integers(1, 256))
+def test_pages_hold_every_token_and_waste_at_most_one_page_minus_one(n_tokens, block):
+    r = costs.paged_reservation(n_tokens, block)
+    assert r.reserved_tokens % block == 0 and 0 <= r.wasted_tokens <= block - 1
+
+
+# --- quantized KV caches ------------------------------------------------------------------------------------------
+
+
+def test_8_and_4_bit_caches_take_a_half_and_a_quarter_of_16_bit():
+    shape = (32, 32768, 8, 128)  # Mistral-7B: layers, T, KV heads, d_head
+    full = costs.kv_cache_bytes(*shape, sliding_window=4096)
+    assert full == 512 * MiB
+    assert costs.quantized_kv_cache_bytes(*shape, bits=16, sliding_window=4096) == full
+    assert costs.quantized_kv_cache_bytes(*shape, bits=8, sliding_window=4096) == 256 * MiB
+    assert costs.quantized_kv_cache_bytes(*shape, bits=4, sliding_window=4096) == 128 * MiB
+    # One 16-bit scale per 64 values adds 2 / 64 bytes per value: 8 MiB here.
+    assert costs.quantized_kv_cache_bytes(*shape, bits=4, group_size=64, sliding_window=4096) == 136 * MiB
+
+
+def test_quantized_bytes_refuse_a_group_that_does_not_split_d_head():
+    with pytest.raises(ValueError, match=r"^group_size=48 does not divide d_head=128; valid group sizes are 1, 2, 4, 8, 16, 32, 64, 128"):
+        costs.quantized_kv_cache_bytes(32, 10, 8, 128, bits=4, group_size=48)
+    with pytest.raises(ValueError, match=r"^bits=0 is too small"):
+        costs.quantized_kv_cache_bytes(32, 10, 8, 128, bits=0)
+
+
+# --- bytes one layer reads while decoding ------------------------------------------------------------------
+
+
+def test_decoding_reads_the_layers_weights_every_step_and_the_cache_so_far():
+    read = costs.layer_decode_bytes(256, 16, 16, 128)
+    assert read["weights"] == 128 * costs.attention_parameters(256, 16) * 4
+    assert read["cache"] == sum(costs.kv_cache_bytes(1, t, 16, 16, bytes_per_value=4) for t in range(1, 129))
+    mqa = costs.layer_decode_bytes(256, 16, 1, 128)
+    assert read["cache"] == 16 * mqa["cache"]  # the cache read falls H / Hkv times
+    assert 2 < read["total"] / mqa["total"] < 2.2  # the total barely halves: the weights dominate at this size
+    assert read["weights"] > 0.88 * read["total"]
+
+
+# --- the numbers notebook 09's prose quotes ------------------------------------------------------------
+
+
+def _notebook_09_prose() -> str:
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "09_serving_cost.ipynb").read_text())
+    return " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_the_numbers_notebook_09_quotes_are_the_ones_costs_computes():
+    prose = _notebook_09_prose()
+    GiB = 2**30
+    llama, mistral = costs.MODEL_SHAPES["Llama-2-7B"], costs.MODEL_SHAPES["Mistral-7B v0.1"]
+    a100 = costs.A100_80GB
+    rates = (a100["flops_per_second"], a100["bytes_per_second"])
+    prefill, decode = costs.prefill_cost(llama, 4096), costs.decode_step_cost(llama, 4096)
+    batch = costs.decode_step_cost(llama, 4096, batch=64)
+    gpt2_steps = [a / b for a, b in zip([12, 6, 4, 3], [6, 4, 3, 2])]
+    mha, mqa = (costs.layer_decode_bytes(256, 16, h, 128) for h in (16, 1))
+    block, pages = costs.contiguous_reservation(500, 4096), costs.paged_reservation(500, 16)
+    per_token = llama.kv_cache_bytes_per_token()
+    scales = {m.name: costs.quantized_kv_cache_bytes(m.n_layers, T, m.n_kv_heads, m.d_head, bits=4, group_size=64,
+                                                     sliding_window=m.sliding_window)
+              - costs.quantized_kv_cache_bytes(m.n_layers, T, m.n_kv_heads, m.d_head, bits=4, sliding_window=m.sliding_window)
+              for m, T in ((mistral, 32768), (llama, 4096))}
+    claims = [
+        # section 4: the key/value slider's steps for a 12-head model do not halve
+        f"the steps divide it by {gpt2_steps[0]:g}, then {gpt2_steps[1]:g}, then {gpt2_steps[2]:.2f}",
+        f"its cache stays at {mistral.kv_cache_bytes(32768) // 2**20} MiB per sequence; **every token** shows the "
+        f"{mistral.kv_cache_bytes(32768, windowed=False) // GiB} GiB",
+        f"GPT-2 small cannot run past {costs.MODEL_SHAPES['GPT-2 small'].context:,} tokens at all",
+        # section 5: sliding windows
+        f"At 8,192 tokens that is half of what keeping every token takes ({mistral.kv_cache_bytes(8192, windowed=False) // 2**20:,} MiB)",
+        f"at 32,768 an eighth ({mistral.kv_cache_bytes(32768, windowed=False) // 2**20:,} MiB)",
+        f"information can travel {costs.window_reach(32, 4096):,} tokens",
+        f"after three layers from tokens 1 to 7: 1 + 3 × 2 = {costs.window_reach(3, 3)} tokens",
+        # section 8: prefill against decode on an A100
+        f"the prefill does about {prefill.intensity:,.0f} FLOPs per byte, far above the A100's {rates[0] / rates[1]:.0f}",
+        f"(at least {1000 * prefill.seconds_at_least(*rates)['compute_s']:.0f} ms)",
+        f"One decode step does {decode.intensity:.1f} FLOP per byte: it reads {decode.bytes_moved / 1e9:.1f} GB",
+        f"to do {decode.flops / 1e12:.3f} TFLOP, so reading takes at least {1000 * decode.seconds_at_least(*rates)['memory_s']:.2f} ms "
+        f"against {1000 * decode.seconds_at_least(*rates)['compute_s']:.2f} ms of arithmetic",
+        f"{batch.intensity:.1f} FLOPs per byte, still memory-bound, and its 64 caches "
+        f"({64 * llama.kv_cache_bytes(4096) / 1e9:.0f} GB) now outweigh the weights ({llama.weights_bytes() / 1e9:.1f} GB)",
+        # section 9: bytes read while decoding, MHA against MQA
+        f"the weights are {100 * mha['weights'] / mha['total']:.0f}% of what an MHA step reads, so MQA reads only "
+        f"{mha['total'] / mqa['total']:.2f} times fewer bytes",
+        # section 10: one block against pages
+        f"leaves {block.wasted_tokens:,} of its {block.reserved_tokens:,} slots empty: "
+        f"{block.wasted_tokens * per_token / GiB:.2f} GiB",
+        f"With pages it leaves {pages.wasted_tokens} slots, {pages.wasted_tokens * per_token // 2**20} MiB",
+        # section 11: the scales of 4-bit groups of 64
+        f"{scales['Mistral-7B v0.1'] // 2**20} MiB for Mistral, {scales['Llama-2-7B'] // 2**20} MiB for Llama-2-7B",
+    ]
+    missing = [c for c in claims if c not in prose]
+    assert not missing, missing
+    assert batch.seconds_at_least(*rates)["bound"] == decode.seconds_at_least(*rates)["bound"] == "memory"

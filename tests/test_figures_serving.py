@@ -99,3 +99,34 @@ def test_head_sweep_figure_shows_flat_kv_bytes_and_the_measured_times():
     np.testing.assert_allclose(time_128.y, [1, 1.1, 2])
     assert flops_128.name == time_128.name == "T = 128"
     assert "d_model = 128" in fig.layout.title.text
+
+
+@pytest.mark.parametrize("windowed, n_tokens, per_sequence", [(True, 8192, 512 * 2**20), (False, 8192, GiB),
+                                                              (True, 32768, 512 * 2**20), (False, 32768, 4 * GiB)])
+def test_calculator_rows_of_mistral_keep_min_t_w_tokens(windowed, n_tokens, per_sequence):
+    m = costs.MODEL_SHAPES["Mistral-7B v0.1"]
+    rows = fs.calculator_rows(m, n_tokens=n_tokens, batch=2, bytes_per_value=2, memory_bytes=80 * GiB, windowed=windowed)
+    assert rows.sliding_window == 4096 and rows.windowed is windowed
+    assert rows.cached_tokens == (4096 if windowed else n_tokens)
+    k = rows.kv_head_counts.index(8)
+    assert rows.bytes_per_sequence[k] == per_sequence and rows.batch_bytes[k] == 2 * per_sequence
+    for h, per_seq in zip(rows.kv_head_counts, rows.bytes_per_sequence):
+        assert per_seq == m.kv_cache_bytes(n_tokens, n_kv_heads=h, windowed=windowed)
+    title = fs.calculator_figure(rows, 8).layout.annotations[0].text
+    assert ("the window keeps the last 4,096" in title) is windowed
+
+
+def test_calculator_rows_refuse_an_encoder():
+    with pytest.raises(ValueError, match=r"^BERT-base is an encoder"):
+        fs.calculator_rows(costs.MODEL_SHAPES["BERT-base"], n_tokens=128, batch=1, bytes_per_value=2, memory_bytes=GiB)
+
+
+@pytest.mark.parametrize("model, n_kv_heads", [("Llama-2-7B", 8), ("Llama-2-7B", 32), ("GPT-2 small", 4), ("Gemma-2B", 1)])
+def test_the_value_labels_sit_on_the_chosen_bar(model, n_kv_heads):
+    # On a category axis a label placed at x="8" lands at position 8, past the last bar; it must be the bar's index.
+    rows = fs.calculator_rows(costs.MODEL_SHAPES[model], n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
+    fig = fs.calculator_figure(rows, n_kv_heads)
+    k = rows.kv_head_counts.index(n_kv_heads)
+    labels = [a for a in fig.layout.annotations if a.xref in ("x", "x2")]
+    assert [a.x for a in labels] == [k, k]
+    assert labels[0].y == pytest.approx(rows.batch_bytes[k] / GiB) and labels[1].y == rows.sequences_that_fit[k]

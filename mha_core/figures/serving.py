@@ -165,6 +165,11 @@ class CalculatorRows:
     bytes_per_value: int
     memory_bytes: int
     weights_bytes: int
+    #: The model's sliding window (None: it has none), whether the cache keeps only the
+    #: window, and the tokens each sequence's cache holds: min(T, W), or T.
+    sliding_window: int | None
+    windowed: bool
+    cached_tokens: int
     kv_head_counts: tuple[int, ...]
     bytes_per_token: tuple[int, ...]  # all layers
     bytes_per_sequence: tuple[int, ...]
@@ -178,16 +183,22 @@ def kv_head_choices(n_heads: int) -> list[int]:
 
 
 def calculator_rows(model: costs.ModelShape, *, n_tokens: int, batch: int, bytes_per_value: int,
-                    memory_bytes: int) -> CalculatorRows:
-    """Look up every number of the calculator in ``mha_core.costs``."""
+                    memory_bytes: int, windowed: bool = True) -> CalculatorRows:
+    """Look up every number of the calculator in ``mha_core.costs``.
+
+    ``windowed=False`` keeps every token even where the model has a sliding window (to
+    see what the window saves). An encoder keeps no cache: ``costs`` raises a ValueError.
+    """
     kv_counts = tuple(kv_head_choices(model.n_heads))
     weights = model.weights_bytes(bytes_per_value)
     per_token = tuple(costs.kv_cache_bytes_per_token(model.n_layers, h, model.d_head, bytes_per_value) for h in kv_counts)
-    per_sequence = tuple(model.kv_cache_bytes(n_tokens, n_kv_heads=h, bytes_per_value=bytes_per_value) for h in kv_counts)
+    per_sequence = tuple(model.kv_cache_bytes(n_tokens, n_kv_heads=h, bytes_per_value=bytes_per_value, windowed=windowed)
+                         for h in kv_counts)
     return CalculatorRows(
         model=model.name, n_heads=model.n_heads, n_layers=model.n_layers, d_head=model.d_head,
         n_tokens=int(n_tokens), batch=int(batch), bytes_per_value=int(bytes_per_value), memory_bytes=int(memory_bytes),
-        weights_bytes=weights, kv_head_counts=kv_counts, bytes_per_token=per_token,
+        weights_bytes=weights, sliding_window=model.sliding_window, windowed=bool(windowed),
+        cached_tokens=model.cached_tokens(n_tokens, windowed=windowed), kv_head_counts=kv_counts, bytes_per_token=per_token,
         bytes_per_sequence=per_sequence,
         batch_bytes=tuple(p * int(batch) for p in per_sequence),
         sequences_that_fit=tuple(costs.concurrent_sequences(memory_bytes, p, reserved_bytes=weights) for p in per_sequence),
@@ -217,9 +228,11 @@ def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None 
              marker=dict(color=colors), name="sequences", showlegend=False,
              hovertemplate="Hkv = %{x}: %{y:,} sequences<extra>that fit</extra>"),
     ]
+    # A second line, not a longer first one: the panel is too narrow for both.
+    kept = f"<br>the window keeps the last {rows.cached_tokens:,}" if rows.cached_tokens < rows.n_tokens else ""
     annotations = [
-        dict(text=f"KV cache of {rows.batch} × {rows.n_tokens:,} tokens (GiB)", xref="paper", yref="paper", x=0.0, y=1.0,
-             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE - 1)),
+        dict(text=f"KV cache of {rows.batch} × {rows.n_tokens:,} tokens (GiB){kept}", xref="paper", yref="paper", x=0.0, y=1.0,
+             xanchor="left", yanchor="bottom", showarrow=False, align="left", font=dict(size=FONT_SIZE - 1)),
         dict(text=f"sequences of {rows.n_tokens:,} tokens that fit", xref="paper", yref="paper", x=0.56, y=1.0,
              xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE - 1)),
         dict(text=f"memory left after the weights: {bytes_text(left)}" if left else "the weights alone fill the memory",
@@ -227,10 +240,11 @@ def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None 
              font=dict(size=FONT_SIZE - 2)),
     ]
     if k is not None:
+        # x=k, the bar's index: on a category axis a label such as "8" would be read as position 8, off the bars.
         annotations += [
-            dict(text=f"<b>{bytes_text(rows.batch_bytes[k])}</b>", xref="x", yref="y", x=x[k], y=rows.batch_bytes[k] / GiB,
+            dict(text=f"<b>{bytes_text(rows.batch_bytes[k])}</b>", xref="x", yref="y", x=k, y=rows.batch_bytes[k] / GiB,
                  yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)"),
-            dict(text=f"<b>{rows.sequences_that_fit[k]:,}</b>", xref="x2", yref="y2", x=x[k], y=rows.sequences_that_fit[k],
+            dict(text=f"<b>{rows.sequences_that_fit[k]:,}</b>", xref="x2", yref="y2", x=k, y=rows.sequences_that_fit[k],
                  yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)"),
         ]
     shapes = [dict(type="line", xref="x domain", yref="y", x0=0, x1=1, y0=left / GiB, y1=left / GiB,
@@ -238,7 +252,9 @@ def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None 
     chosen = "" if k is None else f": {n_kv_heads} KV heads ({kv_kind(n_kv_heads, rows.n_heads)})"
     layout = base_layout(
         f"{rows.model}, {8 * rows.bytes_per_value}-bit, {bytes_text(rows.memory_bytes)} GPU{chosen}",
-        width=width, height=400, margin=dict(l=70, r=20, t=90, b=70), bargap=0.25,
+        # 356 px tall: with its controls, its readout (one line more for a sliding window) and a message
+        # of two lines it still fits in the 679 px of notebook a 1280 x 800 screen shows (measured).
+        width=width, height=356, margin=dict(l=70, r=20, t=84, b=56), bargap=0.25,
         annotations=annotations, shapes=shapes,
     )
     top_bytes = 1.25 * max(max(rows.batch_bytes), left) / GiB

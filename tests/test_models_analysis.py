@@ -136,3 +136,67 @@ def test_key_similarity_is_one_on_the_token_itself():
     assert s.shape == (4, 12) and np.allclose(s[:, 7], 1.0) and np.all(np.abs(s) <= 1 + 1e-9)
     with pytest.raises(ValueError, match="0..11"):
         key_similarity(model, 12)
+
+
+# --------------------------------------------------------------------------- baselines: what a share or an accuracy means
+
+
+def exact_largest_so_far_without_attention(V=12, T=12):
+    """The best guess of max(x_0..x_t) from x_t and t alone, for iid uniform tokens, averaged (exact)."""
+    acc = []
+    for t in range(T):
+        for x in range(V):
+            probs = [((m + 1) / V) ** t - ((m / V) ** t if m > x else 0.0) for m in range(x, V)]
+            acc.append(max(probs))
+    return float(np.mean(acc))
+
+
+def test_a_head_that_looks_nowhere_in_particular_gets_these_shares(batch):
+    from mha_core.models.analysis import uniform_head_role_scores
+
+    share = uniform_head_role_scores(batch.target_positions)  # (R,)
+    B = batch.tokens.shape[0]
+    expected = role_scores(np.broadcast_to(uniform_causal(), (B, 1, T, T)), batch.target_positions)[0]
+    assert np.allclose(share, expected)
+    # previous token: mean over t = 1..11 of 1 / (t + 1); two back: over t = 2..11
+    assert share[0] == pytest.approx(np.mean([1 / (t + 1) for t in range(1, T)]))
+    assert share[1] == pytest.approx(np.mean([1 / (t + 1) for t in range(2, T)]))
+
+
+def test_a_purely_positional_head_gets_about_030_of_largest_so_far_by_chance():
+    from mha_core.models.analysis import positional_role_scores
+
+    big = RELATIONS.batch(2048, seed=7)
+    shares = positional_role_scores(big.target_positions)  # (R,) heads on t-1, t-2 and itself
+    assert shares.shape == (3, 3)
+    assert np.allclose(np.diag(shares)[:2], 1.0)
+    assert np.all(np.abs(shares[:, 2] - 0.30) < 0.02)
+
+
+def test_the_best_guess_without_attention_matches_the_exact_value():
+    from mha_core.models.analysis import chance_accuracy, no_attention_accuracy
+
+    batch = RELATIONS.batch(4096, seed=3)
+    acc = no_attention_accuracy(RELATIONS, batch)
+    assert acc.shape == (3,)
+    assert np.allclose(acc[:2], 1 / 12, atol=0.01)  # tokens are independent: the current one says nothing
+    assert acc[2] == pytest.approx(exact_largest_so_far_without_attention(), abs=0.015)
+    assert np.allclose(chance_accuracy(RELATIONS), 1 / 12)
+
+
+def test_an_untrained_readout_is_no_better_than_the_best_guess_without_attention(batch):
+    # the baseline is a ceiling for every model whose heads are all off, whatever its read-out learned
+    from mha_core.models.analysis import no_attention_accuracy
+
+    model = ToyModel(3, d_model=12, seed=0).eval()
+    off = ablation_accuracy(model, batch, [0, 1, 2])
+    assert np.all(off <= no_attention_accuracy(RELATIONS, batch) + 0.05)
+
+
+def test_share_against_removal_lines_up_shares_with_what_switching_off_costs(batch):
+    from mha_core.models.analysis import removal_cost
+
+    model = ToyModel(3, d_model=12, seed=0).eval()
+    cost = removal_cost(model, batch)  # (H, R)
+    full = ablation_accuracy(model, batch, [])
+    assert np.allclose(cost, full[None] - single_head_removal(model, batch))

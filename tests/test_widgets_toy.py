@@ -107,3 +107,118 @@ def test_head_switches_show_the_ablation_of_the_unticked_heads():
         s.value = False
     assert "only the residual path" in switches.message.value
     assert np.allclose(switches.figure.data[0].y, ablation_accuracy(result.model, batch, [0, 1, 2]))
+
+
+# --------------------------------------------------------------------------- axis titles, the budget's maximum, interrupts
+
+
+def shown_title(figure, axis):
+    """An axis title as the browser gets it: the widget's own layout state, not the Python object."""
+    return (figure._layout.get(axis) or {}).get("title", {}).get("text")
+
+
+@pytest.mark.parametrize("n_heads", [3, 1])
+def test_axis_titles_survive_training_and_a_new_head_count(group, n_heads):
+    group.n_heads.value = n_heads  # 3: the same setting again (a redraw from the cache); 1: one panel
+    assert len(group.figure.data) == 3 * n_heads
+    assert group.figure.layout.xaxis.title.text == "step" and shown_title(group.figure, "xaxis") == "step"
+    assert group.figure.layout.yaxis.title.text == "share of weight"
+    assert shown_title(group.figure, "yaxis") == "share of weight"
+
+
+def test_head_switches_keep_the_accuracy_title_after_a_click():
+    switches = HeadSwitches(trained(TrainConfig(n_heads=3, seed=0, max_steps=STEPS)))
+    switches.switches[0].value = False
+    assert shown_title(switches.figure, "yaxis") == "accuracy"
+
+
+def test_the_step_budget_has_a_maximum_and_says_so(group, monkeypatch):
+    from mha_core.widgets.toy import MAX_BUDGET
+
+    assert f"{MAX_BUDGET:,}" in group.max_steps.description
+    monkeypatch.setattr(training, "train", lambda *a, **k: pytest.fail("an over-budget setting trained"))
+    group.max_steps.value = MAX_BUDGET + 1
+    message = group.message.value
+    assert f"max_steps={MAX_BUDGET + 1}" in message and f"1 to {MAX_BUDGET:,}" in message
+    assert "Interrupt" in message
+
+
+def test_an_interrupt_stops_training_and_keeps_what_was_trained(monkeypatch):
+    import os
+    import signal
+
+    import mha_core.widgets.toy as toy
+
+    real_update = toy.update_in_place
+    sent = []
+
+    def update_then_interrupt(figure, built):
+        real_update(figure, built)
+        if max(built.data[0].x) == 40 and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)  # Kernel > Interrupt, while the figure shows step 40
+
+    monkeypatch.setattr(toy, "update_in_place", update_then_interrupt)
+    group = LiveTraining(n_heads=1, seed=0, max_steps=400)
+    group.train()  # no exception
+    result = group.result
+    assert result.interrupted and result.steps == 40 and group.progress.value == 40
+    assert max(group.figure.data[0].x) == 40
+    assert "stopped at step 40 of 400" in group.status.value and "Traceback" not in group.status.value
+    assert not training.is_cached(result.config)
+    assert shown_title(group.figure, "xaxis") == "step"
+
+
+def test_interrupting_a_widget_callback_in_a_real_kernel_keeps_the_model():
+    """The browser's path: a comm message changes the budget, training runs in the kernel, Kernel > Interrupt."""
+    import time
+
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+
+        def run(code, timeout=120):
+            msg_id = kc.execute(code)
+            out = []
+            while True:
+                msg = kc.get_iopub_msg(timeout=timeout)
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                if msg["msg_type"] == "stream":
+                    out.append(msg["content"]["text"])
+                elif msg["msg_type"] == "error":
+                    out.append("ERROR " + msg["content"]["ename"])
+                elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                    return "".join(out)
+
+        comm_id = run("from mha_core.widgets.toy import LiveTraining\n"
+                      "g = LiveTraining(n_heads=1, seed=0, max_steps=20); g.train()\n"
+                      "print(g.max_steps.comm.comm_id)").strip()
+        assert "ERROR" not in comm_id
+        update = {"method": "update", "state": {"value": 5000}, "buffer_paths": []}
+        kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": comm_id, "data": update}))
+        time.sleep(3)  # training 1 head for up to 5,000 steps (it does not reach the target by then)
+        km.interrupt_kernel()
+        sent = time.monotonic()
+        state = run("print(g.result.interrupted, g.result.steps, g.progress.value, int(max(g.figure.data[0].x)))",
+                    timeout=60)
+        answered = time.monotonic() - sent
+        interrupted, steps, bar, last_x = state.split()
+        assert interrupted == "True" and 20 < int(steps) < 5000 and int(bar) == int(steps) == int(last_x)
+        assert answered < 5  # the kernel is free again (a second for the interrupt, the rest for the message round trip)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_head_switches_draw_the_baselines_they_are_given_on_every_update():
+    result = trained(TrainConfig(n_heads=3, seed=0, max_steps=STEPS))
+    switches = HeadSwitches(result, baselines={"chance": [1 / 12] * 3})
+    switches.switches[2].value = False
+    line = [t for t in switches.figure.data if t.name == "chance"]
+    assert len(line) == 1 and np.allclose(line[0].y, 1 / 12)

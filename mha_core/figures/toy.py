@@ -2,6 +2,11 @@
 
 Builders are pure: arrays and plain lists in, ``go.Figure`` out. They take numbers
 (histories, score tables, accuracies), never a model, so they need no torch.
+
+Builders that controls call with ``validate=False`` spell nested properties out
+(``title=dict(text=...)``, not ``title_text=...``): an unvalidated figure keeps plotly's
+"magic underscore" keys as they are, and the in-place update, which compares the shown
+and the new figure leaf by leaf, then wiped the axis titles in the page.
 """
 
 from __future__ import annotations
@@ -75,10 +80,10 @@ def role_history_figure(steps, role_scores, relations, *, max_steps: int | None 
                 hovertemplate=f"head {h + 1}, {relations[r]}: %{{y:.2f}} at step %{{x}}<extra></extra>",
             ))
         lo = h * (width + gap)
-        layout_axes[f"xaxis{suffix}"] = dict(domain=[lo, lo + width], range=[0, top], title_text="step",
+        layout_axes[f"xaxis{suffix}"] = dict(domain=[lo, lo + width], range=[0, top], title=dict(text="step"),
                                              anchor=f"y{suffix}", gridcolor="#eee")
         layout_axes[f"yaxis{suffix}"] = dict(range=[0, 1.02], anchor=f"x{suffix}", gridcolor="#eee",
-                                             showticklabels=h == 0, title_text="share of weight" if h == 0 else None)
+                                             showticklabels=h == 0, title=dict(text="share of weight" if h == 0 else ""))
     annotations = [dict(text=f"head {h + 1}", x=h * (width + gap) + width / 2, y=1.0, xref="paper", yref="paper",
                         yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE)) for h in range(H)]
     layout = base_layout(
@@ -110,8 +115,32 @@ def role_table_figure(role_scores, relations, *, roles=None, title: str | None =
     return go.Figure(data=[trace], layout=layout)
 
 
-def accuracy_comparison_figure(accuracies: dict, relations, *, title: str | None = None) -> go.Figure:
+def baseline_traces(baselines: dict | None, relations) -> list[dict]:
+    """One labelled line per baseline (``{"chance": (R,), ...}``): a short bar across each relation.
+
+    The label is the legend entry (values printed on the bars' colours were hard to read);
+    hovering gives the value.
+
+    Shapes:
+        each baseline: (R,)
+    """
+    traces = []
+    for i, (name, values) in enumerate((baselines or {}).items()):
+        values = np.asarray(values, dtype=float)
+        colour = ["#222222", "#b8003e", "#1b4f72"][i % 3]
+        traces.append(dict(
+            type="scatter", mode="markers", name=name, x=list(relations), y=values,
+            marker=dict(symbol="line-ew", size=70, color=colour, line=dict(width=4 if i == 0 else 3, color=colour)),
+            text=[f"{v:.2f}" for v in values], hovertemplate=f"{name}, %{{x}}: %{{text}}<extra></extra>",
+        ))
+    return traces
+
+
+def accuracy_comparison_figure(accuracies: dict, relations, *, baselines: dict | None = None,
+                               title: str | None = None) -> go.Figure:
     """Per-relation accuracy of several models side by side (``{"1 head": acc, "3 heads": acc}``).
+
+    ``baselines`` (``{"label": (R,)}``) adds one labelled line per baseline, such as chance.
 
     Shapes:
         each accuracy: (R,)
@@ -122,9 +151,79 @@ def accuracy_comparison_figure(accuracies: dict, relations, *, title: str | None
         data.append(dict(type="bar", name=name, x=list(relations), y=acc, marker=dict(color=COLORS[i % len(COLORS)]),
                          text=[f"{a:.2f}" for a in acc], textposition="outside",
                          hovertemplate=f"{name}, %{{x}}: %{{y:.3f}}<extra></extra>"))
-    layout = base_layout(title or "Accuracy per relation", barmode="group", height=420, width=TOY_WIDTH,
-                         yaxis=dict(range=[0, 1.12], title_text="accuracy"), xaxis=dict(type="category"))
+    data += baseline_traces(baselines, relations)
+    layout = base_layout(title or "Accuracy per relation", barmode="group", height=460, width=TOY_WIDTH,
+                         yaxis=dict(range=[0, 1.12], title=dict(text="accuracy")), xaxis=dict(type="category"),
+                         legend=dict(orientation="h", y=-0.18, yanchor="top"), margin=dict(l=90, r=30, t=70, b=120))
     return go.Figure(data=data, layout=layout)
+
+
+def steps_to_target_figure(table: dict, *, budget: int | None = None, title: str | None = None) -> go.Figure:
+    """Training steps each head count needed to reach the target on every relation, per seed (log scale).
+
+    ``table`` is what ``mha_core.models.steps_to_target.steps_table`` returns; a run that
+    did not reach the target is drawn at the table's budget and labelled "not by ...".
+    ``budget`` draws a dashed line at a step count (notebook 06's 300 steps).
+    """
+    seeds = list(table["seeds"])
+    data = []
+    for i, H in enumerate(sorted({row["n_heads"] for row in table["rows"]})):
+        rows = {row["seed"]: row for row in table["rows"] if row["n_heads"] == H}
+        steps = [rows[s]["steps"] for s in seeds]
+        text = [f"{rows[s]['steps']:,}" if rows[s]["reached"] else f"not by {table['max_steps']:,}" for s in seeds]
+        data.append(dict(type="bar", name=f"{H} head{'s' if H > 1 else ''}", x=[f"seed {s}" for s in seeds], y=steps,
+                         text=text, textposition="outside", marker=dict(color=COLORS[i % len(COLORS)]),
+                         hovertemplate=f"{H} head(s), %{{x}}: %{{text}} steps<extra></extra>"))
+    top = max(row["steps"] for row in table["rows"])
+    shapes, annotations = [], []
+    if budget:
+        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=budget, y1=budget,
+                           line=dict(color="#444444", width=2, dash="dash")))
+        # named in the legend (a label on the plot sat on the bars)
+        data.append(dict(type="scatter", mode="lines", name=f"notebook budget: {budget:,} steps", x=[None], y=[None],
+                         line=dict(color="#444444", width=2, dash="dash"), hoverinfo="skip"))
+    target = table.get("target_accuracy", 0.99)
+    layout = base_layout(
+        title or f"Training steps until every relation is right at {target:.0%} of positions",
+        barmode="group", height=460, width=TOY_WIDTH, shapes=shapes, annotations=annotations,
+        yaxis=dict(type="log", range=[1, np.log10(top) + 0.45], title=dict(text="steps (log scale)"),
+                   tickvals=[10, 100, 1_000, 10_000, 100_000], ticktext=["10", "100", "1,000", "10,000", "100,000"]),
+        xaxis=dict(type="category"), legend=dict(orientation="h", y=-0.15, yanchor="top"),
+        margin=dict(l=90, r=30, t=70, b=110),
+    )
+    return go.Figure(data=data, layout=layout)
+
+
+def share_and_removal_figure(role_scores, removal_cost, relations, *, title: str | None = None) -> go.Figure:
+    """Two ways to find a head's role, side by side: where it looks, and what breaks without it.
+
+    Left: each head's share of weight on each relation's targets. Right: the accuracy
+    each relation loses when that head alone is switched off.
+
+    Shapes:
+        role_scores, removal_cost: (H, R), each in 0..1
+    """
+    from plotly.subplots import make_subplots
+
+    share = np.asarray(role_scores, dtype=float)
+    cost = np.clip(np.asarray(removal_cost, dtype=float), 0.0, 1.0)
+    H, R = share.shape
+    heads = [f"head {h + 1}" for h in range(H)]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("share of weight on the targets", "accuracy lost with the head off"))
+    for col, (z, name) in enumerate(((share, "share"), (cost, "lost")), start=1):
+        # one colour bar for both tables: they share the 0..1 scale
+        fig.add_trace(go.Heatmap(z=z, x=list(relations), y=heads, zmin=0, zmax=1, colorscale=WEIGHTS_COLORSCALE,
+                                 text=np.char.mod("%.2f", z), texttemplate="%{text}", textfont=dict(size=FONT_SIZE),
+                                 xgap=2, ygap=2, showscale=col == 2, colorbar=dict(title=dict(text="0 to 1"), len=0.8),
+                                 hovertemplate=f"%{{y}}, %{{x}}: {name} %{{z:.2f}}<extra></extra>"), row=1, col=col)
+    fig.update_layout(**base_layout(title or "Where a head looks, and what switching it off costs",
+                                    height=260 + 50 * H, width=TOY_WIDTH, margin=dict(l=80, r=30, t=110, b=90)))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category", tickangle=-20)
+    for a in fig.layout.annotations:
+        a.font = dict(size=FONT_SIZE)
+    return fig
 
 
 def key_similarity_figure(similarity, token: int, *, title: str | None = None) -> go.Figure:
@@ -163,8 +262,11 @@ def similarity_matrix_figure(similarity, *, title: str | None = None) -> go.Figu
     return go.Figure(data=[trace], layout=layout)
 
 
-def ablation_figure(accuracy, relations, heads_on, *, baseline=None, title: str | None = None, validate: bool = True) -> go.Figure:
+def ablation_figure(accuracy, relations, heads_on, *, baseline=None, baselines: dict | None = None,
+                    title: str | None = None, validate: bool = True) -> go.Figure:
     """Per-relation accuracy with some heads switched off (bars), beside all heads on (markers).
+
+    ``baselines`` (``{"label": (R,)}``) adds one labelled line per baseline, such as chance.
 
     Shapes:
         accuracy, baseline: (R,)
@@ -182,8 +284,9 @@ def ablation_figure(accuracy, relations, heads_on, *, baseline=None, title: str 
                          y=np.asarray(baseline, dtype=float), marker=dict(symbol="line-ew", size=40, color="black",
                                                                           line=dict(width=3, color="black")),
                          hovertemplate="all heads on, %{x}: %{y:.3f}<extra></extra>"))
+    data += baseline_traces(baselines, relations)
     layout = base_layout(title or f"Accuracy per relation, {label}", height=420, width=TOY_WIDTH,
-                         yaxis=dict(range=[0, 1.12], title_text="accuracy"), xaxis=dict(type="category"),
+                         yaxis=dict(range=[0, 1.12], title=dict(text="accuracy")), xaxis=dict(type="category"),
                          legend=dict(orientation="h", y=-0.2))
     return go.Figure(data=data, layout=layout, _validate=validate)
 

@@ -177,3 +177,105 @@ def key_similarity(model, token: int) -> np.ndarray:
         raise ValueError(f"token={token} is not in the vocabulary 0..{V - 1}")
     k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # (H, V, Dh) unit length
     return (k @ k[:, int(token), :, None]).squeeze(-1).numpy()  # (H, V)
+
+
+# --------------------------------------------------------------------------- baselines: what a number means
+#
+# A share of weight, or an accuracy, says little until you know what a model gets
+# without the skill in question. Two kinds of baseline:
+#
+# - for role scores: the share a head gets on a relation's targets when its pattern has
+#   nothing to do with that relation (spread evenly, or fixed on one position);
+# - for accuracy: guessing (1 / n_classes), and the best guess a read-out can make from
+#   the current token and its position alone, which is all it has with every head off.
+
+
+def uniform_head_role_scores(target_positions) -> np.ndarray:
+    """The role scores of a head that spreads its weight evenly over the positions it can see.
+
+    Shapes:
+        target_positions: (R, B, T, T) bool
+        returns: (R,)
+    """
+    pos = _numpy(target_positions).astype(bool)  # (R, B, Tq, Tk)
+    T = pos.shape[-1]
+    uniform = np.tril(np.ones((T, T)))  # (Tq, Tk): causal
+    uniform /= uniform.sum(axis=1, keepdims=True)
+    weights = np.broadcast_to(uniform, (pos.shape[1], 1, T, T))  # (B, 1, T, T)
+    return role_scores(weights, pos)[0]  # (R,)
+
+
+def positional_role_scores(target_positions, backs=(1, 2, 0)) -> np.ndarray:
+    """The role scores of purely positional heads: each puts all its weight ``back`` positions back.
+
+    A query with nothing that far back looks at itself. The default heads are
+    previous token, two back, and the query itself.
+
+    Shapes:
+        target_positions: (R, B, T, T) bool
+        returns: (len(backs), R)
+    """
+    pos = _numpy(target_positions).astype(bool)  # (R, B, Tq, Tk)
+    T = pos.shape[-1]
+    heads = np.zeros((len(backs), T, T))  # (H, Tq, Tk)
+    for h, back in enumerate(backs):
+        for t in range(T):
+            heads[h, t, t - back if t >= back else t] = 1.0
+    return role_scores(np.broadcast_to(heads, (pos.shape[1], len(backs), T, T)), pos)  # (H, R)
+
+
+def chance_accuracy(task) -> np.ndarray:
+    """Accuracy of guessing uniformly at random: 1 / n_classes for every relation. Shapes: returns (R,)."""
+    from .tasks import get_task
+
+    task = get_task(task)
+    return np.full(len(task.relations), 1.0 / task.n_classes)
+
+
+#: Sequences used to learn the best guess without attention (a fixed seed, apart from the evaluation batch's).
+NO_ATTENTION_FIT = 20_000
+NO_ATTENTION_SEED = 777
+
+
+def no_attention_accuracy(task, batch, *, fit_size: int = NO_ATTENTION_FIT, seed: int = NO_ATTENTION_SEED) -> np.ndarray:
+    """Accuracy on ``batch`` of the best guess from the current token and its position alone.
+
+    With every head off a read-out sees only that (the residual path), so no such
+    model can do better, up to sampling noise. The guess for each (position, token)
+    is the most frequent target among ``fit_size`` fresh sequences drawn with ``seed``.
+
+    Shapes:
+        returns: (R,)
+    """
+    from .tasks import get_task
+
+    task = get_task(task)
+    fit = task.batch(fit_size, seed=seed)
+    T, V, C = task.seq_len, task.vocab_size, task.n_classes
+    tokens, targets = fit.tokens.numpy(), fit.targets.numpy()  # (N, T), (R, N, T)
+    position = np.broadcast_to(np.arange(T), tokens.shape)  # (N, T)
+    out = []
+    for r in range(len(task.relations)):
+        counts = np.zeros((T, V, C))
+        defined = targets[r] != IGNORE  # (N, T)
+        np.add.at(counts, (position[defined], tokens[defined], targets[r][defined]), 1)
+        guess = counts.argmax(axis=-1)  # (T, V)
+        b_tokens, b_targets = _numpy(batch.tokens), _numpy(batch.targets)[r]  # (B, T), (B, T)
+        b_defined = b_targets != IGNORE
+        b_position = np.broadcast_to(np.arange(b_tokens.shape[1]), b_tokens.shape)
+        hit = guess[b_position, b_tokens] == b_targets  # (B, T)
+        out.append((hit & b_defined).sum() / max(b_defined.sum(), 1))
+    return np.array(out)
+
+
+def removal_cost(model, batch) -> np.ndarray:
+    """How much accuracy each relation loses when each head is switched off alone.
+
+    The other way to find a head's role: not where it looks (``role_scores``), but what
+    breaks without it.
+
+    Shapes:
+        returns: (H, R); 0 where nothing is lost
+    """
+    full = ablation_accuracy(model, batch, [])  # (R,)
+    return full[None, :] - single_head_removal(model, batch)  # (H, R)

@@ -5,7 +5,10 @@ the model (the status line reads "training..." and a progress bar moves) and the
 figure shows each head's role scores step by step as they emerge. A setting trained
 before comes back from the in-process cache at once. Bad settings (a head count that
 does not divide d_model, a seed that is not a whole number, a budget below one step)
-show a plain message beside the controls.
+show a plain message beside the controls. The budget goes up to ``MAX_BUDGET`` steps,
+under a minute of training on a quiet two-core machine; Kernel > Interrupt (or the toolbar's stop
+button) stops a run within a step and keeps it: the figure, the progress bar and
+``result`` show the model as trained so far, and the status line says where it stopped.
 
 ``HeadSwitches`` (08): one checkbox per head; the figure shows the model's accuracy
 per relation with the unticked heads off. Every on/off combination is measured once
@@ -26,6 +29,19 @@ from ._base import ControlGroup, figure_widget, message_box, show_message, updat
 MAX_HEADS = 8
 #: Redraw the live figure at most this often during training (every ``eval_every`` steps it is measured).
 REDRAW_EVERY = 10
+#: The largest step budget the control accepts: under a minute on a quiet two-core machine (one head
+#: trains about 200 steps a second there: issue 24 measured 4,710 steps in 22 s; eight heads are about 1.8 times slower, as
+#: measured side by side on a busy machine: 15 and 26 ms a step). Longer runs belong in a cell.
+MAX_BUDGET = 5_000
+
+
+def check_budget(max_steps) -> None:
+    """A ValueError naming ``max_steps`` when the budget is above what the control allows."""
+    if isinstance(max_steps, int) and max_steps > MAX_BUDGET:
+        raise ValueError(f"max_steps={max_steps} is more than this control allows; valid budgets are 1 to {MAX_BUDGET:,} "
+                         f"steps (under a minute of training on a quiet two-core machine). For a longer run, call "
+                         f"mha_core.models.train(n_heads=..., seed=..., max_steps=...) in a cell: "
+                         f"Kernel > Interrupt stops it and keeps the model")
 
 
 def parse_seed(text) -> int:
@@ -58,6 +74,9 @@ def status_text(result, relations) -> str:
     """One line: steps taken, and the accuracy reached on each relation."""
     p = result.final
     acc = ", ".join(f"{name} {a:.2f}" for name, a in zip(relations, p.accuracy))
+    if getattr(result, "interrupted", False):
+        return (f"{result.config.n_heads} head(s), seed {result.config.seed}: stopped at step {p.step} of "
+                f"{result.config.max_steps} (interrupted); the figure shows the model as trained so far. Accuracy: {acc}.")
     verdict = "reached the target" if result.reached_target else "did not reach the target"
     return f"{result.config.n_heads} head(s), seed {result.config.seed}: {p.step} steps, {verdict}. Accuracy: {acc}."
 
@@ -81,8 +100,8 @@ class LiveTraining(ControlGroup):
                                  layout=widgets.Layout(width="150px"))
         self.n_heads = widgets.IntSlider(value=n_heads, min=1, max=MAX_HEADS, description="heads H",
                                          continuous_update=False, style=style, layout=widgets.Layout(width="330px"))
-        self.max_steps = widgets.IntText(value=max_steps, description="step budget", style=style,
-                                         layout=widgets.Layout(width="190px"))
+        self.max_steps = widgets.IntText(value=max_steps, description=f"step budget (1 to {MAX_BUDGET:,})", style=style,
+                                         layout=widgets.Layout(width="260px"))
         for control, name in ((self.seed, "seed"), (self.n_heads, "head-count"), (self.max_steps, "steps")):
             control.add_class(f"mha-toy-{name}")
         self.progress = widgets.IntProgress(value=0, min=0, max=max_steps, description="",
@@ -102,7 +121,9 @@ class LiveTraining(ControlGroup):
         """The TrainConfig of the current controls (raises TypeError/ValueError for a bad setting)."""
         from ..models.training import TrainConfig
 
-        return TrainConfig(n_heads=self.n_heads.value, seed=parse_seed(self.seed.value), max_steps=self.max_steps.value)
+        config = TrainConfig(n_heads=self.n_heads.value, seed=parse_seed(self.seed.value), max_steps=self.max_steps.value)
+        check_budget(config.max_steps)
+        return config
 
     def _show_status(self, text: str, *, busy: bool = False) -> None:
         colour = "#8a4b00" if busy else "#1b4f72"
@@ -133,14 +154,16 @@ class LiveTraining(ControlGroup):
                 self._show_status(f"training... step {p.step} / {config.max_steps}, accuracy {acc}", busy=True)
                 update_in_place(self.figure, history_figure(partial, self.relations, max_steps=config.max_steps))
 
-        result = training.trained(config, callback=report)
+        # Kernel > Interrupt stops the run after the step under way and keeps it (not cached).
+        result = training.trained(config, callback=report, interruptible=True)
         self._show(result, config, cached=False)
 
     def _show(self, result, config, *, cached: bool) -> None:
         self.result = result
         self.progress.value = result.steps
         update_in_place(self.figure, history_figure(result, self.relations, max_steps=config.max_steps))
-        self._show_status(("(from the cache) " if cached else "trained: ") + status_text(result, self.relations))
+        prefix = "(from the cache) " if cached else ("" if result.interrupted else "trained: ")
+        self._show_status(prefix + status_text(result, self.relations))
 
     def _on_change(self, change):
         self.train()
@@ -164,11 +187,12 @@ def live_training(n_heads: int = 3, seed: int = 0, max_steps: int | None = None)
 class HeadSwitches(ControlGroup):
     """One checkbox per head of a trained model; the figure shows accuracy with the unticked heads off."""
 
-    def __init__(self, result, batch=None):
+    def __init__(self, result, batch=None, baselines: dict | None = None):
         from ..models.analysis import ablation_accuracy
         from ..models.training import evaluation_batch, one_thread
 
         self.result = result
+        self.baselines = baselines  # {"label": (R,)}: lines drawn on the figure, such as chance
         model = result.model
         self.relations = model.task.relations
         batch = evaluation_batch(model.task) if batch is None else batch
@@ -196,7 +220,8 @@ class HeadSwitches(ControlGroup):
         return self.table[off]
 
     def _build(self):
-        return ablation_figure(self.accuracy(), self.relations, self.heads_on, baseline=self.table[()], validate=False)
+        return ablation_figure(self.accuracy(), self.relations, self.heads_on, baseline=self.table[()],
+                               baselines=self.baselines, validate=False)
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build())
@@ -211,6 +236,9 @@ class HeadSwitches(ControlGroup):
         return widgets.VBox([widgets.HBox(self.switches), self.message, self.figure])
 
 
-def head_switches(result, batch=None) -> HeadSwitches:
-    """Checkboxes for the heads of a trained toy model, and its accuracy with the unticked heads off."""
-    return HeadSwitches(result, batch)
+def head_switches(result, batch=None, baselines: dict | None = None) -> HeadSwitches:
+    """Checkboxes for the heads of a trained toy model, and its accuracy with the unticked heads off.
+
+    ``baselines`` (``{"label": (R,)}``, e.g. from ``models.analysis.no_attention_accuracy``) adds labelled lines.
+    """
+    return HeadSwitches(result, batch, baselines)

@@ -119,3 +119,15 @@ def test_a_spec_naming_the_first_axis_xaxis1_updates_that_axis_and_keeps_it():
     target = figure_widget(spec([1, 2]))
     update_in_place(target, spec([2, 1]))
     assert tuple(target.layout.xaxis.domain) == (0, 0.5) and target.layout.xaxis.type == "category"
+
+
+def test_an_unvalidated_figure_with_plotlys_shorthand_never_drops_a_title():
+    # go.Figure(..., _validate=False) keeps title_text as written; the figure shown holds title: {text}.
+    def built(y):
+        return go.Figure(data=[{"type": "bar", "x": [1, 2, 3], "y": y}],
+                         layout={"xaxis": {"title_text": "step"}, "yaxis": {"title_text": "share of weight"}}, _validate=False)
+
+    target = figure_widget(go.Figure(built([1, 2, 3]).to_dict()))
+    update_in_place(target, built([3, 2, 1]))
+    assert target.layout.xaxis.title.text == "step" and target.layout.yaxis.title.text == "share of weight"
+    np.testing.assert_array_equal(target.data[0].y, [3, 2, 1])

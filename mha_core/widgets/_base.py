@@ -67,7 +67,8 @@ def _plain(fig: go.Figure | dict) -> dict:
     """The figure as nested dicts in plotly's own spelling, so two figures can be compared leaf by leaf."""
     if isinstance(fig, dict):
         return {"data": [_nested(t) for t in fig.get("data", ())], "layout": _nested(fig.get("layout", {}))}
-    return {"data": [t.to_plotly_json() for t in fig.data], "layout": fig.layout.to_plotly_json()}
+    # A figure built with _validate=False keeps the builder's spelling (title_text=...): spell it out too.
+    return {"data": [_nested(t.to_plotly_json()) for t in fig.data], "layout": _nested(fig.layout.to_plotly_json())}
 
 
 #: The plotly properties whose own names hold an underscore; in every other key an underscore is a path separator.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from pathlib import Path
 
 import numpy as np
 
@@ -38,22 +39,144 @@ def _human(n_bytes: int) -> str:
     return f"{n_bytes} bytes"
 
 
-def fits_in_memory(n_bytes: int, what: str) -> None:
-    """Raise a ValueError naming ``what`` (e.g. ``d_model=1000000``) when ``n_bytes`` > ``MAX_BYTES``."""
+def fits_in_memory(n_bytes: int, what: str, *, in_this_process: bool = True) -> None:
+    """Raise a ValueError naming ``what`` (e.g. ``d_model=1000000``) when ``n_bytes`` > ``MAX_BYTES``,
+    or when this process cannot have that much memory (``fits_this_process``).
+
+    ``in_this_process=False`` for memory that is not the process's own (a GPU's).
+    """
     if n_bytes > MAX_BYTES:
         raise ValueError(
             f"{what} would need {n_bytes:,} bytes ({_human(n_bytes)}); this package refuses more than "
             f"{MAX_BYTES:,} bytes (8 GiB) for one layer or one cache, which no course machine could hold"
         )
+    if in_this_process:
+        fits_this_process(n_bytes, what)
 
 
-def layer_fits(d_model: int, n_heads: int, n_kv_heads: int, bias: bool, bytes_per_value: int) -> None:
-    """Raise unless an attention layer's weights fit in ``MAX_BYTES`` (checked before allocating)."""
+#: Where the limits on this process's memory are read (tests point these at their own files).
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_SELF = Path("/proc/self")
+MEMINFO = Path("/proc/meminfo")
+
+
+def _read_int(path: Path) -> int | None:
+    """The first number in a one-line file (``max`` and missing files give None)."""
+    try:
+        text = path.read_text().split()[0]
+    except (OSError, IndexError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _stat_field(path: Path, key: str) -> int:
+    """One ``key value`` line of a cgroup ``memory.stat`` file (0 when absent)."""
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    except OSError:
+        pass
+    return 0
+
+
+def _cgroup_headroom() -> int | None:
+    """Bytes this process's memory cgroup can still give: its limit less what it holds now.
+
+    Reclaimable page cache (inactive files) is not counted as held: the kernel drops it
+    before it refuses memory. cgroup v2 (``memory.max``) first, then v1
+    (``memory.limit_in_bytes``); the process's own cgroup from ``/proc/self/cgroup``,
+    then the root of the mount. None when no limit is set.
+    """
+    try:
+        lines = (PROC_SELF / "cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    v2 = [line.split(":", 2)[2] for line in lines if line.startswith("0::")]
+    v1 = [line.split(":", 2)[2] for line in lines if line.split(":")[1:2] == ["memory"]]
+    candidates = [(CGROUP_ROOT / rel.lstrip("/"), "memory.max", "memory.current", "inactive_file") for rel in v2]
+    candidates += [(CGROUP_ROOT / "memory" / rel.lstrip("/"), "memory.limit_in_bytes", "memory.usage_in_bytes",
+                    "total_inactive_file") for rel in v1]
+    candidates += [(CGROUP_ROOT, "memory.max", "memory.current", "inactive_file"),
+                   (CGROUP_ROOT / "memory", "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")]
+    for folder, limit_file, usage_file, inactive in candidates:
+        limit = _read_int(folder / limit_file)
+        if limit is None or limit >= 2**60:  # "max", or v1's "no limit" (about 2**63)
+            continue
+        used = (_read_int(folder / usage_file) or 0) - _stat_field(folder / "memory.stat", inactive)
+        return max(limit - max(used, 0), 0)
+    return None
+
+
+def _address_space_headroom() -> int | None:
+    """Bytes of address space left under ``RLIMIT_AS`` (``ulimit -v``), or None when unlimited (or on Windows)."""
+    try:
+        import resource
+    except ImportError:  # Windows has no rlimits
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    in_use = _stat_field_kib(PROC_SELF / "status", "VmSize:")
+    return max(soft - in_use, 0)
+
+
+def _stat_field_kib(path: Path, key: str) -> int:
+    """A ``Key:  123 kB`` line of a /proc file, in bytes (0 when absent)."""
+    try:
+        for line in path.read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def memory_limit() -> int | None:
+    """The bytes this process can still allocate, as far as the system says: the smallest of
+    its cgroup's headroom, its address-space headroom (``RLIMIT_AS``) and ``MemAvailable``.
+
+    None when none of the three can be read (then nothing is refused for memory).
+    On a class server a learner's cgroup is far smaller than the machine, so the
+    machine's size alone would say yes to what the learner's kernel cannot hold.
+    """
+    available = _stat_field_kib(MEMINFO, "MemAvailable:") or None
+    limits = [n for n in (_cgroup_headroom(), _address_space_headroom(), available) if n is not None]
+    return min(limits) if limits else None
+
+
+#: Requests below this many bytes (16 MiB) are not checked against ``memory_limit()``:
+#: reading the limits takes 0.1-0.5 ms (too long for a control's callback), and a
+#: process that cannot find 16 MiB more fails at its next step whatever we do.
+UNCHECKED_BYTES = 2**24
+
+
+def fits_this_process(n_bytes: int, what: str, *, hint: str = "ask for less") -> None:
+    """Raise a ValueError naming ``what`` when ``n_bytes`` is more than ``memory_limit()``, before allocating.
+
+    ``hint`` ends the message: what to change (``make batch_size or d_model smaller``).
+    """
+    if n_bytes < UNCHECKED_BYTES:
+        return
+    limit = memory_limit()
+    if limit is not None and n_bytes > limit:
+        raise ValueError(
+            f"{what} would need {n_bytes:,} bytes ({_human(n_bytes)}), but this process can have only about "
+            f"{limit:,} bytes ({_human(limit)}) more (the smallest of its memory cgroup's room, its address-space "
+            f"limit and the machine's available memory); {hint}"
+        )
+
+
+def layer_fits(d_model: int, n_heads: int, n_kv_heads: int, bias: bool, bytes_per_value: int, *,
+               in_this_process: bool = True) -> None:
+    """Raise unless an attention layer's weights fit in ``MAX_BYTES`` and in this process (checked before allocating)."""
     kv_width = d_model // n_heads * n_kv_heads
     numbers_ = 2 * d_model * d_model + 2 * d_model * kv_width + (2 * d_model + 2 * kv_width if bias else 0)
     fits_in_memory(
         numbers_ * bytes_per_value,
         f"d_model={d_model} (weight matrices of about d_model x d_model = {d_model * d_model:,} numbers each)",
+        in_this_process=in_this_process,
     )
 
 
@@ -158,9 +281,13 @@ def float_array(x, name: str, *, ranks=(2, 3), shape_names: str = "(B, T, D) or 
     # A copy by default: the reference never changes its inputs.
     arr = np.array(arr, dtype=np.float64) if copy else np.asarray(arr, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
-        bad = "NaN" if np.isnan(arr).any() else "inf"
-        raise ValueError(f"{name} contains {bad}; every entry must be a finite number")
+        raise not_finite(name, bool(np.isnan(arr).any()))
     return arr
+
+
+def not_finite(name: str, has_nan: bool, why: str = "") -> ValueError:
+    """The error for an input holding NaN or inf (raise it): ``x contains NaN; every entry must be a finite number``."""
+    return ValueError(f"{name} contains {'NaN' if has_nan else 'inf'}; every entry must be a finite number{why}")
 
 
 def mask_array(mask, name: str) -> np.ndarray:
@@ -192,3 +319,98 @@ def weight_array(w, name: str, *, ndim: int | None = None, shape: tuple | None =
     if not np.isfinite(a).all():
         raise ValueError(f"{name} holds NaN or infinite values; every weight must be finite")
     return a
+
+
+#: Seeds run from 0 to 2**32 - 1: the range NumPy's legacy seeding and torch's generators
+#: both take, and plenty for a course (torch overflows past 2**64).
+MAX_SEED = 2**32 - 1
+
+
+def int_in_range(value, name: str, low: int, high: int, *, meaning: str = "") -> int:
+    """``value`` as a plain ``int`` from ``low`` to ``high`` (NumPy integers are converted), or a clear error.
+
+    ``seed=-2 is negative; seed must be a whole number from 0 to 4,294,967,295 (2**32 - 1)``
+    """
+    valid = f"{name} must be a whole number from {low:,} to {high:,}{meaning}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{valid}; got {value!r} ({type(value).__name__})")
+    if not low <= value <= high:
+        word = "negative" if value < 0 <= low else ("too small" if value < low else "too large")
+        raise ValueError(f"{name}={value} is {word}; {valid}")
+    return int(value)
+
+
+def seed_int(seed, name: str = "seed") -> int:
+    """``seed`` as a plain ``int`` in 0 .. ``MAX_SEED``, or a clear error naming ``name``."""
+    return int_in_range(seed, name, 0, MAX_SEED, meaning=" (2**32 - 1)")
+
+
+# -- torch arguments (torch is imported only when these are called) ------------------------
+
+
+def torch_dtype(dtype, name: str = "dtype"):
+    """``dtype`` as a torch floating-point dtype, or a TypeError that lists the valid ones.
+
+    Strings ('float32'), NumPy dtypes (np.float32) and integer dtypes are refused: torch
+    reads none of them as a dtype for weights or a cache.
+    """
+    import torch
+
+    valid = "torch.float16, torch.bfloat16, torch.float32 or torch.float64"
+    if not isinstance(dtype, torch.dtype):
+        hint = f" (write torch.{dtype} instead)" if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype) else ""
+        raise TypeError(f"{name} must be a torch floating-point dtype ({valid}); got {dtype!r} ({type(dtype).__name__}){hint}")
+    if dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        kind = "is not a floating-point dtype" if not dtype.is_floating_point else "is not one the layer computes in"
+        raise TypeError(f"{name}={dtype} {kind}; {name} must be a torch floating-point dtype ({valid})")
+    return dtype
+
+
+def _usable_devices(torch) -> list[str]:
+    names = ["cpu", "meta"]
+    if torch.cuda.is_available():
+        names += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        names.append("mps")
+    return names
+
+
+def torch_device(device, name: str = "device"):
+    """``device`` as a ``torch.device`` this process can use, or a clear error listing the usable ones.
+
+    Accepts a ``torch.device`` or a string such as 'cpu' or 'cuda:0'. A device this torch
+    build or machine lacks ('cuda' on a CPU-only build, 'cuda:3' with one GPU) is a
+    ValueError here, before anything is allocated, instead of torch's AssertionError later.
+    """
+    import torch
+
+    def usable() -> str:  # only built for a message
+        return ", ".join(repr(d) for d in _usable_devices(torch))
+
+    if isinstance(device, torch.device):
+        parsed = device
+    elif isinstance(device, str) or (isinstance(device, numbers.Integral) and not isinstance(device, bool)):
+        try:
+            parsed = torch.device(device)
+        except RuntimeError:
+            raise ValueError(f"{name}={device!r} is not a device; usable devices here are {usable()}") from None
+    else:
+        raise TypeError(f"{name} must be a device name such as 'cpu', a device index or a torch.device; got {device!r} ({type(device).__name__}); "
+                        f"usable devices here are {usable()}")
+    try:
+        torch.empty(0, device=parsed)  # allocates nothing, but fails for a device torch cannot reach
+    except (RuntimeError, AssertionError, AttributeError, ValueError) as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0].split(". ")[0][:120]
+        raise ValueError(f"{name}={device!r} is not available here ({reason}); usable devices here are {usable()}") from None
+    return parsed
+
+
+def positive_ints(values, name: str, example: str = "(1, 4, 16)") -> tuple[int, ...]:
+    """``values`` (a list or tuple of whole numbers of at least 1) as a tuple of ints, or a clear error."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a list or tuple of whole numbers such as {example}; got {values!r} ({type(values).__name__})")
+    values = tuple(values)
+    if not values:
+        raise ValueError(f"{name} is empty; give at least one whole number, such as {example}")
+    return tuple(positive_int(v, name) for v in values)

@@ -34,6 +34,15 @@ LONGER_TEXT = (
 
 KV_CACHE_MISSING = "needs TorchMultiHeadAttention.new_kv_cache"
 
+#: The most work one call here may ask for, in operations as ``costs.attention_flops``
+#: counts them: 10**12 took 20-60 s on one core of the course's machine (16-60 counted
+#: GFLOP/s, measured under load). A typo such as ``token_counts=(10**6,)`` asks for
+#: 10**16 and would run for days; it is refused before any work, with the largest size that fits.
+MAX_FLOPS = 10**12
+#: The most token-by-token decoding steps one call may take: each step costs 0.05-0.3 ms
+#: of Python and dispatch whatever its size, so 200,000 steps is up to a minute.
+MAX_DECODE_STEPS = 200_000
+
 
 def has_kv_cache() -> bool:
     """Whether this version of ``TorchMultiHeadAttention`` has a key/value cache (``new_kv_cache``)."""
@@ -45,6 +54,9 @@ def has_kv_cache() -> bool:
 def longer_text(n_tokens: int) -> list[str]:
     """``n_tokens`` words: the running sentence, then ``LONGER_TEXT`` repeated as often as needed."""
     n_tokens = _validate.positive_int(n_tokens, "n_tokens")
+    # The words are shared; the list holds one 8-byte reference per token.
+    _validate.fits_this_process(8 * n_tokens, f"longer_text(n_tokens={n_tokens}) (a list of {n_tokens:,} words)",
+                                hint="use fewer tokens")
     words = LONGER_TEXT.split()
     assert tuple(words[: len(TOKENS)]) == tuple(TOKENS)  # it starts with the running sentence
     return [words[i % len(words)] for i in range(n_tokens)]
@@ -57,7 +69,12 @@ def text_vectors(words, d_model: int = 64, *, seed: int = 0) -> np.ndarray:
         returns: (T, D) = (len(words), d_model), float32
     """
     d_model = _validate.positive_int(d_model, "d_model")
+    if isinstance(words, (str, bytes)) or not hasattr(words, "__len__"):
+        raise TypeError(f"words must be a list of words, such as longer_text(64); got {type(words).__name__}")
     vocabulary = sorted(set(words))
+    # The table is drawn in float64 before it becomes float32; the result is float32.
+    _validate.fits_this_process(8 * len(vocabulary) * d_model + 4 * len(words) * d_model,
+                                f"text_vectors of {len(words):,} words with d_model={d_model}", hint="use fewer words or a smaller d_model")
     table = np.random.default_rng(seed).standard_normal((len(vocabulary), d_model)).astype(np.float32)  # (V, D)
     index = {w: i for i, w in enumerate(vocabulary)}
     return table[[index[w] for w in words]]  # (T, D)
@@ -80,6 +97,38 @@ def torch_threads(threads: int | None):
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def _largest(fits, high: int) -> int:
+    """The largest n in 1 .. high with ``fits(n)`` (``fits`` grows monotonically false); 0 if none."""
+    low = 0
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return low
+
+
+def _work_fits(flops: int, steps: int, what: str, advice: str) -> None:
+    """Refuse, before any work, a call whose work passes ``MAX_FLOPS`` or ``MAX_DECODE_STEPS``."""
+    if flops > MAX_FLOPS:
+        raise ValueError(f"{what} would take about {flops:.1e} floating-point operations; this function takes at most "
+                         f"{MAX_FLOPS:.0e} (serving.MAX_FLOPS, about a minute on one core), so a cell cannot hang: {advice}")
+    if steps > MAX_DECODE_STEPS:
+        raise ValueError(f"{what} would take {steps:,} decoding steps; this function takes at most {MAX_DECODE_STEPS:,} "
+                         f"(serving.MAX_DECODE_STEPS, about a minute): {advice}")
+
+
+def _decode_flops(d_model: int, n_heads: int, n_tokens: int) -> int:
+    """Operations of decoding ``n_tokens`` one at a time through a cache: about one full pass (an upper bound)."""
+    return costs.attention_flops(d_model, n_heads, n_tokens)["total"]
+
+
+def _uncached_flops(d_model: int, n_heads: int, n_tokens: int) -> int:
+    """Operations of ``decode_uncached``: a full causal pass over every prefix, 1 .. T tokens."""
+    one = costs.attention_flops(d_model, n_heads, 1)
+    linear, quadratic = one["projections"], one["total"] - one["projections"]  # per token; per token pair
+    T = n_tokens
+    return linear * T * (T + 1) // 2 + quadratic * T * (T + 1) * (2 * T + 1) // 6
 
 
 def _median_seconds(fn, repeats: int) -> float:
@@ -136,11 +185,24 @@ def head_count_sweep(d_model: int = 128, head_counts=(1, 4, 16, 64), token_count
     from .torch_attention import TorchMultiHeadAttention
 
     d_model = _validate.positive_int(d_model, "d_model")
-    head_counts = tuple(_validate.positive_int(h, "head_counts") for h in head_counts)
-    token_counts = tuple(_validate.positive_int(t, "token_counts") for t in token_counts)
+    head_counts = _validate.positive_ints(head_counts, "head_counts", "(1, 4, 16, 64)")
+    token_counts = _validate.positive_ints(token_counts, "token_counts", "(128, 512)")
     batch, repeats = _validate.positive_int(batch, "batch"), _validate.positive_int(repeats, "repeats")
     for h in head_counts:
         costs.d_head(d_model, h)  # a clear error for a head count that does not divide d_model
+
+    def work(tokens) -> int:  # every round runs every (T, H) once; round 0 warms up
+        return (repeats + 1) * batch * sum(costs.attention_flops(d_model, h, t)["total"] for t in tokens for h in head_counts)
+
+    largest = _largest(lambda t: work((t,)) <= MAX_FLOPS, max(token_counts))
+    _work_fits(work(token_counts), 0,
+               f"head_count_sweep with token_counts={token_counts}, d_model={d_model}, head_counts={head_counts}, "
+               f"batch={batch} and repeats={repeats}",
+               f"with these settings one token count of at most {largest:,} fits" if largest else
+               "use a smaller d_model, batch or repeats, or fewer head counts")
+    _validate.fits_this_process(4 * batch * d_model * (sum(token_counts) + 8 * max(token_counts)),
+                                f"head_count_sweep's inputs (batch={batch}, token_counts={token_counts}, d_model={d_model})",
+                                hint="use a smaller batch, d_model or token counts")
     layers = {h: TorchMultiHeadAttention(d_model, h, seed=seed) for h in head_counts}
     generator = torch.Generator().manual_seed(seed)
     inputs = {t: torch.randn(batch, t, d_model, generator=generator) for t in token_counts}  # (B, T, D)
@@ -176,6 +238,36 @@ def _require_cache(layer) -> None:
         raise NotImplementedError(f"decoding with a cache {KV_CACHE_MISSING} (a newer mha_core)")
 
 
+def _check_layer(layer) -> None:
+    from .torch_attention import TorchMultiHeadAttention
+
+    if not isinstance(layer, TorchMultiHeadAttention):
+        raise TypeError(f"layer must be a TorchMultiHeadAttention, such as TorchMultiHeadAttention(64, 8); "
+                        f"got {type(layer).__name__}")
+
+
+def _check_x(x, layer, name: str = "x") -> tuple[int, int, int]:
+    """Raise unless ``x`` is a finite (B, T, D) float tensor for ``layer``; return (B, T, D)."""
+    import torch
+
+    _check_layer(layer)
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape (B, T, D); got {type(x).__name__} "
+                        f"(convert it with torch.as_tensor)")
+    if x.dim() != 3:
+        hint = " (add a batch axis with x[None])" if x.dim() == 2 else ""
+        raise ValueError(f"{name} has shape {tuple(x.shape)}; these functions take (B, T, D){hint}")
+    if 0 in x.shape:
+        raise ValueError(f"{name} is empty (shape {tuple(x.shape)}); it needs at least one sequence, one token and one feature")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must hold floating-point numbers; got dtype {x.dtype}")
+    if x.shape[2] != layer.d_model:
+        raise ValueError(f"{name} has D={x.shape[2]} (shape {tuple(x.shape)}); the layer expects d_model={layer.d_model}")
+    if not torch.isfinite(x).all():
+        raise _validate.not_finite(name, bool(x.isnan().any()))
+    return tuple(x.shape)
+
+
 def decode_cached(layer, x, *, chunk: int = 1, cache=None):
     """Feed ``x`` through ``layer`` ``chunk`` tokens at a time, keeping keys and values in a cache.
 
@@ -188,9 +280,11 @@ def decode_cached(layer, x, *, chunk: int = 1, cache=None):
     """
     import torch
 
+    B, T, D = _check_x(x, layer)
     _require_cache(layer)
-    B, T, _ = x.shape
     chunk = _validate.positive_int(chunk, "chunk")
+    _work_fits(B * _decode_flops(D, layer.n_heads, T), -(-T // chunk), f"decode_cached of x with T={T:,} tokens (chunk={chunk})",
+               "decode fewer tokens, or larger chunks")
     if cache is None:
         cache = layer.new_kv_cache(batch=B, max_tokens=T, dtype=x.dtype, device=x.device)
     outputs = []
@@ -210,7 +304,10 @@ def decode_uncached(layer, x):
     """
     import torch
 
-    T = x.shape[1]
+    B, T, D = _check_x(x, layer)
+    largest = _largest(lambda t: B * _uncached_flops(D, layer.n_heads, t) <= MAX_FLOPS, T)
+    _work_fits(B * _uncached_flops(D, layer.n_heads, T), T, f"decode_uncached of x with T={T:,} tokens",
+               f"at this batch and d_model, at most {min(largest, MAX_DECODE_STEPS):,} tokens fit")
     with torch.inference_mode():
         outputs = [layer(x[:, : t + 1], is_causal=True)[0][:, -1:] for t in range(T)]  # (B, 1, D) each
     return torch.cat(outputs, dim=1)  # (B, T, D)
@@ -242,7 +339,14 @@ def compare_decoding(layer, x, *, repeats: int = 3, threads: int | None = 1) -> 
     Shapes:
         x: (B, T, D) torch tensor
     """
+    B, T, D = _check_x(x, layer)
     _require_cache(layer)
+    repeats = _validate.positive_int(repeats, "repeats")
+    flops = repeats * B * (_decode_flops(D, layer.n_heads, T) + _uncached_flops(D, layer.n_heads, T)
+                           + costs.attention_flops(D, layer.n_heads, T)["total"])
+    largest = _largest(lambda t: repeats * B * 3 * _uncached_flops(D, layer.n_heads, t) <= MAX_FLOPS, T)
+    _work_fits(flops, 2 * repeats * T, f"compare_decoding of x with T={T:,} tokens and repeats={repeats}",
+               f"compare at most about {min(largest, MAX_DECODE_STEPS // (2 * repeats)):,} tokens")
     with torch_threads(threads):
         return _compare_decoding(layer, x, repeats)
 
@@ -283,6 +387,25 @@ def _compare_decoding(layer, x, repeats: int) -> DecodeComparison:
     )
 
 
+def _check_layouts_and_work(d_model, n_heads, kv_head_counts, n_tokens, runs_per_layer: int, what: str):
+    """Check the layouts of a MHA/GQA/MQA comparison and refuse its work if it passes the limits.
+
+    Returns ``(kv_head_counts, n_tokens)`` as ints; ``runs_per_layer``: decodes of the
+    whole text per layer, warm-up included.
+    """
+    d_model, n_heads, _ = _validate.head_counts(d_model, n_heads)
+    kv_head_counts = _validate.positive_ints(kv_head_counts, "kv_head_counts", f"({n_heads}, 4, 1)")
+    for n_kv in kv_head_counts:
+        _validate.head_counts(d_model, n_heads, n_kv)  # names a key/value head count that does not divide n_heads
+    n_tokens = _validate.positive_int(n_tokens, "n_tokens")
+    runs = runs_per_layer * len(kv_head_counts)
+    largest = _largest(lambda t: runs * _decode_flops(d_model, n_heads, t) <= MAX_FLOPS, n_tokens)
+    _work_fits(runs * _decode_flops(d_model, n_heads, n_tokens), runs * n_tokens,
+               f"{what}, n_tokens={n_tokens:,}, d_model={d_model} and {len(kv_head_counts)} layers",
+               f"with these settings at most n_tokens={min(largest, MAX_DECODE_STEPS // runs):,} fits")
+    return kv_head_counts, n_tokens
+
+
 def cache_shrink(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16, 4, 1), n_tokens: int = 512, *,
                  repeats: int = 3, seed: int = 0, threads: int | None = 1) -> list[dict]:
     """For MHA, GQA and MQA layers: the cache's measured bytes, the calculator's, and the cached decoding time.
@@ -295,6 +418,9 @@ def cache_shrink(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16, 4, 1
 
     from .torch_attention import TorchMultiHeadAttention
 
+    repeats = _validate.positive_int(repeats, "repeats")
+    kv_head_counts, n_tokens = _check_layouts_and_work(d_model, n_heads, kv_head_counts, n_tokens, repeats + 1,
+                                                       f"cache_shrink with repeats={repeats}")
     words = longer_text(n_tokens)
     x = torch.from_numpy(text_vectors(words, d_model, seed=seed))[None]  # (1, T, D)
     rows = []
@@ -317,5 +443,65 @@ def cache_shrink(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16, 4, 1
             calculated_nbytes=costs.kv_cache_bytes(1, n_tokens, layer.n_kv_heads, layer.d_head, bytes_per_value=4),
             decode_s=seconds,
             ms_per_token=1000 * seconds / n_tokens,
+        ))
+    return rows
+
+
+# -- notebook 09, section 9: decoding time against bytes read, MHA / GQA / MQA ------------------------
+
+
+def kv_sharing_decode(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16, 4, 1), n_tokens: int = 128, *,
+                      rounds: int = 7, seed: int = 0, threads: int | None = 1) -> list[dict]:
+    """Decode one text with MHA, GQA and MQA layers in interleaved rounds; time it beside the bytes each step reads.
+
+    Every layer decodes once to warm up (the first call of a fresh layer is the slowest);
+    then each round decodes with every layer once, in an order that turns from round to
+    round, so a burst of load from elsewhere hits all of them alike. One row per
+    key/value head count: ``n_kv_heads``, ``kind``, ``cache_nbytes`` (the cache's
+    tensors), ``calculated_nbytes`` (``costs.kv_cache_bytes``), ``bytes_read``
+    (``costs.layer_decode_bytes``: weights, cache, total), ``ms_per_token`` (the median
+    round) and ``ms_per_token_range`` (the fastest and slowest rounds).
+    """
+    import torch
+
+    from .torch_attention import TorchMultiHeadAttention
+
+    rounds = _validate.positive_int(rounds, "rounds")
+    kv_head_counts, n_tokens = _check_layouts_and_work(d_model, n_heads, kv_head_counts, n_tokens, rounds + 1,
+                                                       f"kv_sharing_decode with rounds={rounds}")
+    words = longer_text(n_tokens)
+    x = torch.from_numpy(text_vectors(words, d_model, seed=seed))[None]  # (1, T, D)
+    layers, caches = [], []
+    for n_kv in kv_head_counts:
+        layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv, seed=seed)
+        _require_cache(layer)
+        layers.append(layer)
+        caches.append(layer.new_kv_cache(batch=1, max_tokens=n_tokens, dtype=x.dtype))
+
+    def run(k):
+        caches[k].reset()
+        decode_cached(layers[k], x, cache=caches[k])
+
+    times: list[list[float]] = [[] for _ in layers]
+    with torch_threads(threads):
+        for k in range(len(layers)):
+            run(k)  # warm-up, and fills the cache
+        for r in range(rounds):
+            shift = r % len(layers)
+            for k in list(range(shift, len(layers))) + list(range(shift)):
+                start = time.perf_counter()
+                run(k)
+                times[k].append(time.perf_counter() - start)
+    rows = []
+    for layer, cache, seconds in zip(layers, caches, times):
+        per_token_ms = 1000 * np.asarray(seconds) / n_tokens
+        rows.append(dict(
+            n_kv_heads=layer.n_kv_heads,
+            kind="MHA" if layer.n_kv_heads == n_heads else ("MQA" if layer.n_kv_heads == 1 else "GQA"),
+            cache_nbytes=int(cache.nbytes),
+            calculated_nbytes=costs.kv_cache_bytes(1, n_tokens, layer.n_kv_heads, layer.d_head, bytes_per_value=4),
+            bytes_read=costs.layer_decode_bytes(d_model, n_heads, layer.n_kv_heads, n_tokens, bytes_per_value=4),
+            ms_per_token=float(np.median(per_token_ms)),
+            ms_per_token_range=(float(per_token_ms.min()), float(per_token_ms.max())),
         ))
     return rows

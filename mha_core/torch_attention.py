@@ -33,9 +33,10 @@ times NaN is still NaN). Never a silently finite row: SDPA's CPU kernel returns 
 for a NaN query (so does ``torch.nn.MultiheadAttention``'s cross-attention on CPU);
 ``_sdpa`` lets the NaN through. That costs one elementwise pass, about as much as a
 check would (a sum and ``.item()``, a sync on a GPU). The NumPy reference refuses such
-inputs instead. Float masks are checked: NaN or +inf in one is a ``ValueError``. Scores
-that overflow the dtype (|q.k| above about 3e38 in float32) are not detected here; the
-NumPy reference refuses them.
+inputs instead, and so does this layer for a chunk written to a ``KVCache`` (one NaN
+key there would reach every later token). Float masks are checked: NaN or +inf in one
+is a ``ValueError``. Scores that overflow the dtype (|q.k| above about 3e38 in float32)
+are not detected here; the NumPy reference refuses them.
 
 This module imports torch; ``import mha_core`` does not import it.
 """
@@ -43,7 +44,6 @@ This module imports torch; ``import mha_core`` does not import it.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import torch
@@ -51,6 +51,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _validate
+from .kv_cache import KVCache
 
 
 class TorchAttentionResult(NamedTuple):
@@ -63,59 +64,6 @@ class TorchAttentionResult(NamedTuple):
 
     output: torch.Tensor
     weights: torch.Tensor | None
-
-
-class KVCache:
-    """The keys and values of the tokens decoded so far, in tensors allocated once.
-
-    Make one with ``TorchMultiHeadAttention.new_kv_cache``; each call
-    ``layer(x_chunk, kv_cache=cache)`` writes the chunk's keys and values at positions
-    ``length .. length + Tc - 1`` and moves ``length`` on. ``nbytes`` is what the cache
-    holds in memory, whatever ``length`` is.
-
-    Shapes:
-        k, v: (B, Hkv, max_tokens, Dh); positions 0 .. length - 1 are filled
-    """
-
-    def __init__(self, k: torch.Tensor, v: torch.Tensor):
-        self.k, self.v = k, v  # (B, Hkv, max_tokens, Dh) each
-        self.length = 0
-
-    @property
-    def max_tokens(self) -> int:
-        return self.k.shape[2]
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the key and value tensors (``costs.kv_cache_bytes`` for one layer)."""
-        return self.k.nbytes + self.v.nbytes
-
-    def reset(self) -> None:
-        """Forget every token; the memory is kept and overwritten by the next calls."""
-        self.length = 0
-
-    def append(self, k: torch.Tensor, v: torch.Tensor):
-        """Write new keys and values after the cached ones; return every key and value so far.
-
-        Shapes:
-            k, v: (B, Hkv, Tc, Dh)
-            returns: k, v (B, Hkv, length + Tc, Dh), views of the cache
-        """
-        start, end = self.length, self.length + k.shape[2]
-        if end > self.max_tokens:
-            raise ValueError(
-                f"kv_cache is full: it holds {start} of max_tokens={self.max_tokens} tokens and cannot take "
-                f"{k.shape[2]} more; make a larger one with new_kv_cache(max_tokens=...) or reset() it"
-            )
-        self.k[:, :, start:end] = k  # (B, Hkv, Tc, Dh) into positions start .. end - 1
-        self.v[:, :, start:end] = v
-        self.length = end
-        return self.k[:, :, :end], self.v[:, :, :end]  # (B, Hkv, end, Dh) each
-
-    def __repr__(self) -> str:
-        B, Hkv, _, Dh = self.k.shape
-        return (f"KVCache(batch={B}, n_kv_heads={Hkv}, d_head={Dh}, length={self.length}, "
-                f"max_tokens={self.max_tokens}, dtype={self.k.dtype}, nbytes={self.nbytes})")
 
 
 class TorchMultiHeadAttention(nn.Module):
@@ -155,10 +103,12 @@ class TorchMultiHeadAttention(nn.Module):
         self.batch_first = bool(batch_first)
         self._heads = [self.n_heads, self.n_kv_heads, self.n_kv_heads]  # q, k, v parts of the fused projection
         D, kv_width = self.d_model, self.n_kv_heads * self.d_head
-        device = torch.empty(0).device if device is None else torch.device(device)
+        device = torch.empty(0).device if device is None else _validate.torch_device(device)
+        dtype = None if dtype is None else _validate.torch_dtype(dtype)
         if device.type != "meta":
             itemsize = (dtype or torch.get_default_dtype()).itemsize
-            _validate.layer_fits(self.d_model, self.n_heads, self.n_kv_heads, self.bias, itemsize)
+            _validate.layer_fits(self.d_model, self.n_heads, self.n_kv_heads, self.bias, itemsize,
+                                 in_this_process=device.type == "cpu")
         # Allocated without drawing anything; _init_weights fills them (from a private
         # generator when seed is set), as the NumPy reference does.
         where = {"device": device, "dtype": dtype}
@@ -171,9 +121,7 @@ class TorchMultiHeadAttention(nn.Module):
     def _init_weights(self, seed) -> None:
         generator = None
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-                raise TypeError(f"seed must be a whole number or None; got {seed!r} ({type(seed).__name__})")
-            generator = torch.Generator(device="cpu").manual_seed(int(seed))
+            generator = torch.Generator(device="cpu").manual_seed(_validate.seed_int(seed))
         if self.w_qkv.is_meta:
             return  # shapes only (for counting parameters): nothing to fill
         widths = [n * self.d_head for n in self._heads]
@@ -392,6 +340,20 @@ class TorchMultiHeadAttention(nn.Module):
             raise TypeError(f"kv_cache holds {cache.k.dtype} but this layer's weights are {weight.dtype}; make it with new_kv_cache()")
         if cache.k.device != weight.device:
             raise ValueError(f"kv_cache is on {cache.k.device} but this layer's weights are on {weight.device}")
+        if not cache.belongs_to(self):
+            raise ValueError("kv_cache does not belong to this layer: a cache holds keys and values projected with "
+                             "the weights of the layer whose new_kv_cache() made it; make one with this layer's new_kv_cache()")
+        if torch.is_grad_enabled() and (self.w_qkv.requires_grad or query.requires_grad):
+            raise ValueError("kv_cache is for inference, and gradients are on: the cache is written in place, which "
+                             "autograd cannot train through; decode under torch.no_grad() or torch.inference_mode() "
+                             "(to train, pass whole sequences with is_causal=True and no cache)")
+        if cache.k.is_inference() and not torch.is_inference_mode_enabled():
+            raise ValueError("kv_cache was made inside torch.inference_mode(), and torch lets its tensors be written "
+                             "only there: decode under torch.inference_mode() too, or make the cache outside it")
+        if not torch.isfinite(query).all():
+            # Checked before anything is written: a NaN key would reach every later token until reset().
+            raise _validate.not_finite("query", bool(query.isnan().any()),
+                                       "; with kv_cache, one would reach every later token (the cache is left as it was)")
 
     def _project(self, query, key, value, w, b):
         """q, k, v split into heads; self-attention takes one fused matrix product.
@@ -478,8 +440,10 @@ class TorchMultiHeadAttention(nn.Module):
     def new_kv_cache(self, batch: int = 1, max_tokens: int | None = None, *, dtype=None, device=None) -> KVCache:
         """An empty ``KVCache`` for decoding up to ``max_tokens`` tokens of ``batch`` sequences.
 
-        dtype and device default to the layer's weights'. Use it under
-        ``torch.no_grad()`` or ``torch.inference_mode()``: the cache is written in place.
+        dtype (a torch floating-point dtype) and device default to the layer's weights'.
+        Use it under ``torch.no_grad()`` or ``torch.inference_mode()``: the cache is
+        written in place, and a call with gradients on is refused. A cache that would
+        not fit in this process's memory is refused before it is allocated.
 
         Shapes:
             returns: KVCache with k, v (batch, Hkv, max_tokens, Dh)
@@ -488,11 +452,13 @@ class TorchMultiHeadAttention(nn.Module):
             raise TypeError("max_tokens is required: the most tokens the cache will hold, e.g. new_kv_cache(1, max_tokens=256)")
         batch = _validate.positive_int(batch, "batch")
         max_tokens = _validate.positive_int(max_tokens, "max_tokens")
-        dtype = self.w_qkv.dtype if dtype is None else dtype
-        device = self.w_qkv.device if device is None else torch.device(device)
+        dtype = self.w_qkv.dtype if dtype is None else _validate.torch_dtype(dtype)
+        device = self.w_qkv.device if device is None else _validate.torch_device(device)
         shape = (batch, self.n_kv_heads, max_tokens, self.d_head)  # (B, Hkv, max_tokens, Dh)
-        _validate.fits_in_memory(2 * math.prod(shape) * dtype.itemsize, f"a cache of batch={batch}, max_tokens={max_tokens}")
-        return KVCache(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+        _validate.fits_in_memory(2 * math.prod(shape) * dtype.itemsize, f"a cache of batch={batch}, max_tokens={max_tokens}",
+                                 in_this_process=device.type == "cpu")
+        return KVCache(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device),
+                       owner=self)
 
     # -- conversions -------------------------------------------------------------------
 
@@ -516,7 +482,7 @@ class TorchMultiHeadAttention(nn.Module):
                                               b_o=b_o, n_heads=n_heads, n_kv_heads=n_kv_heads)
         layer = cls(ref.d_model, ref.n_heads, n_kv_heads=ref.n_kv_heads, bias=ref.bias, batch_first=batch_first,
                     device="meta", dtype=dtype)
-        layer.to_empty(device=torch.empty(0).device if device is None else device)
+        layer.to_empty(device=torch.empty(0).device if device is None else _validate.torch_device(device))
 
         def t(a):
             return torch.as_tensor(a, dtype=layer.w_qkv.dtype, device=layer.w_qkv.device)

@@ -634,7 +634,8 @@ def decode(layer, x, chunks, *, max_tokens=None, need_weights=False):
     cache = layer.new_kv_cache(B, max_tokens or T)
     outputs, weights, start = [], [], 0
     for size in chunks:
-        result = layer(x[:, start : start + size], kv_cache=cache, need_weights=need_weights)
+        with torch.no_grad():  # the cache is for inference
+            result = layer(x[:, start : start + size], kv_cache=cache, need_weights=need_weights)
         outputs.append(result.output)  # (B, size, D)
         weights.append(result.weights)
         start += size
@@ -745,12 +746,14 @@ def test_cached_decoding_in_every_input_layout(batch_first):
     parts = []
     for start, end in ((0, 4), (4, 5), (5, 6)):
         chunk = x[:, start:end]  # (B, Tc, D)
-        out = layer(chunk if batch_first else chunk.transpose(0, 1), kv_cache=cache).output
+        with torch.no_grad():
+            out = layer(chunk if batch_first else chunk.transpose(0, 1), kv_cache=cache).output
         parts.append(out if batch_first else out.transpose(0, 1))  # (B, Tc, D)
     assert max_error(torch.cat(parts, dim=1), full) < 1e-12
     # Unbatched (T, D) input uses a cache of batch 1.
     single = layer.new_kv_cache(1, 6)
-    out = torch.cat([layer(x[0, :3], kv_cache=single).output, layer(x[0, 3:], kv_cache=single).output])  # (T, D)
+    with torch.no_grad():
+        out = torch.cat([layer(x[0, :3], kv_cache=single).output, layer(x[0, 3:], kv_cache=single).output])  # (T, D)
     assert max_error(out, full[0]) < 1e-12
 
 

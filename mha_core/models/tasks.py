@@ -78,23 +78,31 @@ class Task:
         tokens = torch.as_tensor(tokens, dtype=torch.long)
         if tokens.dim() == 1:
             tokens = tokens.unsqueeze(0)  # (1, T)
-        if tokens.dim() != 2 or tokens.shape[1] > self.seq_len or tokens.numel() == 0:
-            raise ValueError(f"tokens must have shape (B, T) with 1 <= T <= {self.seq_len}; got {tuple(tokens.shape)}")
-        if tokens.min() < 0 or tokens.max() >= self.vocab_size:
-            raise ValueError(f"tokens must lie in 0..{self.vocab_size - 1}; got values {tokens.min().item()}..{tokens.max().item()}")
+        tokens = self.check_tokens(tokens)
         targets, positions = self.make(tokens)
         return Batch(tokens, targets, positions)
 
+    def check_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``tokens`` unchanged if it is a (B, T) integer tensor of this task's tokens, else a clear error.
+
+        Shapes:
+            tokens: (B, T), 1 <= T <= seq_len, values 0 .. vocab_size - 1
+        """
+        if not isinstance(tokens, torch.Tensor) or tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+            what = f"dtype {tokens.dtype}" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+            raise TypeError(f"tokens must be an integer torch.Tensor of shape (B, T); got {what}")
+        if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= self.seq_len or tokens.numel() == 0:
+            raise ValueError(f"tokens must have shape (B, T) with 1 <= T <= {self.seq_len} (the task's seq_len); got {tuple(tokens.shape)}")
+        low, high = int(tokens.min()), int(tokens.max())
+        if low < 0 or high >= self.vocab_size:
+            raise ValueError(f"tokens must lie in 0..{self.vocab_size - 1} (the task's vocab_size={self.vocab_size}); "
+                             f"got values {low}..{high}")
+        return tokens
+
 
 def check_seed(seed) -> int:
-    """``seed`` as an int (a whole number >= 0), or a TypeError/ValueError naming ``seed``."""
-    import numbers
-
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be a whole number (0, 1, 2, ...); got {seed!r} ({type(seed).__name__})")
-    if seed < 0:
-        raise ValueError(f"seed={seed} is negative; seed must be a whole number of at least 0")
-    return int(seed)
+    """``seed`` as an int from 0 to 2**32 - 1, or a TypeError/ValueError naming ``seed`` (``_validate.seed_int``)."""
+    return _validate.seed_int(seed)
 
 
 def _relations(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

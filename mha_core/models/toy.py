@@ -65,7 +65,7 @@ class ToyModel(nn.Module):
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """Token plus position embeddings. Shapes: tokens (B, T) -> (B, T, D)."""
-        T = tokens.shape[1]
+        T = self.task.check_tokens(tokens).shape[1]  # a token past the vocabulary is named, not an IndexError
         return self.token_embedding(tokens) + self.position_embedding.weight[:T]  # (B, T, D)
 
     def forward(self, tokens: torch.Tensor, *, heads_on=None, need_weights: bool = False) -> ToyOutput:

@@ -15,12 +15,24 @@ same numbers, bit for bit, on the same machine and torch version.
 
 ``trained(config)`` caches finished models in the process: asking again for a config
 already trained answers at once.
+
+Stopping a run. ``train(..., interruptible=True)`` (what notebook 06's controls use)
+turns Kernel > Interrupt into "stop here and keep what was trained": while it trains it
+listens for SIGINT itself (ipykernel ignores SIGINT outside its own handlers, so a
+plain KeyboardInterrupt may never come), finishes the step under way, measures the
+model once more, and returns it with ``interrupted`` set. A KeyboardInterrupt raised
+inside the loop (from the callback, say) is kept the same way. Without
+``interruptible`` an interrupt raises as usual, so a script stops at Ctrl-C. An
+interrupted run is never put in ``trained``'s cache.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import numbers
+import signal
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Callable, NamedTuple
 
@@ -54,7 +66,6 @@ class TrainConfig:
 
     def __post_init__(self):
         _validate.head_counts(self.d_model, self.n_heads)
-        check_seed(self.seed)
         get_task(self.task)
         for name in ("max_steps", "batch_size", "eval_every"):
             value = getattr(self, name)
@@ -62,10 +73,32 @@ class TrainConfig:
                 raise TypeError(f"{name} must be a whole number of at least 1; got {value!r} ({type(value).__name__})")
             if value < 1:
                 raise ValueError(f"{name}={value} is too small; {name} must be a whole number of at least 1")
-        if not isinstance(self.lr, numbers.Real) or not self.lr > 0:
-            raise ValueError(f"lr={self.lr!r} must be a positive number")
-        if not isinstance(self.target_accuracy, numbers.Real) or not 0 < self.target_accuracy <= 1:
-            raise ValueError(f"target_accuracy={self.target_accuracy!r} must lie in (0, 1]")
+        for name, valid, fits in (("lr", "a finite number above 0, such as 3e-3", lambda v: math.isfinite(v) and v > 0),
+                                  ("target_accuracy", "a number above 0 and at most 1, such as 0.99", lambda v: 0 < v <= 1)):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                raise TypeError(f"{name} must be {valid}; got {value!r} ({type(value).__name__})")
+            if not fits(value):
+                raise ValueError(f"{name}={value!r} is out of range; {name} must be {valid}")
+            object.__setattr__(self, name, float(value))
+        # Plain ints and floats (np.int64(3) becomes 3): torch's generators take nothing else.
+        object.__setattr__(self, "seed", check_seed(self.seed))
+        for name in ("n_heads", "d_model", "max_steps", "batch_size", "eval_every"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+
+    def memory_bytes(self) -> int:
+        """About how many bytes training this config holds at once (float32); ``train`` checks it first.
+
+        The parameters four times (weights, gradients, Adam's two moments), and for each
+        token of one training batch and of the evaluation batch about 12 vectors of width
+        d_model, 2 score rows per head and 3 logit rows per relation. Within 30% of the
+        peak measured for d_model 48 to 3,072 and batch_size 128 to 65,536.
+        """
+        task = get_task(self.task)
+        D, H, T, R, C, V = self.d_model, self.n_heads, task.seq_len, len(task.relations), task.n_classes, task.vocab_size
+        parameters = V * D + T * D + 4 * D * D + 4 * D + R * (D * C + C)
+        per_token = 12 * D + 2 * H * T + 3 * R * C
+        return 4 * (4 * parameters + (self.batch_size + EVAL_BATCH) * T * per_token)
 
 
 class Progress(NamedTuple):
@@ -91,6 +124,8 @@ class TrainedModel:
     model: ToyModel
     config: TrainConfig
     history: list[Progress] = field(default_factory=list)
+    #: True when an interrupt stopped training before the target or the budget: the model is as trained so far.
+    interrupted: bool = False
 
     @property
     def steps(self) -> int:
@@ -139,37 +174,89 @@ def measure(model: ToyModel, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
     return accuracy(logits, batch.targets), role_scores(weights, batch.target_positions)
 
 
-def train(config: TrainConfig | None = None, callback: Callable[[Progress], None] | None = None, **overrides) -> TrainedModel:
+class _StopRequest:
+    """Set by the SIGINT handler of an interruptible run; the loop reads it after every step."""
+
+    requested = False
+
+
+@contextlib.contextmanager
+def _stop_on_sigint(enabled: bool):
+    """While the block runs, SIGINT only asks the loop to stop (main thread only; elsewhere no signal arrives)."""
+    stop = _StopRequest()
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def ask_to_stop(signum, frame):
+        stop.requested = True
+
+    before = signal.signal(signal.SIGINT, ask_to_stop)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, before if before is not None else signal.SIG_DFL)
+
+
+def train(config: TrainConfig | None = None, callback: Callable[[Progress], None] | None = None, *,
+          interruptible: bool = False, **overrides) -> TrainedModel:
     """Train one toy model; ``callback(progress)`` every ``eval_every`` steps and at the end.
 
     ``overrides`` replace fields of ``config`` (``train(n_heads=1, seed=2)``).
+    ``interruptible=True``: an interrupt (SIGINT, or a KeyboardInterrupt raised in the
+    loop) stops training after the step under way and returns the model trained so far,
+    with ``interrupted`` set and a last progress report (``done``) at that step; the
+    callback is not called again then.
     """
     config = replace(config or TrainConfig(), **overrides) if overrides else (config or TrainConfig())
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig or None; got {type(config).__name__}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be a function that takes a Progress report, or None; got {callback!r} ({type(callback).__name__})")
+    _validate.fits_this_process(
+        config.memory_bytes(), f"training with batch_size={config.batch_size}, d_model={config.d_model}, n_heads={config.n_heads}",
+        hint="make batch_size or d_model smaller")
     task = get_task(config.task)
     eval_batch = evaluation_batch(task)
-    with one_thread():
+    with one_thread(), _stop_on_sigint(interruptible) as stop:
         model = ToyModel(config.n_heads, d_model=config.d_model, task=task, seed=config.seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         generator = torch.Generator().manual_seed(config.seed)
         result = TrainedModel(model, config)
         acc, roles = measure(model, eval_batch)
         result.history.append(Progress(0, config.max_steps, float("nan"), acc, roles, False))
-        if callback is not None:
-            callback(result.history[-1])
-        for step in range(1, config.max_steps + 1):
-            batch = task.batch(config.batch_size, generator=generator)
-            loss = loss_of(model(batch.tokens).logits, batch.targets)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            if step % config.eval_every == 0 or step == config.max_steps:
-                acc, roles = measure(model, eval_batch)
-                done = bool(np.all(acc >= config.target_accuracy)) or step == config.max_steps
-                result.history.append(Progress(step, config.max_steps, float(loss.detach()), acc, roles, done))
-                if callback is not None:
-                    callback(result.history[-1])
-                if done:
+        completed, loss = 0, None  # whole steps done; the loss of the last one
+        try:
+            if callback is not None:
+                callback(result.history[-1])
+            for step in range(1, config.max_steps + 1):
+                if stop.requested:
                     break
+                batch = task.batch(config.batch_size, generator=generator)
+                loss = loss_of(model(batch.tokens).logits, batch.targets)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                completed = step
+                if step % config.eval_every == 0 or step == config.max_steps:
+                    acc, roles = measure(model, eval_batch)
+                    done = bool(np.all(acc >= config.target_accuracy)) or step == config.max_steps
+                    result.history.append(Progress(step, config.max_steps, float(loss.detach()), acc, roles, done))
+                    if callback is not None:
+                        callback(result.history[-1])
+                    if done:
+                        break
+        except KeyboardInterrupt:
+            if not interruptible:
+                raise
+            stop.requested = True
+        if stop.requested and not result.history[-1].done:
+            result.interrupted = True
+            last_loss = float("nan") if loss is None else float(loss.detach())
+            acc, roles = measure(model, eval_batch)
+            if result.history[-1].step == completed:
+                result.history.pop()  # measured at this very step already: replace it by the final report
+            result.history.append(Progress(completed, config.max_steps, last_loss, acc, roles, True))
     model.eval()
     return result
 
@@ -177,12 +264,19 @@ def train(config: TrainConfig | None = None, callback: Callable[[Progress], None
 _CACHE: dict[TrainConfig, TrainedModel] = {}
 
 
-def trained(config: TrainConfig | None = None, callback: Callable[[Progress], None] | None = None, **overrides) -> TrainedModel:
-    """``train`` with an in-process cache: a config trained before comes back at once (no callback then)."""
+def trained(config: TrainConfig | None = None, callback: Callable[[Progress], None] | None = None, *,
+            interruptible: bool = False, **overrides) -> TrainedModel:
+    """``train`` with an in-process cache: a config trained before comes back at once (no callback then).
+
+    An interrupted run (``interruptible=True``) is returned but not cached: asking again trains again.
+    """
     config = replace(config or TrainConfig(), **overrides) if overrides else (config or TrainConfig())
-    if config not in _CACHE:
-        _CACHE[config] = train(config, callback)
-    return _CACHE[config]
+    if config in _CACHE:
+        return _CACHE[config]
+    result = train(config, callback, interruptible=interruptible)
+    if not result.interrupted:
+        _CACHE[config] = result
+    return result
 
 
 def is_cached(config: TrainConfig) -> bool:

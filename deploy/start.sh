@@ -13,7 +13,8 @@
 # What it keeps (MHA_HUB_STATE, default deploy/.state): the hub's SQLite database, its
 # cookie secret, the poll service's SQLite database, and learners' homes (MHA_HUB_HOMES).
 #
-# Settings (environment): MHA_HUB_IP (default 0.0.0.0), MHA_HUB_PORT (8000),
+# Settings (environment): MHA_HUB_IP (default 127.0.0.1; 0.0.0.0 with a certificate), MHA_HUB_PORT (8000),
+# MHA_HUB_DOMAIN (learners at NAME.DOMAIN), MHA_HUB_SSL_CERT and MHA_HUB_SSL_KEY (HTTPS),
 # MHA_HUB_AUTH (pam | dummy), MHA_HUB_PASSWORD (dummy only), MHA_HUB_INSTRUCTORS
 # (comma-separated user names who may read the poll), MHA_HUB_ADMINS, MHA_HUB_CULL_S
 # (idle timeout, default 3600). See deploy/README.md.
@@ -21,17 +22,45 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
-PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
-# The lock needs Python 3.11.5 or later (3.11 only: torch's wheel is cp311). As root, learners'
-# servers run as their own Unix accounts, so the interpreter must be one every account
-# can run: not one under a private folder such as /root/.pyenv (see deploy/README.md).
-if ! "$PYTHON" -c 'import sys; sys.exit(0 if (3, 11, 5) <= sys.version_info[:3] < (3, 12) else 1)'; then
-    echo "deploy: $PYTHON is not Python 3.11.5-3.11.x; set PYTHON=/path/to/python3.11" >&2
+# Debian 12's own /usr/bin/python3.11 (3.11.2) by default: every account can run it, and
+# the locks hold nothing that needs a later 3.11 (soupsieve is pinned to 3.0.1, the last
+# release that allows 3.11.2). 3.11 only: torch's wheel is cp311.
+PYTHON="${PYTHON:-$(command -v /usr/bin/python3.11 || command -v python3.11 || command -v python3)}"
+
+# On a fresh Debian 12 (as root) install what the build needs and the system lacks:
+# python3.11-venv (Debian splits venv/ensurepip out of python3.11) and node/npm (the proxy).
+apt_missing=()
+if [[ "$PYTHON" == /usr/bin/python3.11 ]] && ! /usr/bin/python3.11 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    apt_missing+=(python3.11-venv)
+fi
+if [[ ! -x "$HERE/node_modules/.bin/configurable-http-proxy" ]] && ! command -v npm >/dev/null 2>&1; then
+    apt_missing+=(nodejs npm)
+fi
+if [[ "$PYTHON" == /usr/bin/python3.11 && ! -x /usr/bin/python3.11 ]]; then
+    apt_missing+=(python3.11 python3.11-venv)
+    PYTHON=/usr/bin/python3.11
+fi
+if (( ${#apt_missing[@]} )); then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "deploy: installing ${apt_missing[*]} with apt-get ..."
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q >/dev/null
+        apt-get install -y -q --no-install-recommends "${apt_missing[@]}" >/dev/null
+    else
+        echo "deploy: missing ${apt_missing[*]}; install them (Debian: apt-get install ${apt_missing[*]}) or run as root" >&2
+        exit 1
+    fi
+fi
+
+if ! "$PYTHON" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 12) else 1)'; then
+    echo "deploy: $PYTHON is not Python 3.11.x; set PYTHON=/path/to/python3.11" >&2
     exit 1
 fi
+# As root, learners' servers run as their own Unix accounts, so the interpreter must be
+# one every account can run: not one under a private folder such as /root/.pyenv.
 if [[ "$(id -u)" == 0 && "${MHA_HUB_UNIX_USERS:-1}" == 1 ]] && ! "$PYTHON" -c 'import os, sys, pathlib; p = pathlib.Path(os.path.realpath(sys.base_prefix)); sys.exit(0 if all(os.stat(d).st_mode & 0o001 for d in [p, *p.parents]) else 1)'; then
     echo "deploy: $PYTHON lives in a folder the learners' accounts cannot enter ($("$PYTHON" -c 'import sys; print(sys.base_prefix)'))." >&2
-    echo "deploy: set PYTHON to a Python 3.11 every account can run (see deploy/README.md, 'Python')." >&2
+    echo "deploy: set PYTHON to a Python 3.11 every account can run (default: Debian's /usr/bin/python3.11)." >&2
     exit 1
 fi
 HUB_VENV="${MHA_HUB_VENV:-$HERE/.venv-hub}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import pwd
 import stat
 import subprocess
 import sys
@@ -38,12 +39,12 @@ def _pins(path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def hub_modules(monkeypatch):
-    """deploy/'s modules, importable; jupyterhub's spawner replaced by a stand-in if absent."""
+    """deploy/'s modules, importable; jupyterhub's classes replaced by stand-ins if it is absent."""
     monkeypatch.syspath_prepend(str(DEPLOY))
     try:
         importlib.import_module("jupyterhub.spawner")
     except ImportError:
-        from traitlets import List, Unicode
+        from traitlets import Any, Bool, List, Unicode
         from traitlets.config import LoggingConfigurable
 
         class LocalProcessSpawner(LoggingConfigurable):
@@ -63,14 +64,41 @@ def hub_modules(monkeypatch):
             def make_preexec_fn(self, name):
                 return None
 
-        fake_pkg = types.ModuleType("jupyterhub")
-        fake_spawner = types.ModuleType("jupyterhub.spawner")
-        fake_spawner.LocalProcessSpawner = LocalProcessSpawner
-        fake_pkg.spawner = fake_spawner
-        monkeypatch.setitem(sys.modules, "jupyterhub", fake_pkg)
-        monkeypatch.setitem(sys.modules, "jupyterhub.spawner", fake_spawner)
+        class Authenticator(LoggingConfigurable):
+            password = Unicode(config=True)
+            allow_all = Bool(config=True)
+
+            def normalize_username(self, name):
+                return name.lower()
+
+            async def authenticate(self, handler, data):
+                return data["username"] if data["password"] == self.password else None
+
+        class ConfigurableHTTPProxy(LoggingConfigurable):
+            _check_running_callback = Any()
+            command = List(config=True)
+
+            async def start(self):
+                pass
+
+            def stop(self):
+                pass
+
+            async def check_running(self):
+                pass
+
+        fakes = {name: types.ModuleType(name) for name in ("jupyterhub", "jupyterhub.spawner", "jupyterhub.auth", "jupyterhub.proxy")}
+        fakes["jupyterhub.spawner"].LocalProcessSpawner = LocalProcessSpawner
+        fakes["jupyterhub.auth"].DummyAuthenticator = type("DummyAuthenticator", (Authenticator,), {})
+        fakes["jupyterhub.auth"].PAMAuthenticator = type("PAMAuthenticator", (Authenticator,), {})
+        fakes["jupyterhub.proxy"].ConfigurableHTTPProxy = ConfigurableHTTPProxy
+        for name, module in fakes.items():
+            monkeypatch.setitem(sys.modules, name, module)
     for name in ("course_spawner", "poll_service"):
         sys.modules.pop(name, None)
+    # Loading the config as root would make the services' system account on this machine.
+    spawner = importlib.import_module("course_spawner")
+    monkeypatch.setattr(spawner, "ensure_service_user", lambda name=spawner.SERVICE_USER: pwd.getpwuid(os.getuid()))
     yield
     for name in ("course_spawner", "poll_service"):
         sys.modules.pop(name, None)
@@ -79,6 +107,8 @@ def hub_modules(monkeypatch):
 def load_config(monkeypatch, tmp_path, **env):
     from traitlets.config import Config
 
+    for key in [k for k in os.environ if k.startswith("MHA_HUB_") or k == "MHA_POLL_PORT"]:
+        monkeypatch.delenv(key)
     monkeypatch.setenv("MHA_HUB_STATE", str(tmp_path / "state"))
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -92,13 +122,13 @@ def load_config(monkeypatch, tmp_path, **env):
 
 
 def test_config_loads_with_the_course_spawner_ipc_kernels_and_the_services(hub_modules, monkeypatch, tmp_path):
-    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="dummy", MHA_HUB_PORT="18000", MHA_POLL_PORT="18101",
-                    MHA_HUB_INSTRUCTORS="tess, tom")
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD="pw", MHA_HUB_PORT="18000",
+                    MHA_POLL_PORT="18101", MHA_HUB_INSTRUCTORS="tess, tom")
     assert c.JupyterHub.spawner_class.__name__ == "CourseSpawner"
     assert "--KernelManager.transport=ipc" in c.Spawner.args
     assert c.Spawner.cmd[0].endswith("jupyterhub-singleuser")
     assert c.JupyterHub.bind_url.endswith(":18000")
-    assert c.JupyterHub.authenticator_class == "dummy"
+    assert c.JupyterHub.authenticator_class.__name__ == "CourseDummyAuthenticator"
     assert c.Spawner.environment["MHA_POLL_URL"] == "http://127.0.0.1:18101/services/mha-poll/"
     services = {s["name"]: s for s in c.JupyterHub.services}
     assert set(services) == {"mha-poll", "idle-culler"}
@@ -109,7 +139,7 @@ def test_config_loads_with_the_course_spawner_ipc_kernels_and_the_services(hub_m
 
 
 def test_only_the_instructor_role_holds_the_poll_read_scope(hub_modules, monkeypatch, tmp_path):
-    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="dummy", MHA_HUB_INSTRUCTORS="tess,tom")
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD="pw", MHA_HUB_INSTRUCTORS="tess,tom")
     roles = {r["name"]: r for r in c.JupyterHub.load_roles}
     read = "custom:mha-poll:read"
     assert read in c.JupyterHub.custom_scopes
@@ -124,9 +154,160 @@ def test_only_the_instructor_role_holds_the_poll_read_scope(hub_modules, monkeyp
 
 def test_pam_is_the_default_and_an_unknown_authenticator_is_refused(hub_modules, monkeypatch, tmp_path):
     monkeypatch.delenv("MHA_HUB_AUTH", raising=False)
-    assert load_config(monkeypatch, tmp_path).JupyterHub.authenticator_class == "pam"
+    assert load_config(monkeypatch, tmp_path).JupyterHub.authenticator_class.__name__ == "CoursePAMAuthenticator"
     with pytest.raises(ValueError, match="MHA_HUB_AUTH='ldap'.*pam or dummy"):
         load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="ldap")
+
+
+def test_each_learner_gets_an_origin_of_their_own_and_no_config_from_their_home(hub_modules, monkeypatch, tmp_path):
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD="pw", MHA_HUB_PORT="18000")
+    assert c.JupyterHub.subdomain_host == "http://localhost:18000"  # learners at NAME.localhost:18000
+    assert c.JupyterHub.bind_url == "http://127.0.0.1:18000"  # loopback unless a certificate is given
+    assert c.Spawner.disable_user_config is True
+    assert "cookie_host_prefix_enabled" not in c.JupyterHub  # __Host- cookies need HTTPS
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD="pw", MHA_HUB_PORT="443",
+                    MHA_HUB_DOMAIN="class.example.org", MHA_HUB_SSL_CERT=__file__, MHA_HUB_SSL_KEY=__file__,
+                    MHA_HUB_TRIAL="1")
+    assert c.JupyterHub.subdomain_host == "https://class.example.org"
+    assert c.JupyterHub.bind_url == "https://0.0.0.0:443"
+    assert c.JupyterHub.cookie_host_prefix_enabled is True and c.JupyterHub.ssl_cert == __file__
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"MHA_HUB_AUTH": "dummy"}, "needs MHA_HUB_PASSWORD"),
+    ({"MHA_HUB_AUTH": "dummy", "MHA_HUB_PASSWORD": "pw", "MHA_HUB_IP": "0.0.0.0", "MHA_HUB_ALLOW_HTTP": "1"}, "MHA_HUB_TRIAL=1"),
+    ({"MHA_HUB_AUTH": "pam", "MHA_HUB_IP": "0.0.0.0"}, "without HTTPS"),
+    ({"MHA_HUB_AUTH": "pam", "MHA_HUB_SSL_CERT": __file__}, "give both"),
+    ({"MHA_HUB_AUTH": "pam", "MHA_HUB_SSL_CERT": "/no/such.crt", "MHA_HUB_SSL_KEY": "/no/such.key"}, "is not a file"),
+    ({"MHA_HUB_AUTH": "pam", "MHA_HUB_DOMAIN": "https://x.org"}, "is not a host name"),
+])
+def test_an_unsafe_setting_stops_the_hub_with_what_to_do(hub_modules, monkeypatch, tmp_path, env, message):
+    with pytest.raises(ValueError, match=message):
+        load_config(monkeypatch, tmp_path, **env)
+
+
+def test_plain_http_beyond_loopback_needs_the_explicit_opt_in(hub_modules, monkeypatch, tmp_path):
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_IP="0.0.0.0", MHA_HUB_ALLOW_HTTP="1")
+    assert c.JupyterHub.bind_url == "http://0.0.0.0:8000"
+
+
+def test_the_services_run_as_the_unprivileged_account(hub_modules, monkeypatch, tmp_path):
+    from course_spawner import SERVICE_USER
+
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD="pw")
+    want = SERVICE_USER if os.geteuid() == 0 else pwd.getpwuid(os.getuid()).pw_name
+    assert {s["name"]: s["user"] for s in c.JupyterHub.services} == {"mha-poll": want, "idle-culler": want}
+    if os.geteuid() == 0:
+        poll = next(s for s in c.JupyterHub.services if s["name"] == "mha-poll")
+        assert poll["environment"]["MHA_POLL_DB"] == str(tmp_path / "state" / "poll" / "poll.sqlite3")
+
+
+def test_the_proxy_watcher_is_stopped_before_a_restart_and_for_good_on_stop(hub_modules, monkeypatch, tmp_path):
+    """JupyterHub adds a proxy watcher at each (re)start and stops only the newest: after one
+    restart an older watcher restarted the proxy during Ctrl-C (an orphan). CourseProxy fixes both."""
+    import asyncio
+
+    proxy_class = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD="pw").JupyterHub.proxy_class
+    base = proxy_class.__mro__[1]
+    stopped, restarted = [], []
+
+    async def nothing(self):
+        pass
+
+    async def restart(self):
+        restarted.append(True)
+
+    monkeypatch.setattr(base, "start", nothing)
+    monkeypatch.setattr(base, "stop", lambda self: None)
+    monkeypatch.setattr(base, "check_running", restart)
+
+    class Watcher:
+        def stop(self):
+            stopped.append(True)
+
+    proxy = proxy_class.__new__(proxy_class)
+    proxy._check_running_callback = Watcher()
+    asyncio.run(proxy.start())
+    assert stopped == [True], "the old watcher was left running across a restart"
+    asyncio.run(proxy.check_running())
+    assert restarted == [True]
+    proxy.stop()
+    asyncio.run(proxy.check_running())
+    assert restarted == [True], "a stopped hub's watcher restarted the proxy"
+
+
+# --------------------------------------------------------------------------- accounts and folders
+
+
+def test_uid_min_comes_from_login_defs(hub_modules, tmp_path):
+    from course_spawner import uid_min
+
+    defs = tmp_path / "login.defs"
+    defs.write_text("# comment\nUID_MIN\t\t\t 2000\nUID_MAX 60000\n")
+    assert uid_min(defs) == 2000
+    assert uid_min(tmp_path / "missing") == 1000
+
+
+def test_system_accounts_and_accounts_the_hub_did_not_make_are_refused(hub_modules):
+    from course_spawner import account_refusal
+
+    for name in ("root", "daemon", "bin"):
+        assert "system account" in account_refusal(name, create_users=True)
+        assert "system account" in account_refusal(name, create_users=False)
+    assert account_refusal("ht-nobody-here", create_users=True) is None  # the hub may make it
+    assert "no Unix account" in account_refusal("ht-nobody-here", create_users=False)
+    assert "cannot be a Unix account" in account_refusal("Bad Name!", create_users=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a folder for another uid")
+def test_a_folder_is_made_for_its_owner_and_never_through_a_link(hub_modules, tmp_path):
+    from course_spawner import UnsafePath, owned_dir
+
+    target = tmp_path / "target"
+    target.mkdir(mode=0o755)
+    (tmp_path / "link").symlink_to(target)
+    (tmp_path / "someone_elses").mkdir()
+    os.chown(tmp_path / "someone_elses", 64103, 64103)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.close(owned_dir(fd, "fresh", 64101, 64101, 0o700))
+        st = os.lstat(tmp_path / "fresh")
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (64101, 64101, 0o700)
+        with pytest.raises(UnsafePath, match="not a folder"):
+            owned_dir(fd, "link", 64101, 64101)
+        with pytest.raises(UnsafePath, match="will not adopt"):
+            owned_dir(fd, "someone_elses", 64101, 64101)
+    finally:
+        os.close(fd)
+    st = os.stat(target)
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o755)
+    assert os.stat(tmp_path / "someone_elses").st_uid == 64103
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the trusted-path check wants root-owned folders")
+def test_a_root_folder_is_only_used_when_no_one_else_could_have_replaced_it(hub_modules):
+    import shutil
+    import tempfile
+
+    from course_spawner import UnsafePath, open_trusted_dir
+
+    base = Path(tempfile.mkdtemp(prefix="mha-trusted-", dir="/tmp"))
+    try:
+        os.close(open_trusted_dir(base / "run" / "mha-hub", create_mode=0o711))
+        assert stat.S_IMODE(os.stat(base / "run" / "mha-hub").st_mode) == 0o711
+        (base / "open").mkdir()
+        os.chmod(base / "open", 0o777)
+        with pytest.raises(UnsafePath, match="writable by others"):
+            open_trusted_dir(base / "open" / "x", create_mode=0o711)
+        (base / "hop").symlink_to(base / "run")
+        with pytest.raises(UnsafePath, match="without following links"):
+            open_trusted_dir(base / "hop" / "mha-hub")
+        (base / "learners").mkdir()
+        os.chown(base / "learners", 64101, 64101)
+        with pytest.raises(UnsafePath, match="not root"):
+            open_trusted_dir(base / "learners")
+    finally:
+        shutil.rmtree(base)
 
 
 # --------------------------------------------------------------------------- homes
@@ -149,20 +330,16 @@ def test_a_home_is_private_with_the_course_copied_once(hub_modules, tmp_path):
     assert (home / "course" / "01_x.ipynb").read_text() == "my edits"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as two Unix accounts")
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root to act as two Unix accounts")
 def test_one_learner_cannot_read_another_learners_progress(hub_modules):
     import shutil
     import tempfile
 
-    from course_spawner import prepare_home
+    from course_spawner import prepare_hub_made_home
 
     tmp_path = Path(tempfile.mkdtemp(prefix="mha-homes-", dir="/tmp"))  # pytest's own folder is 0700: no one else enters
     os.chmod(tmp_path, 0o711)
     ada, bob = 64101, 64102  # two Unix user ids, as the hub gives two learners
-    progress = prepare_home(tmp_path / "ada", None, ada, ada)
-    progress.write_text("ada's answers")
-    os.chown(progress, ada, ada)
-
     def read_as(uid):
         def become():
             os.setgroups([])
@@ -171,9 +348,15 @@ def test_one_learner_cannot_read_another_learners_progress(hub_modules):
 
         return subprocess.run(["cat", str(progress)], capture_output=True, text=True, preexec_fn=become)
 
-    assert read_as(ada).stdout.strip() == "ada's answers"
-    denied = read_as(bob)
-    shutil.rmtree(tmp_path)
+    try:
+        # The course venv's interpreter may live under /root; the hub uses its own, which any account runs.
+        progress = prepare_hub_made_home(tmp_path, "ada", None, ada, ada, python="/usr/bin/python3")
+        progress.write_text("ada's answers")
+        os.chown(progress, ada, ada)
+        assert read_as(ada).stdout.strip() == "ada's answers"
+        denied = read_as(bob)
+    finally:
+        shutil.rmtree(tmp_path)
     assert denied.returncode != 0 and "Permission denied" in denied.stderr
 
 
@@ -205,6 +388,21 @@ def test_the_start_script_installs_without_dependencies_from_the_two_locks():
     assert "--no-deps" in script and "requirements-hub.lock" in script and "requirements.lock" in script
     assert "npm ci" in script
     subprocess.run(["bash", "-n", str(DEPLOY / "start.sh")], check=True)
+
+
+def test_the_start_script_uses_debians_python_and_installs_what_a_fresh_debian_lacks():
+    script = (DEPLOY / "start.sh").read_text()
+    assert 'PYTHON="${PYTHON:-$(command -v /usr/bin/python3.11' in script
+    assert "apt-get install" in script and "python3.11-venv" in script and "nodejs npm" in script
+
+
+def test_the_locks_install_on_debian_12s_python_3_11_2():
+    """soupsieve 3.x and 4.x need Python 3.11.5 (3.0.0/3.0.1 say 3.11 but were yanked: broken on
+    older 3.11); beautifulsoup4 asks only soupsieve>=1.6.1, so 2.x keeps Debian's 3.11.2 usable."""
+    from packaging.version import Version
+
+    course = _pins(ROOT / "requirements.lock")
+    assert Version(course["soupsieve"]) < Version("3")
 
 
 def test_the_proxy_is_pinned_in_package_json_and_its_lock():

@@ -1,0 +1,440 @@
+"""A real class hub for the tests: deploy/start.sh with a throwaway state, free loopback ports,
+the real configurable-http-proxy and CourseSpawner, and learners as real Unix accounts.
+
+``Hub`` starts and stops one hub (Ctrl-C as a terminal sends it: SIGINT to its process
+group); ``Hub.login`` logs a learner in through the login form, the way a browser does,
+and returns an API token of theirs. Requests go to 127.0.0.1 with the ``Host`` header of
+the origin meant (``localhost:PORT`` for the hub, ``NAME.localhost:PORT`` for a learner's
+server), since Python, unlike Chromium, does not resolve ``NAME.localhost`` by itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import http.client
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+START = DEPLOY / "start.sh"
+HUB_PYTHON = DEPLOY / ".venv-hub" / "bin" / "python"
+PROXY = DEPLOY / "node_modules" / ".bin" / "configurable-http-proxy"
+PASSWORD = "hub-test-password-8u2"
+LEARNER_GROUP = "mha-learners"
+SERVICE_USER = "mha-hub-svc"
+RUNTIME_ROOT = Path("/run/mha-hub")
+CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
+#: The learners of the test class; prefixed so they cannot be anyone's real account.
+ALICE, BOB, CAROL, TESS = "ht-alice", "ht-bob", "ht-carol", "ht-tess"
+#: Learners of the hubs started for one test (a Unix account runs one server at a time).
+ERIN, FINN = "ht-erin", "ht-finn"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening_ports() -> set[int]:
+    """TCP ports something listens on (from /proc/net/tcp and tcp6)."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A":  # LISTEN
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{entry}/status").read_text().splitlines():
+                    if line.startswith("Uid:"):
+                        if uid in (int(x) for x in line.split()[1:3]):
+                            found.append(int(entry))
+                        break
+    return found
+
+
+def processes_mentioning(fragment: str) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            with contextlib.suppress(OSError):
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                if fragment in cmd:
+                    found.append(f"{entry} {cmd[:200]}")
+    return found
+
+
+def processes_with_env(fragment: str) -> list[str]:
+    """Processes whose environment mentions ``fragment`` (the hub's API address: its services,
+    servers and their kernels all carry JUPYTERHUB_API_URL)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            with contextlib.suppress(OSError):
+                if fragment.encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                    cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    found.append(f"{entry} {cmd[:200]}")
+    return found
+
+
+def kill_pids(pids) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def uid_of(name: str) -> int | None:
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return None
+
+
+def group_exists(name: str) -> bool:
+    try:
+        grp.getgrnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+class Response:
+    def __init__(self, status: int, headers, body: bytes):
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self):
+        return json.loads(self.body)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode(errors="replace")
+
+
+class Hub:
+    """One hub: ``start()``, ``login()``, ``request()``, ``ctrl_c()``; ``cleanup()`` removes all it made."""
+
+    def __init__(self, root: Path, *, https: tuple[Path, Path] | None = None, **env):
+        self.root = root
+        self.state = root / "state"
+        self.port, self.api_port, self.proxy_api_port, self.poll_port = (free_port() for _ in range(4))
+        self.https = https
+        self.scheme = "https" if https else "http"
+        self.env = dict(os.environ, MHA_HUB_STATE=str(self.state), MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD=PASSWORD,
+                        MHA_HUB_IP="127.0.0.1", MHA_HUB_PORT=str(self.port), MHA_HUB_API_PORT=str(self.api_port),
+                        MHA_HUB_PROXY_API_PORT=str(self.proxy_api_port), MHA_POLL_PORT=str(self.poll_port),
+                        MHA_HUB_INSTRUCTORS=TESS, MHA_HUB_CULL_S="3600", PYTHONUNBUFFERED="1")
+        for key in ("MHA_HUB_SSL_CERT", "MHA_HUB_SSL_KEY", "MHA_HUB_TRIAL", "MHA_HUB_ALLOW_HTTP", "MHA_HUB_DOMAIN",
+                    "MHA_HUB_HOMES", "MHA_HUB_GROUP", "MHA_HUB_ADMINS", "MHA_HUB_UNIX_USERS", "MHA_HUB_CREATE_USERS"):
+            self.env.pop(key, None)
+        if https:
+            self.env.update(MHA_HUB_SSL_CERT=str(https[0]), MHA_HUB_SSL_KEY=str(https[1]))
+        for key, value in env.items():
+            if value is None:
+                self.env.pop(key, None)
+            else:
+                self.env[key] = value
+        self.log_path = root / "hub.log"
+        self.proc: subprocess.Popen | None = None
+        self.cookies: dict[str, dict[str, str]] = {}
+        self.learners: set[str] = set()
+
+    # ----------------------------------------------------------------- life cycle
+
+    def run_to_exit(self, timeout: float = 60) -> subprocess.CompletedProcess:
+        """Start the hub expecting it to refuse: its exit, with what it printed."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        return subprocess.run([str(START)], env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def start(self, timeout: float = 90) -> "Hub":
+        self.root.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        # Its own process group, which it leads: ctrl_c() signals that group, as a terminal does.
+        self.proc = subprocess.Popen([str(START)], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, process_group=0)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the hub exited ({self.proc.returncode}) while starting:\n{self.log_tail()}")
+            with contextlib.suppress(OSError, http.client.HTTPException, ssl.SSLError):
+                if self.request("GET", "/hub/health", timeout=3).status == 200 and "JupyterHub is now running" in self.log():
+                    return self
+            time.sleep(0.5)
+        raise RuntimeError(f"the hub did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log().splitlines()[-n:])
+
+    def ctrl_c(self, timeout: float = 30) -> float:
+        """SIGINT to the hub's process group, as Ctrl-C in its terminal; seconds until it exited."""
+        started = time.monotonic()
+        os.killpg(self.proc.pid, signal.SIGINT)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        return time.monotonic() - started
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+    def our_processes(self) -> list[str]:
+        """Processes this hub started that are still running: anything naming its state folder or
+        its ports, the proxy, the services, and whatever runs as the test's learners."""
+        found = processes_mentioning(str(self.state)) + processes_with_env(f"127.0.0.1:{self.api_port}/")
+        for port in (self.port, self.proxy_api_port, self.api_port, self.poll_port):
+            found += processes_mentioning(f"--port {port}") + processes_mentioning(f"--api-port {port}")
+        for name in sorted(self.learners):
+            uid = uid_of(name)
+            if uid is not None:
+                found += [f"{pid} (uid {name})" for pid in pids_of_uid(uid)]
+        return sorted(set(found))
+
+    def our_ports_listening(self) -> set[int]:
+        return {self.port, self.proxy_api_port, self.api_port, self.poll_port} & listening_ports()
+
+    # ----------------------------------------------------------------- HTTP
+
+    def host(self, name: str | None = None) -> str:
+        return f"{name}.localhost:{self.port}" if name else f"localhost:{self.port}"
+
+    def url(self, path: str, name: str | None = None) -> str:
+        return f"{self.scheme}://{self.host(name)}{path}"
+
+    def request(self, method: str, path: str, *, host: str | None = None, headers: dict | None = None,
+                body: bytes | None = None, token: str | None = None, cookies_for: str | None = None,
+                timeout: float = 30) -> Response:
+        if self.https:
+            context = ssl.create_default_context(cafile=str(self.https[0]))
+            server_name = (host or self.host()).rsplit(":", 1)[0]
+            conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=context)
+            # Verify the certificate for the name the browser would use, not for 127.0.0.1.
+            conn.host = server_name
+            conn._create_connection = lambda addr, *a, **k: socket.create_connection(("127.0.0.1", self.port), *a, **k)
+        else:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        hdrs = {"Host": host or self.host()}
+        if token:
+            hdrs["Authorization"] = f"token {token}"
+        if cookies_for and self.cookies.get(cookies_for):
+            hdrs["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies[cookies_for].items())
+        hdrs.update(headers or {})
+        try:
+            conn.request(method, path, body=body, headers=hdrs)
+            resp = conn.getresponse()
+            data = resp.read()
+            if cookies_for is not None:
+                jar = self.cookies.setdefault(cookies_for, {})
+                for key, value in resp.getheaders():
+                    if key.lower() == "set-cookie":
+                        name, _, rest = value.partition("=")
+                        jar[name.strip()] = rest.split(";", 1)[0]
+            return Response(resp.status, resp.headers, data)
+        finally:
+            conn.close()
+
+    def xsrf(self, who: str) -> str:
+        jar = self.cookies.get(who, {})
+        for key in ("_xsrf", "__Host-_xsrf"):
+            if key in jar:
+                return urllib.parse.unquote(jar[key])
+        raise KeyError(f"no _xsrf cookie for {who}: {sorted(jar)}")
+
+    def login(self, name: str, password: str = PASSWORD) -> Response:
+        """The login form, as a browser fills it in; the session's cookies kept under ``name``."""
+        self.cookies.pop(name, None)
+        self.learners.add(name)
+        page = self.request("GET", "/hub/login", cookies_for=name)
+        match = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
+        form = {"username": name, "password": password}
+        if match:
+            form["_xsrf"] = match.group(1)
+        return self.request("POST", "/hub/login?next=%2Fhub%2Fhome", cookies_for=name,
+                            body=urllib.parse.urlencode(form).encode(),
+                            headers={"Content-Type": "application/x-www-form-urlencoded",
+                                     "Origin": f"{self.scheme}://{self.host()}",
+                                     "Referer": self.url("/hub/login")})
+
+    def token(self, name: str) -> str:
+        """Log ``name`` in and make an API token of theirs (with their own permissions)."""
+        resp = self.login(name)
+        if resp.status not in (302, 303):
+            raise RuntimeError(f"login of {name} answered {resp.status}: {resp.text[:300]}")
+        resp = self.request("POST", f"/hub/api/users/{name}/tokens", cookies_for=name,
+                            body=json.dumps({"note": "hub test", "expires_in": 3600}).encode(),
+                            headers={"X-XSRFToken": self.xsrf(name), "Content-Type": "application/json",
+                                     "Referer": self.url("/hub/token"), "Origin": f"{self.scheme}://{self.host()}"})
+        if resp.status != 201:
+            raise RuntimeError(f"token for {name} answered {resp.status}: {resp.text[:300]}")
+        return resp.json()["token"]
+
+    def api(self, method: str, path: str, token: str, payload=None, **kw) -> Response:
+        body = None if payload is None else json.dumps(payload).encode()
+        return self.request(method, f"/hub/api{path}", token=token, body=body,
+                            headers={"Content-Type": "application/json"} if body else None, **kw)
+
+    def start_server(self, name: str, token: str, timeout: float = 150) -> dict:
+        resp = self.api("POST", f"/users/{name}/server", token)
+        if resp.status not in (201, 202, 400):  # 400: already running
+            raise RuntimeError(f"starting {name}'s server answered {resp.status}: {resp.text[:300]}")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            model = self.api("GET", f"/users/{name}", token).json()
+            server = model.get("servers", {}).get("")
+            if server and server.get("ready"):
+                return model
+            if not server and resp.status == 202 and time.monotonic() > deadline - timeout + 5 and not model.get("pending"):
+                raise RuntimeError(f"{name}'s server stopped while starting:\n{self.log_tail()}")
+            time.sleep(0.5)
+        raise RuntimeError(f"{name}'s server was not ready within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def stop_server(self, name: str, token: str, timeout: float = 60) -> None:
+        self.api("DELETE", f"/users/{name}/server", token)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.api("GET", f"/users/{name}", token).json().get("servers"):
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"{name}'s server did not stop within {timeout:.0f} s")
+
+    def server_request(self, owner: str, method: str, path: str, token: str, **kw) -> Response:
+        """A request to ``owner``'s server (on its own origin unless ``host`` says otherwise), with ``token``."""
+        kw.setdefault("host", self.host(owner))
+        return self.request(method, f"/user/{owner}{path}", token=token, **kw)
+
+
+class Cleanup:
+    """Everything the hub tests make, removed at the end even on failure: accounts, groups,
+    homes, processes, /run/mha-hub, temporary folders."""
+
+    def __init__(self):
+        self.had_group = group_exists(LEARNER_GROUP)
+        self.had_service_user = uid_of(SERVICE_USER) is not None
+        self.had_runtime_root = RUNTIME_ROOT.exists() or RUNTIME_ROOT.is_symlink()
+        self.accounts: set[str] = {ALICE, BOB, CAROL, TESS, ERIN, FINN}
+        self.hubs: list[Hub] = []
+        self.paths: list[Path] = []
+
+    def remove_account(self, name: str) -> None:
+        uid = uid_of(name)
+        if uid is None:
+            return
+        for _ in range(3):
+            pids = pids_of_uid(uid)
+            if not pids:
+                break
+            kill_pids(pids)
+            time.sleep(0.2)
+        subprocess.run(["userdel", name], capture_output=True)
+        with contextlib.suppress(KeyError):
+            grp.getgrnam(name)
+            subprocess.run(["groupdel", name], capture_output=True)
+
+    def run(self) -> list[str]:
+        problems = []
+        for hub in self.hubs:
+            with contextlib.suppress(Exception):
+                hub.stop()
+            left = hub.our_processes()
+            if left:
+                problems.append(f"left running by a hub: {left}")
+                kill_pids(int(p.split()[0]) for p in left)
+        for name in sorted(self.accounts):
+            self.remove_account(name)
+            with contextlib.suppress(OSError):
+                p = RUNTIME_ROOT / name
+                if p.is_symlink() or p.is_file():
+                    p.unlink()
+                elif p.is_dir():
+                    shutil.rmtree(p)
+        if not self.had_service_user:
+            self.remove_account(SERVICE_USER)
+        if not self.had_group and group_exists(LEARNER_GROUP):
+            subprocess.run(["groupdel", LEARNER_GROUP], capture_output=True)
+        if not self.had_runtime_root:
+            if RUNTIME_ROOT.is_symlink() or RUNTIME_ROOT.is_file():
+                RUNTIME_ROOT.unlink()
+            elif RUNTIME_ROOT.exists():
+                shutil.rmtree(RUNTIME_ROOT, ignore_errors=True)
+        for path in self.paths:
+            shutil.rmtree(path, ignore_errors=True)
+        return problems
+
+
+# --------------------------------------------------------------------------- for the tests' fixtures
+
+
+def fail_or_skip(message: str) -> None:
+    import pytest
+
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"hub test cannot run on CI: {message}", pytrace=False)
+    pytest.skip(f"hub test skipped: {message}")
+
+
+def new_hub(hub_cleanup, hub_tmp: Path, name: str, **kw) -> Hub:
+    # One folder of homes for every hub of the session: an account the hub made has its home there.
+    kw.setdefault("MHA_HUB_HOMES", str(hub_tmp / "homes"))
+    hub = Hub(hub_tmp / name, **kw)
+    hub_cleanup.hubs.append(hub)
+    return hub
+
+
+@contextlib.contextmanager
+def chromium(work_dir: Path):
+    """Debian's Chromium with a fresh profile (the project's launcher, tests/browser/lab_page.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
+    import pytest
+    from lab_page import BrowserStartError, launch_browser
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        fail_or_skip(f"Chromium not found at {CHROMIUM}")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    home = work_dir / "home"
+    home.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        try:
+            context = launch_browser(pw, work_dir / "profile", executable=CHROMIUM, env=dict(os.environ, HOME=str(home)))
+        except BrowserStartError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        try:
+            yield context
+        finally:
+            with contextlib.suppress(Exception):
+                context.close()

@@ -1,0 +1,96 @@
+"""Starting and stopping the real hub: Ctrl-C stops everything it started within 10 s, even after
+its proxy was killed and restarted once; HTTPS from the instructor's certificate serves learners."""
+
+from __future__ import annotations
+
+import os
+import signal
+import ssl
+import subprocess
+import time
+
+import pytest
+from hubctl import ERIN, FINN, listening_ports, new_hub
+
+pytestmark = pytest.mark.hub
+
+SHUTDOWN_LIMIT_S = 10.0
+
+
+def test_ctrl_c_after_a_proxy_restart_stops_every_process_within_10_s(hub_cleanup, hub_tmp):
+    hub = new_hub(hub_cleanup, hub_tmp, "shutdown").start()
+    tokens = {name: hub.token(name) for name in (ERIN, FINN)}
+    for name, token in tokens.items():
+        hub.start_server(name, token)
+        # A kernel too: what a learner leaves running.
+        resp = hub.server_request(name, "POST", "/api/kernels", token, body=b"{}", headers={"Content-Type": "application/json"})
+        assert resp.status == 201, resp.text[:300]
+    first = int((hub.state / "proxy.pid").read_text())
+    os.kill(first, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    second = first
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        try:
+            second = int((hub.state / "proxy.pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if second != first and hub.port in listening_ports() and hub.request("GET", "/hub/health").status == 200:
+            break
+    assert second != first, "the hub did not restart its proxy"
+    assert hub.server_request(ERIN, "GET", "/api/status", tokens[ERIN]).status == 200  # routes restored
+    running = hub.our_processes()
+    assert len(running) >= 6, running  # proxy, poll, culler, two servers, two kernels
+    took = hub.ctrl_c(timeout=30)
+    print(f"Ctrl-C to the hub's exit: {took:.1f} s, with {len(running)} processes running before")
+    time.sleep(0.3)
+    left, ports = hub.our_processes(), hub.our_ports_listening()
+    assert hub.proc.returncode is not None, "the hub itself did not exit"
+    assert not left and not ports, f"after Ctrl-C: processes {left}, ports {ports}\n{hub.log_tail(60)}"
+    assert took < SHUTDOWN_LIMIT_S, f"Ctrl-C took {took:.1f} s (limit {SHUTDOWN_LIMIT_S:.0f} s)"
+
+
+@pytest.fixture(scope="module")
+def certificate(hub_tmp):
+    """A self-signed certificate for localhost and its learners' names, as an instructor would be given."""
+    cert, key = hub_tmp / "hub.crt", hub_tmp / "hub.key"
+    names = ",".join(f"DNS:{n}" for n in ("localhost", "*.localhost", f"{ERIN}.localhost", f"{FINN}.localhost"))
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", f"subjectAltName={names}", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    os.chmod(key, 0o600)
+    return cert, key
+
+
+def test_https_from_the_instructors_certificate_serves_learners(hub_cleanup, hub_tmp, certificate):
+    hub = new_hub(hub_cleanup, hub_tmp, "https", https=certificate).start()
+    try:
+        login = hub.login(ERIN)
+        assert login.status in (302, 303), login.status
+        cookies = [v for k, v in login.headers.items() if k.lower() == "set-cookie"]
+        # The login cookie is domain-locked (cookie_host_prefix_enabled): __Host-, Secure, no Domain,
+        # so no learner's subdomain can set or overwrite it.
+        login_cookie = [c for c in cookies if "jupyterhub-hub-login" in c]
+        assert len(login_cookie) == 1, cookies
+        assert login_cookie[0].startswith("__Host-") and "Secure" in login_cookie[0] and "Domain=" not in login_cookie[0]
+        token = hub.token(ERIN)
+        hub.start_server(ERIN, token)
+        # Verified TLS, for the name a browser uses: alice's own origin.
+        resp = hub.server_request(ERIN, "GET", "/api/contents/course", token)
+        assert resp.status == 200 and "00_welcome.ipynb" in resp.text
+        # Plain HTTP on the same port gets no page.
+        import http.client
+
+        conn = http.client.HTTPConnection("127.0.0.1", hub.port, timeout=10)
+        try:
+            conn.request("GET", "/hub/login", headers={"Host": hub.host()})
+            plain = conn.getresponse()
+            assert plain.status >= 400 or b"<form" not in plain.read()
+        except (ConnectionError, http.client.HTTPException, ssl.SSLError):
+            pass
+        finally:
+            conn.close()
+        hub.stop_server(ERIN, token)
+    finally:
+        took = hub.ctrl_c()
+        assert took < SHUTDOWN_LIMIT_S, f"Ctrl-C took {took:.1f} s"

@@ -493,3 +493,10 @@ def test_toy_model_tokens_outside_the_vocabulary_are_named(tokens, error, words)
     from mha_core.models.toy import ToyModel
 
     refusal(lambda: ToyModel(3)(tokens), error, *words)
+
+
+def test_training_that_diverges_says_so_and_names_lr():
+    from mha_core.models.training import train
+
+    with pytest.raises(ValueError, match=r"training diverged at step \d+: the loss became nan; lr=1e\+06 is too large"):
+        train(n_heads=1, lr=1e6, max_steps=50, seed=0)

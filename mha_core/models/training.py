@@ -234,6 +234,10 @@ def train(config: TrainConfig | None = None, callback: Callable[[Progress], None
                     break
                 batch = task.batch(config.batch_size, generator=generator)
                 loss = loss_of(model(batch.tokens).logits, batch.targets)
+                if not torch.isfinite(loss):
+                    # Diverged (a step size too large for this model): say so instead of training on NaN.
+                    raise ValueError(f"training diverged at step {step}: the loss became {float(loss.detach())}; "
+                                     f"lr={config.lr:g} is too large for this model, try a smaller one such as 3e-3")
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()

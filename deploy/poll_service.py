@@ -548,7 +548,12 @@ def main() -> None:
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
     # On Kubernetes the service's address is the hub's Service name; it listens on all interfaces.
     make_server(app).listen(url.port, os.environ.get("MHA_POLL_BIND_IP") or url.hostname)
-    ioloop.IOLoop.current().start()
+    try:
+        ioloop.IOLoop.current().start()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C at the hub reaches its services too: stop quietly; every answer is already committed
+    finally:
+        store.close()
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ class KernelError(RuntimeError):
 
 class KernelClient:
     def __init__(self, base_url: str, user: str, token: str, path: str, timeout: float = 180.0, protocol: str = "v1"):
+        """``base_url``: the learner's own origin (``http://NAME.localhost:PORT`` on the course hub)."""
         self.protocol = protocol
         self.api = f"{base_url}/user/{user}/api"
         self.headers = {"Authorization": f"token {token}"}

@@ -22,13 +22,14 @@ Then an instructor (role ``instructor``) reads the counts from their kernel, whi
 must equal what the learners sent. Memory (RSS and PSS) of each learner's server and
 kernel is read with psutil, by the learner's Unix account; the hub's processes (hub,
 proxy, poll service, culler) separately. Every wait has a timeout; the run stops by
-itself. Only 127.0.0.1 is contacted. Needs root (learners are Unix accounts, removed
+itself. Only loopback is contacted (the hub at 127.0.0.1, each learner's server at NAME.localhost). Needs root (learners are Unix accounts, removed
 at the end) and the hub's environment (``deploy/start.sh --build-only``).
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import pwd
@@ -47,6 +48,19 @@ import psutil
 import requests
 
 from .kernel_client import KernelClient
+
+_getaddrinfo = socket.getaddrinfo
+
+
+def _resolve_localhost_names(host, *args, **kwargs):
+    """NAME.localhost is loopback, as Chromium treats it (RFC 6761); glibc does not, so say it here."""
+    if isinstance(host, str) and host.endswith(".localhost"):
+        host = "127.0.0.1"
+    return _getaddrinfo(host, *args, **kwargs)
+
+
+# Each learner's server has its own origin, NAME.localhost:PORT (deploy/README.md, "Security").
+socket.getaddrinfo = _resolve_localhost_names
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -97,12 +111,18 @@ class Hub:
     def __init__(self, tag: str, instructors: list[str]):
         self.state = WORK / f"state-{tag}"
         self.port = free_port()
+        # The hub's own pages and API: at 127.0.0.1 (Python's cookie jar files a dotless "localhost" under
+        # "localhost.local" and then never sends the login cookie back); learners' servers at NAME.localhost.
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = dict(os.environ, MHA_HUB_STATE=str(self.state), MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD=PASSWORD,
                         MHA_HUB_IP="127.0.0.1", MHA_HUB_PORT=str(self.port), MHA_HUB_API_PORT=str(free_port()),
                         MHA_HUB_PROXY_API_PORT=str(free_port()), MHA_POLL_PORT=str(free_port()),
                         MHA_HUB_INSTRUCTORS=",".join(instructors), MHA_HUB_CREATE_USERS="1")
         self.proc = None
+
+    def server_url(self, name: str) -> str:
+        """Where ``name``'s own server answers: their origin, NAME.localhost (the path stays /user/NAME/)."""
+        return f"http://{name}.localhost:{self.port}"
 
     def __enter__(self):
         subprocess.run(["rm", "-rf", str(self.state)], check=True)
@@ -146,18 +166,47 @@ class Hub:
 
 
 def login(hub: Hub, name: str) -> str:
-    """Log in through the login form (dummy authenticator), then ask the REST API for a token."""
-    s = requests.Session()
-    s.get(f"{hub.url}/hub/login", timeout=60)
-    r = s.post(f"{hub.url}/hub/login", data={"username": name, "password": PASSWORD, "_xsrf": s.cookies.get("_xsrf")},
-               allow_redirects=False, timeout=60)
-    if r.status_code != 302:
-        raise RuntimeError(f"login of {name} gave {r.status_code}")
-    xsrf = [c.value for c in s.cookies if c.name == "_xsrf"][-1]
-    r = s.post(f"{hub.url}/hub/api/users/{name}/tokens", headers={"X-XSRFToken": xsrf},
-               json={"note": "load test", "expires_in": 3600}, timeout=60)
-    r.raise_for_status()
-    return r.json()["token"]
+    """Log in through the login form (dummy authenticator), as a browser does, then ask the REST API for a token.
+
+    Cookies are kept by hand: Python's cookie jar files a dotless host such as "localhost"
+    under "localhost.local" and then never sends the session cookie back.
+    """
+    import re
+    import urllib.parse
+
+    host, jar = f"localhost:{hub.port}", {}
+
+    def call(method, path, body=None, headers=None):
+        conn = http.client.HTTPConnection("127.0.0.1", hub.port, timeout=60)
+        hdrs = {"Host": host, "Origin": f"http://{host}", "Referer": f"http://{host}/hub/login", **(headers or {})}
+        if jar:
+            hdrs["Cookie"] = "; ".join(f"{k}={v}" for k, v in jar.items())
+        try:
+            conn.request(method, path, body=body, headers=hdrs)
+            resp = conn.getresponse()
+            data = resp.read()
+            for key, value in resp.getheaders():
+                if key.lower() == "set-cookie":
+                    cookie, _, rest = value.partition("=")
+                    jar[cookie.strip()] = rest.split(";", 1)[0]
+            return resp.status, data
+        finally:
+            conn.close()
+
+    _, page = call("GET", "/hub/login")
+    form = {"username": name, "password": PASSWORD}
+    match = re.search(rb'name="_xsrf" value="([^"]+)"', page)
+    if match:
+        form["_xsrf"] = match.group(1).decode()
+    status, _ = call("POST", "/hub/login", urllib.parse.urlencode(form).encode(),
+                     {"Content-Type": "application/x-www-form-urlencoded"})
+    if status != 302:
+        raise RuntimeError(f"login of {name} gave {status}")
+    status, data = call("POST", f"/hub/api/users/{name}/tokens", json.dumps({"note": "load test", "expires_in": 3600}).encode(),
+                        {"Content-Type": "application/json", "X-XSRFToken": urllib.parse.unquote(jar.get("_xsrf", ""))})
+    if status != 201:
+        raise RuntimeError(f"a token for {name} gave {status}: {data[:200]!r}")
+    return json.loads(data)["token"]
 
 
 def start_server(hub: Hub, name: str, token: str, timeout: float = 240) -> None:
@@ -206,7 +255,7 @@ class Learner:
             row = {"errors": []}
             self.result["notebooks"][nb] = row
             try:
-                client = KernelClient(self.hub.url, self.name, self.token, f"course/{nb}.ipynb", protocol=self.protocol)
+                client = KernelClient(self.hub.server_url(self.name), self.name, self.token, f"course/{nb}.ipynb", protocol=self.protocol)
                 started = time.perf_counter()
                 for source in code_cells(nb):
                     out = client.execute(source)
@@ -401,7 +450,7 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
         try:
             token = login(hub, teacher)
             start_server(hub, teacher, token)
-            client = KernelClient(hub.url, teacher, token, "course/10_mental_model_review.ipynb")
+            client = KernelClient(hub.server_url(teacher), teacher, token, "course/10_mental_model_review.ipynb")
             out = client.execute(f"from mha_core.quiz import poll\nimport json\nprint('__COUNTS__' + json.dumps(poll.counts({POLL_QUESTION!r})))")["stdout"]
             client.close()
             got = json.loads(out.split("__COUNTS__", 1)[1])

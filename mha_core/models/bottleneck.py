@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._data import checkout_data_file
 from .training import TrainConfig, train
 
 HEAD_COUNTS = (1, 2, 4, 8, 16, 48)
@@ -179,25 +180,9 @@ def diagnosis(head_counts=DIAGNOSIS_HEAD_COUNTS, seeds=SEEDS, *, d_model: int = 
             "longer": longer, "made_by": "python -m mha_core.models.bottleneck --diagnose"}
 
 
-def _data_dirs() -> list[Path]:
-    candidates = []
-    try:
-        from importlib.resources import files
-
-        candidates.append(Path(str(files("mha_core.data"))) / "toy")
-    except (ImportError, TypeError, ValueError, AttributeError, ModuleNotFoundError):
-        pass
-    package_dir = Path(__file__).resolve().parents[1]
-    candidates += [package_dir / "data" / "toy", package_dir.parent / "data" / "toy"]
-    return candidates
-
-
 def sweep_path(file_name: str = FILE_NAME) -> Path:
     """Where the stored sweep lives (the first folder that has it; else the checkout's data/toy/)."""
-    for folder in _data_dirs():
-        if (folder / file_name).is_file():
-            return folder / file_name
-    return Path(__file__).resolve().parents[2] / "data" / "toy" / file_name
+    return checkout_data_file("toy", file_name)
 
 
 def load_sweep(path: str | Path | None = None) -> dict:

@@ -24,6 +24,7 @@ import json
 import time
 from pathlib import Path
 
+from .._data import checkout_data_file
 from .training import TrainConfig, train
 
 HEAD_COUNTS = (1, 3)
@@ -76,25 +77,9 @@ def steps_by_head_count(table: dict) -> dict[int, list[int]]:
     return out
 
 
-def _data_dirs() -> list[Path]:
-    candidates = []
-    try:
-        from importlib.resources import files
-
-        candidates.append(Path(str(files("mha_core.data"))) / "toy")
-    except (ImportError, TypeError, ValueError, AttributeError, ModuleNotFoundError):
-        pass
-    package_dir = Path(__file__).resolve().parents[1]
-    candidates += [package_dir / "data" / "toy", package_dir.parent / "data" / "toy"]
-    return candidates
-
-
 def table_path() -> Path:
     """Where the stored table lives (the first folder that has it; else the checkout's data/toy/)."""
-    for folder in _data_dirs():
-        if (folder / FILE_NAME).is_file():
-            return folder / FILE_NAME
-    return Path(__file__).resolve().parents[2] / "data" / "toy" / FILE_NAME
+    return checkout_data_file("toy", FILE_NAME)
 
 
 def load_steps_table(path: str | Path | None = None) -> dict:

@@ -8,24 +8,10 @@ from the quiz bank; an installed wheel carries that folder as the package
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
+from .._data import data_file
 
-def data_file(*parts: str) -> Path:
-    """The path of ``data/<parts...>``, from an installed copy or a checkout."""
-    candidates: list[Path] = []
-    try:
-        from importlib.resources import files
-
-        candidates.append(Path(str(files("mha_core.data").joinpath(*parts))))
-    except (ImportError, TypeError, ValueError, AttributeError):
-        pass
-    package_dir = Path(__file__).resolve().parents[1]
-    candidates += [package_dir.joinpath("data", *parts), package_dir.parent.joinpath("data", *parts)]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"data file {'/'.join(parts)} not found; looked in " + ", ".join(str(c) for c in candidates))
+__all__ = ["data_file", "precomputed", "sentence_set"]
 
 
 def sentence_set(name: str) -> dict:

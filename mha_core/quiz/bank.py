@@ -46,6 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from .._data import data_candidates
 from .numbers import format_number
 
 #: The sets, in course order. "00" is practice; "10" is the review.
@@ -235,17 +236,7 @@ def quizzes_dir() -> Path:
     ``mha_core.data`` does not import as a namespace package) has it next to the
     ``mha_core`` folder.
     """
-    candidates: list[Path] = []
-    try:
-        from importlib.resources import files
-
-        candidates.append(Path(str(files("mha_core.data") / "quizzes")))
-    except (ImportError, TypeError, ValueError, AttributeError):
-        pass
-    import mha_core
-
-    package_dir = Path(mha_core.__file__).resolve().parent
-    candidates += [package_dir / "data" / "quizzes", package_dir.parent / "data" / "quizzes"]
+    candidates = data_candidates("quizzes")
     for candidate in candidates:
         if (candidate / "01.json").is_file():
             return candidate

@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # lab_server, lab_page, notebook_checks
 
 from browser_config import ARTIFACTS, BUDGET_S, CHROMIUM, REPO, SERVER_ROOT  # noqa: E402
-from lab_page import BrowserStartError, launch_browser  # noqa: E402
+from lab_page import chromium  # noqa: E402,F401 (the handout and first-command tests import it from here)
 from lab_server import LabStartError, running_lab  # noqa: E402
 
 RUN_KEY = pytest.StashKey[dict]()
@@ -77,49 +77,11 @@ def lab(browser_run):
             browser_run["cleanup"]["leftover_processes"] = processes_mentioning(str(work_dir))
 
 
-@contextlib.contextmanager
-def chromium(work_dir: Path, cleanup: dict | None = None):
-    """Debian's Chromium via playwright with a fresh profile under ``work_dir``; closed, and any process
-    still holding that profile killed, on the way out (recorded in ``cleanup`` when given)."""
-    from playwright.sync_api import sync_playwright
-
-    profile = work_dir / "chromium-profile"
-    home = work_dir / "chromium-home"
-    home.mkdir(exist_ok=True)
-    env = dict(os.environ, HOME=str(home))
-    try:
-        with sync_playwright() as pw:
-            try:
-                context = launch_browser(pw, profile, executable=CHROMIUM, env=env)
-            except BrowserStartError as exc:
-                pytest.fail(str(exc), pytrace=False)
-            try:
-                yield context
-            finally:
-                with contextlib.suppress(Exception):
-                    context.close()
-    finally:
-        # Anything still holding this run's profile folder is ours and should be gone.
-        killed = _kill_matching(str(profile))
-        if cleanup is not None:
-            cleanup["chromium_killed"] = killed
-
-
 @pytest.fixture(scope="module")
 def browser(lab, browser_run):
     """Chromium for the JupyterLab tests; closed before the server stops."""
     with chromium(lab.work_dir, browser_run["cleanup"]) as context:
         yield context
-
-
-def _kill_matching(fragment: str) -> list[int]:
-    killed = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if any(fragment in part for part in proc.info["cmdline"] or []):
-                proc.kill()
-                killed.append(proc.pid)
-    return killed
 
 
 def processes_mentioning(fragment: str) -> list[str]:

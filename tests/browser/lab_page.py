@@ -75,6 +75,59 @@ def launch_browser(playwright, user_data_dir: Path, *, executable: str, env: dic
         raise BrowserStartError(f"Chromium ({executable}) did not start within {timeout_s:.0f} s: {exc}") from exc
 
 
+def kill_matching(fragment: str) -> list[int]:
+    """Kill every process whose command line mentions ``fragment``; their pids."""
+    import contextlib
+
+    import psutil
+
+    killed = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if any(fragment in part for part in proc.info["cmdline"] or []):
+                proc.kill()
+                killed.append(proc.pid)
+    return killed
+
+
+def chromium(work_dir: Path, cleanup: dict | None = None, *, executable: str | None = None):
+    """Debian's Chromium via playwright with a fresh profile under ``work_dir`` (a context manager);
+    closed, and any process still holding that profile killed, on the way out (recorded in
+    ``cleanup`` when given). The one launcher of the browser, handout and hub tests."""
+    import contextlib
+    import os
+
+    import pytest
+    from browser_config import CHROMIUM
+    from playwright.sync_api import sync_playwright
+
+    @contextlib.contextmanager
+    def running():
+        work_dir.mkdir(parents=True, exist_ok=True)
+        profile = work_dir / "chromium-profile"
+        home = work_dir / "chromium-home"
+        home.mkdir(exist_ok=True)
+        env = dict(os.environ, HOME=str(home))
+        try:
+            with sync_playwright() as pw:
+                try:
+                    context = launch_browser(pw, profile, executable=executable or CHROMIUM, env=env)
+                except BrowserStartError as exc:
+                    pytest.fail(str(exc), pytrace=False)
+                try:
+                    yield context
+                finally:
+                    with contextlib.suppress(Exception):
+                        context.close()
+        finally:
+            # Anything still holding this run's profile folder is ours and should be gone.
+            killed = kill_matching(str(profile))
+            if cleanup is not None:
+                cleanup["chromium_killed"] = killed
+
+    return running()
+
+
 def parse_kernel_frame(payload) -> tuple[dict, dict, dict]:
     """(header, parent_header, content) of one kernel websocket frame.
 

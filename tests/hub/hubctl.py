@@ -415,26 +415,11 @@ def new_hub(hub_cleanup, hub_tmp: Path, name: str, **kw) -> Hub:
     return hub
 
 
-@contextlib.contextmanager
 def chromium(work_dir: Path):
-    """Debian's Chromium with a fresh profile (the project's launcher, tests/browser/lab_page.py)."""
+    """Debian's Chromium with a fresh profile: the project's one launcher (tests/browser/lab_page.py)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
-    import pytest
-    from lab_page import BrowserStartError, launch_browser
-    from playwright.sync_api import sync_playwright
+    from lab_page import chromium as fresh_chromium
 
     if not Path(CHROMIUM).exists():
         fail_or_skip(f"Chromium not found at {CHROMIUM}")
-    work_dir.mkdir(parents=True, exist_ok=True)
-    home = work_dir / "home"
-    home.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        try:
-            context = launch_browser(pw, work_dir / "profile", executable=CHROMIUM, env=dict(os.environ, HOME=str(home)))
-        except BrowserStartError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        try:
-            yield context
-        finally:
-            with contextlib.suppress(Exception):
-                context.close()
+    return fresh_chromium(work_dir, executable=CHROMIUM)

@@ -107,8 +107,9 @@ def pip_install_steps(python: str, *, system: str | None = None, root: Path = RO
     steps = []
     if system == "Linux":
         torch_version = locked_pins(lock)["torch"][0]
-        # The lock's torch from the CPU index first; the next step then finds it installed.
-        steps.append(pip + ["--index-url", TORCH_CPU_INDEX, f"torch=={torch_version}"])
+        # The lock's torch from the CPU index first; the next step then finds it installed. One retry only:
+        # offline (a classroom, this project's CI) pip goes on to a local wheel (find-links) instead of waiting.
+        steps.append(pip + ["--retries", "1", "--timeout", "15", "--index-url", TORCH_CPU_INDEX, f"torch=={torch_version}"])
     steps.append(pip + ["-r", str(lock)])
     steps.append(pip + ["-e", str(root)])
     return steps

@@ -12,6 +12,12 @@ asks the hub whose token it is and with which scopes.
         only a token with the scope custom:mha-poll:read (the role ``instructor``);
         answers {"question_id", "answered", "counts": {choice: learners}, "window_s"};
         any other token gets 403
+    POST {prefix}verdicts           {"exercise": "split_heads", "status": "mistake",
+                                     "mistake": "reshape_without_transpose"}
+        what ``mha_core.exercises.check`` sends on the hub (the same tokens as answers)
+    GET  {prefix}verdicts/<exercise>?window_s=600
+        the instructor scope only (403 otherwise); answers {"exercise", "window_s",
+        "present", "passed", "mistakes": {mistake: learners}, "other", "not_tried"}
     GET  {prefix}health              no token needed; {"ok": true}
 
 What an answer may be (anything else is refused with 400 and a message saying why;
@@ -34,8 +40,22 @@ every error body is JSON ``{"error": "..."}``, never a traceback):
   ``"2,362,368"``, ``"1.26e7"``; read by ``mha_core.quiz.numbers.parse_number``), finite;
   it is counted under one spelling (``format_number``), so ``"2362368"`` and
   ``"2,362,368"`` count as one answer.
-- ``window_s`` (counts): a number of seconds in (0, 86400].
+- ``window_s`` (counts, verdicts): a number of seconds in (0, 86400].
+- A verdict: the same body limits, an object with the keys ``exercise``, ``status`` and
+  (optional, may be null) ``mistake``. ``exercise``: a name of the exercise catalogue
+  (``mha_core.exercises.catalogue()``, read once at start); ``status``: passed,
+  not_attempted, mistake, wrong or error; ``mistake``: one of that exercise's mistake
+  names, required for "mistake", allowed for "wrong" (``wrong_shape``), refused for the
+  others. The learner's code is never sent.
 - Any other route: 404; another method on a route: 405.
+
+How the room is doing on an exercise (``verdicts/<exercise>``), each learner counted once,
+by their latest verdict in the window: ``passed``; ``mistakes``, learners per mistake
+name; ``other``, wrong results and errors no name explains; ``not_tried``, learners who
+sent anything to the poll in the window (an answer or a verdict on any exercise:
+``present``) whose latest verdict on this one is "not attempted yet", or who sent none.
+A learner who has sent nothing in the window is not counted anywhere: the service does
+not ask the hub who is logged in.
 
 Storage: SQLite (``MHA_POLL_DB``, default ``$MHA_HUB_STATE/poll.sqlite3``), in WAL mode.
 Why SQLite and not PostgreSQL: one process writes, one small INSERT per answer; a
@@ -50,7 +70,7 @@ it stops at once with a message naming the file, the account and the fix.
 
 Anonymous: the table keeps a keyed hash of the user name (the key is ``poll.salt``, made
 at first start and kept beside the database), only to count each learner once (their
-latest answer); names are never stored, and counts say nothing about who answered.
+latest answer or verdict); names are never stored, and counts say nothing about who answered.
 """
 
 from __future__ import annotations
@@ -88,6 +108,8 @@ HTTP_SERVER_OPTIONS = {
     "idle_connection_timeout": 60.0,
 }
 ANSWER_SHAPE = '{"question_id": "03-what-is-a-head", "choices": ["2"]}'
+VERDICT_SHAPE = '{"exercise": "split_heads", "status": "mistake", "mistake": "reshape_without_transpose"}'
+STATUSES = ("passed", "not_attempted", "mistake", "wrong", "error")
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS answers (
@@ -98,6 +120,17 @@ _SCHEMA = (
         created REAL NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS answers_question ON answers (question_id, created)",
+    """CREATE TABLE IF NOT EXISTS verdicts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        exercise TEXT NOT NULL,
+        learner TEXT NOT NULL,
+        status TEXT NOT NULL,
+        mistake TEXT,
+        created REAL NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS verdicts_exercise ON verdicts (exercise, created)",
+    "CREATE INDEX IF NOT EXISTS answers_created ON answers (created)",
+    "CREATE INDEX IF NOT EXISTS verdicts_created ON verdicts (created)",
 )
 
 
@@ -166,38 +199,49 @@ def _no_constants(name):
     raise PollError(f"the body holds {name}, which is not JSON")
 
 
-def parse_answer(body: bytes) -> tuple[object, object]:
-    """An answer's (question_id, choices) from a request body; PollError (400) or BodyTooLarge (413) if refused.
-
-    Only the shape is checked here; ``Questions.check`` checks the values against the bank.
-    """
+def _parse_object(body: bytes, keys: tuple, optional: tuple, what: str, shape: str) -> dict:
+    """The JSON object of a request body with only ``keys`` (``optional`` may be absent); PollError or BodyTooLarge."""
     if len(body) > MAX_BODY_BYTES:
-        raise BodyTooLarge(f"the body has {len(body)} bytes; an answer may have at most {MAX_BODY_BYTES}")
+        raise BodyTooLarge(f"the body has {len(body)} bytes; {what} may have at most {MAX_BODY_BYTES}")
     if not body.strip():
-        raise PollError(f"the body is empty; send an answer as JSON: {ANSWER_SHAPE}")
+        raise PollError(f"the body is empty; send {what} as JSON: {shape}")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        raise PollError("the body is not UTF-8 text; send an answer as JSON: " + ANSWER_SHAPE) from None
+        raise PollError(f"the body is not UTF-8 text; send {what} as JSON: {shape}") from None
     depth = json_depth(text, MAX_JSON_DEPTH)
     if depth > MAX_JSON_DEPTH:
-        raise PollError(f"the body's JSON nests more than {MAX_JSON_DEPTH} deep; an answer is {ANSWER_SHAPE}")
+        raise PollError(f"the body's JSON nests more than {MAX_JSON_DEPTH} deep; {what} is {shape}")
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
     except PollError:
         raise
     except (ValueError, RecursionError) as exc:  # RecursionError: cannot happen past json_depth; kept as a guard
-        raise PollError(f"the body is not valid JSON ({str(exc)[:80]}); an answer is {ANSWER_SHAPE}") from None
+        raise PollError(f"the body is not valid JSON ({str(exc)[:80]}); {what} is {shape}") from None
     if not isinstance(data, dict):
-        raise PollError(f"the body is a JSON {type(data).__name__}, not an object; an answer is {ANSWER_SHAPE}")
-    unknown = sorted(set(data) - {"question_id", "choices"})
+        raise PollError(f"the body is a JSON {type(data).__name__}, not an object; {what} is {shape}")
+    unknown = sorted(set(data) - set(keys))
     if unknown:
-        raise PollError(f"the body has the key {_short(unknown[0])}; an answer has only question_id and choices: "
-                        + ANSWER_SHAPE)
-    for key in ("question_id", "choices"):
-        if key not in data:
-            raise PollError(f"the body has no {key}; an answer is {ANSWER_SHAPE}")
+        raise PollError(f"the body has the key {_short(unknown[0])}; {what} has only {', '.join(keys[:-1])} and {keys[-1]}: {shape}")
+    for key in keys:
+        if key not in data and key not in optional:
+            raise PollError(f"the body has no {key}; {what} is {shape}")
+    return data
+
+
+def parse_answer(body: bytes) -> tuple[object, object]:
+    """An answer's (question_id, choices) from a request body; PollError (400) or BodyTooLarge (413) if refused.
+
+    Only the shape is checked here; ``Questions.check`` checks the values against the bank.
+    """
+    data = _parse_object(body, ("question_id", "choices"), (), "an answer", ANSWER_SHAPE)
     return data["question_id"], data["choices"]
+
+
+def parse_verdict(body: bytes) -> tuple[object, object, object]:
+    """A verdict's (exercise, status, mistake) from a request body; as ``parse_answer``, checked by ``Exercises.check``."""
+    data = _parse_object(body, ("exercise", "status", "mistake"), ("mistake",), "a verdict", VERDICT_SHAPE)
+    return data["exercise"], data["status"], data.get("mistake")
 
 
 def parse_window(text) -> float:
@@ -284,6 +328,52 @@ class Questions:
         return question.id, sorted(choices, key=int)
 
 
+class Exercises:
+    """The exercise names the service accepts, and each one's mistake names, from the exercise catalogue."""
+
+    def __init__(self, catalogue: dict):
+        self._mistakes = {name: tuple(entry["mistakes"]) for name, entry in catalogue.items()}
+        if not self._mistakes:
+            raise StartupError("the exercise catalogue is empty; the poll has no exercise to accept")
+
+    @classmethod
+    def from_catalogue(cls) -> "Exercises":
+        """Every exercise of the installed course package (``mha_core.exercises.catalogue()``)."""
+        try:
+            from mha_core.exercises import catalogue
+        except ImportError as exc:
+            raise StartupError(f"the poll service needs the course package mha_core ({exc}); "
+                               "run it with the hub's environment (deploy/.venv-hub)") from None
+        return cls(catalogue())
+
+    def exercise(self, name) -> str:
+        """``name`` if it is an exercise; PollError naming the valid ones otherwise."""
+        if not isinstance(name, str) or name not in self._mistakes:
+            near = difflib.get_close_matches(name, list(self._mistakes), n=1) if isinstance(name, str) and len(name) <= 200 else []
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise PollError(f"exercise={_short(name)} is not an exercise of the course{hint}; "
+                            f"the exercises are {', '.join(self._mistakes)}")
+        return name
+
+    def check(self, name, status, mistake) -> tuple[str, str, str | None]:
+        """(exercise, status, mistake) for a verdict the catalogue allows; PollError saying why not otherwise."""
+        name = self.exercise(name)
+        if not isinstance(status, str) or status not in STATUSES:
+            raise PollError(f"status={_short(status)} is not a verdict's status; give one of {', '.join(STATUSES)}")
+        if mistake is None:
+            if status == "mistake":
+                raise PollError(f"status='mistake' needs the mistake's name, one of {name}'s mistakes "
+                                f"such as {self._mistakes[name][0]!r}")
+            return name, status, None
+        if status not in ("mistake", "wrong"):
+            raise PollError(f"status={status!r} names no mistake; send mistake=null (or status 'mistake')")
+        if not isinstance(mistake, str) or mistake not in self._mistakes[name]:
+            near = difflib.get_close_matches(mistake, self._mistakes[name], n=1) if isinstance(mistake, str) and len(mistake) <= 200 else []
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise PollError(f"mistake={_short(mistake)} is not a mistake the {name} check names{hint}")
+        return name, status, mistake
+
+
 # --------------------------------------------------------------------------- storage
 
 
@@ -293,9 +383,11 @@ class PollStore:
     ``questions``: what the store accepts (``Questions.from_bank()``).
     """
 
-    def __init__(self, path: str | Path, salt: bytes, questions: Questions, clock=time.time):
+    def __init__(self, path: str | Path, salt: bytes, questions: Questions, clock=time.time,
+                 exercises: Exercises | None = None):
         self.path = str(path)
         self.questions = questions
+        self.exercises = exercises if exercises is not None else Exercises.from_catalogue()
         self._salt = salt
         self._clock = clock
         self._lock = threading.Lock()
@@ -340,6 +432,48 @@ class PollStore:
                 counts[choice] = counts.get(choice, 0) + 1
         return {"question_id": question_id, "answered": len(rows), "counts": counts, "window_s": window_s}
 
+    def record_verdict(self, user_name: str, exercise, status, mistake=None) -> None:
+        """Store ``user_name``'s verdict; raises PollError for an exercise, status or mistake the catalogue refuses."""
+        exercise, status, mistake = self.exercises.check(exercise, status, mistake)
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO verdicts (exercise, learner, status, mistake, created) VALUES (?, ?, ?, ?, ?)",
+                (exercise, self._learner(user_name), status, mistake, self._clock()),
+            )
+
+    def verdict_counts(self, exercise, window_s=DEFAULT_WINDOW_S) -> dict:
+        """How the room is doing on ``exercise``: each learner once, by their latest verdict in the window."""
+        exercise = self.exercises.exercise(exercise)
+        window_s = parse_window(window_s)
+        since = self._clock() - window_s
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT v.status, v.mistake FROM verdicts v
+                   JOIN (SELECT learner, MAX(id) AS last FROM verdicts
+                         WHERE exercise = ? AND created >= ? GROUP BY learner) l
+                   ON v.id = l.last""",
+                (exercise, since),
+            ).fetchall()
+            (present,) = self._db.execute(
+                """SELECT COUNT(*) FROM (SELECT learner FROM answers WHERE created >= ?
+                                         UNION SELECT learner FROM verdicts WHERE created >= ?)""",
+                (since, since),
+            ).fetchone()
+        passed = other = tried = 0
+        mistakes: dict[str, int] = {}
+        for status, mistake in rows:
+            if status == "not_attempted":
+                continue
+            tried += 1
+            if status == "passed":
+                passed += 1
+            elif mistake:
+                mistakes[mistake] = mistakes.get(mistake, 0) + 1
+            else:
+                other += 1
+        return {"exercise": exercise, "window_s": window_s, "present": present, "passed": passed,
+                "mistakes": mistakes, "other": other, "not_tried": present - tried}
+
     def close(self) -> None:
         self._db.close()
 
@@ -381,7 +515,7 @@ def _account() -> str:
         return "this account"
 
 
-def open_store(db_path: str | Path, questions: Questions) -> PollStore:
+def open_store(db_path: str | Path, questions: Questions, exercises: Exercises | None = None) -> PollStore:
     """The store at ``db_path`` with its key beside it; StartupError naming the file, the account and the fix."""
     db_path = Path(db_path)
     salt_path = db_path.with_suffix(".salt")
@@ -393,7 +527,7 @@ def open_store(db_path: str | Path, questions: Questions) -> PollStore:
         raise StartupError(f"the poll service, running as {_account()}, cannot read or create its key "
                            f"{salt_path}: {exc.strerror or exc}; {fix}") from None
     try:
-        return PollStore(db_path, salt, questions)
+        return PollStore(db_path, salt, questions, exercises=exercises)
     except sqlite3.Error as exc:
         raise StartupError(f"the poll service, running as {_account()}, cannot open its database "
                            f"{db_path}: {exc}; {fix}") from None
@@ -443,7 +577,11 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
             return model
 
     @web.stream_request_body
-    class Answers(Base):
+    class LimitedPost(Base):
+        """A POST whose body is at most MAX_BODY_BYTES, refused (413) before it is read; ``store_body`` stores it."""
+
+        what, plural = "an answer", "answers"
+
         async def prepare(self):
             self._body = bytearray()
             self._received = 0
@@ -457,7 +595,7 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
                     # Answer before reading any of the body, and wait until the answer is
                     # sent: the connection is then closed and the rest is never read.
                     await self.send_json(413, {"error": f"the body declares {_short(declared)} bytes; "
-                                                        f"an answer may have at most {MAX_BODY_BYTES}"})
+                                                        f"{self.what} may have at most {MAX_BODY_BYTES}"})
 
         def data_received(self, chunk: bytes) -> None:
             self._received += len(chunk)
@@ -467,20 +605,29 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
         def post(self):
             if self._received > MAX_BODY_BYTES:
                 return self.send_json(413, {"error": f"the body has more than {MAX_BODY_BYTES} bytes, "
-                                                     "the most an answer may have"})
+                                                     f"the most {self.what} may have"})
             model = self.user(ACCESS_SCOPE)
             if model is None:
                 return
             try:
-                question_id, choices = parse_answer(bytes(self._body))
-                self.store.record(model["name"], question_id, choices)
+                self.store_body(model["name"], bytes(self._body))
             except BodyTooLarge as exc:
                 return self.send_json(413, {"error": str(exc)})
             except PollError as exc:
                 return self.send_json(400, {"error": str(exc)})
             except sqlite3.Error as exc:  # the disk, not the request: say so, and let the learner's next Check retry
-                return self.send_json(503, {"error": f"the poll cannot store answers just now ({exc})"})
+                return self.send_json(503, {"error": f"the poll cannot store {self.plural} just now ({exc})"})
             self.send_json(200, {"stored": True})
+
+    class Answers(LimitedPost):
+        def store_body(self, user_name: str, body: bytes) -> None:
+            self.store.record(user_name, *parse_answer(body))
+
+    class Verdicts(LimitedPost):
+        what, plural = "a verdict", "verdicts"
+
+        def store_body(self, user_name: str, body: bytes) -> None:
+            self.store.record_verdict(user_name, *parse_verdict(body))
 
     class Counts(Base):
         def get(self, question_id):
@@ -492,6 +639,18 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
                 return self.send_json(400, {"error": str(exc)})
             except sqlite3.Error as exc:
                 return self.send_json(503, {"error": f"the poll cannot read its answers just now ({exc})"})
+            self.send_json(200, result)
+
+    class VerdictCounts(Base):
+        def get(self, exercise):
+            if self.user(READ_SCOPE) is None:  # 403 for a learner: only the role instructor holds it
+                return
+            try:
+                result = self.store.verdict_counts(exercise, self.get_argument("window_s", str(DEFAULT_WINDOW_S)))
+            except PollError as exc:
+                return self.send_json(400, {"error": str(exc)})
+            except sqlite3.Error as exc:
+                return self.send_json(503, {"error": f"the poll cannot read its verdicts just now ({exc})"})
             self.send_json(200, result)
 
     class Health(Base):
@@ -507,13 +666,16 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
     return web.Application([
         (prefix + "answers", Answers),
         (prefix + r"counts/([^/]+)", Counts),
+        (prefix + "verdicts", Verdicts),
+        (prefix + r"verdicts/([^/]+)", VerdictCounts),
         (prefix + "health", Health),
     ], default_handler_class=NotFound)
 
 
 def _routes(prefix: str) -> str:
     prefix = prefix if prefix.endswith("/") else prefix + "/"
-    return f"the routes are POST {prefix}answers, GET {prefix}counts/<question_id>, GET {prefix}health"
+    return (f"the routes are POST {prefix}answers, GET {prefix}counts/<question_id>, POST {prefix}verdicts, "
+            f"GET {prefix}verdicts/<exercise>, GET {prefix}health")
 
 
 def make_server(app):
@@ -531,7 +693,7 @@ def main() -> None:
         state = Path(os.environ.get("MHA_HUB_STATE", ".")).resolve()
         db_path = Path(os.environ.get("MHA_POLL_DB") or state / "poll.sqlite3")
         questions = Questions.from_bank()
-        store = open_store(db_path, questions)
+        store = open_store(db_path, questions, Exercises.from_catalogue())
         token = os.environ.get("JUPYTERHUB_API_TOKEN")
         if not token:
             raise StartupError("JUPYTERHUB_API_TOKEN is not set; JupyterHub starts this service with its token")

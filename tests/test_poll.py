@@ -394,3 +394,98 @@ def test_the_classroom_view_has_no_room_button_without_a_hub(monkeypatch):
     monkeypatch.delenv(poll.URL_VAR, raising=False)
     room = widget.quick_check("03", classroom=True, show=False)
     assert all(v.room_button is None for v in room.questions)
+
+
+# --------------------------------------------------------------------------- exercise verdicts
+
+
+def _stub_of(name):
+    """The stub of an exercise, as the learner's cell starts."""
+    from mha_core import exercises
+    from mha_core.exercises import _EXERCISES
+
+    namespace: dict = {}
+    exec(compile(exercises.stub_source(name), f"<stub {name}>", "exec"), namespace)
+    return namespace[_EXERCISES[name].solution.__name__]
+
+
+def _planted(name, mistake):
+    from mha_core.exercises import _EXERCISES
+
+    return next(m.planted for m in _EXERCISES[name].mistakes if m.name == mistake)
+
+
+def test_checks_on_the_hub_reach_the_instructors_view_with_their_named_mistakes(poll_url, monkeypatch):
+    from mha_core import exercises
+
+    # ada passes, bob reshapes without the transpose, cy has not started
+    for token, fn in (("learner-ada", exercises.reference("split_heads")),
+                      ("learner-bob", _planted("split_heads", "reshape_without_transpose")),
+                      ("learner-cy", _stub_of("split_heads"))):
+        _as(monkeypatch, poll_url, token)
+        exercises.check("split_heads", fn)
+    _as(monkeypatch, poll_url, "teacher")
+    want = {"passed": 1, "mistakes": {"reshape_without_transpose": 1}, "other": 0, "not_tried": 1, "present": 3}
+    seen = {}
+
+    def arrived():
+        seen.update(poll.verdict_counts("split_heads") or {})
+        return {k: seen.get(k) for k in want} == want
+
+    assert wait_until(arrived, 10), seen  # sent in the background
+
+
+def test_a_check_never_waits_for_a_slow_poll(stub, monkeypatch, capsys):
+    from mha_core import exercises
+
+    server = stub(http_reply(b'{"stored": true}'), trickle=True, token="learner-ada")
+    started = time.monotonic()
+    fn = exercises.check("split_heads", exercises.reference("split_heads"))
+    took = time.monotonic() - started
+    assert fn is exercises.reference("split_heads") and "passed" in capsys.readouterr().out
+    assert took < poll.TIMEOUT_S / 2, took  # the check itself takes milliseconds; the poll's 2 s are not in it
+    assert wait_until(lambda: len(server.requests) == 1, 5)
+    request = server.requests[0]
+    assert request.startswith(b"POST /services/mha-poll/verdicts ")
+
+
+def test_a_learners_token_cannot_read_the_room_on_an_exercise(poll_url, monkeypatch):
+    _as(monkeypatch, poll_url, "learner-ada")
+    assert poll.send_verdict("split_heads", "passed") is True
+    assert poll.verdict_counts("split_heads") is None
+
+
+def test_without_a_hub_verdict_calls_are_no_ops(monkeypatch):
+    monkeypatch.delenv(poll.URL_VAR, raising=False)
+    assert poll.send_verdict("split_heads", "passed") is False
+    assert poll.send_verdict_in_background("split_heads", "passed") is None
+    assert poll.verdict_counts("split_heads") is None
+
+
+@pytest.mark.parametrize("exercise, status, mistake", [
+    ("split heads", "passed", None), (None, "passed", None), ("split_heads", "done", None),
+    ("split_heads", "mistake", "not an identifier"), ("x" * 65, "passed", None), ("split_heads", "mistake", 3),
+])
+def test_send_verdict_with_values_the_service_would_refuse_sends_nothing(stub, exercise, status, mistake):
+    server = stub(http_reply(b'{"stored": true}'), token="learner-ada")
+    assert poll.send_verdict(exercise, status, mistake) is False
+    assert server.requests == []
+
+
+def test_verdict_counts_with_a_bad_name_or_window_asks_nothing(stub):
+    server = stub(http_reply(b"{}"))
+    assert poll.verdict_counts("../counts/x") is None
+    assert poll.verdict_counts("split_heads", window_s=0) is None
+    assert server.requests == []
+
+
+def test_a_verdict_the_service_refuses_makes_send_verdict_say_false(poll_url, monkeypatch):
+    _as(monkeypatch, poll_url, "learner-ada")
+    assert poll.send_verdict("split_heads", "mistake", "mask_inverted") is False  # not a split_heads mistake
+    assert poll.send_verdict("no_such_exercise", "passed") is False
+
+
+def test_the_clients_statuses_are_the_checkers():
+    from mha_core import exercises
+
+    assert poll.STATUSES == exercises.STATUSES == service.STATUSES

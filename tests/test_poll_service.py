@@ -516,3 +516,163 @@ def test_the_service_module_still_imports_for_the_hub_config_without_mha_core_or
             "print(sorted(m for m in ('tornado', 'mha_core', 'jupyterhub') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- exercise verdicts
+
+from mha_core.exercises import catalogue  # noqa: E402
+
+CATALOGUE = catalogue()
+SPLIT = "split_heads"
+SPLIT_MISTAKE = CATALOGUE[SPLIT]["mistakes"][0]  # reshape_without_transpose
+
+
+def test_the_room_on_an_exercise_is_passed_each_named_mistake_other_and_not_tried(store):
+    store.record_verdict("ada", SPLIT, "passed")
+    store.record_verdict("bob", SPLIT, "mistake", "reshape_without_transpose")
+    store.record_verdict("cy", SPLIT, "mistake", "reshape_without_transpose")
+    store.record_verdict("dee", SPLIT, "mistake", "split_order_swapped")
+    store.record_verdict("eve", SPLIT, "wrong", "wrong_shape")
+    store.record_verdict("fay", SPLIT, "wrong")
+    store.record_verdict("gus", SPLIT, "error")
+    store.record_verdict("hal", SPLIT, "not_attempted")
+    store.record_verdict("ivy", "merge_heads", "passed")  # present, but no verdict on split_heads
+    store.record("jo", SINGLE.id, ["1"])  # present through a quick-check answer only
+    assert store.verdict_counts(SPLIT) == {
+        "exercise": SPLIT, "window_s": 600.0, "present": 10, "passed": 1,
+        "mistakes": {"reshape_without_transpose": 2, "split_order_swapped": 1, "wrong_shape": 1},
+        "other": 2, "not_tried": 3}
+
+
+def test_a_learners_latest_verdict_replaces_the_earlier_one(store):
+    store.record_verdict("ada", SPLIT, "mistake", SPLIT_MISTAKE)
+    store.clock.t += 5
+    store.record_verdict("ada", SPLIT, "passed")
+    result = store.verdict_counts(SPLIT)
+    assert (result["passed"], result["mistakes"], result["present"]) == (1, {}, 1)
+
+
+def test_verdicts_older_than_the_window_are_left_out_and_so_is_their_learner(store):
+    store.record_verdict("ada", SPLIT, "passed")
+    store.clock.t += 700
+    store.record_verdict("bob", SPLIT, "mistake", SPLIT_MISTAKE)
+    result = store.verdict_counts(SPLIT, window_s=600)
+    assert (result["present"], result["passed"], result["mistakes"]) == (1, 0, {SPLIT_MISTAKE: 1})
+    assert store.verdict_counts(SPLIT, window_s=800)["passed"] == 1
+
+
+def test_the_verdicts_table_keeps_no_user_names(store, tmp_path):
+    store.record_verdict("ada.lovelace", SPLIT, "passed")
+    rows = sqlite3.connect(tmp_path / "poll.sqlite3").execute("SELECT * FROM verdicts").fetchall()
+    assert rows and not any("ada" in str(value) for row in rows for value in row)
+
+
+def test_every_exercise_and_each_of_its_mistake_names_is_accepted(store):
+    for name, entry in CATALOGUE.items():
+        for mistake in entry["mistakes"]:
+            store.record_verdict("ada", name, "mistake", mistake)
+        store.record_verdict("ada", name, "passed")
+    with sqlite3.connect(store.path) as db:
+        (n,) = db.execute("SELECT COUNT(*) FROM verdicts").fetchone()
+    assert n == sum(len(e["mistakes"]) + 1 for e in CATALOGUE.values())
+
+
+@pytest.mark.parametrize("exercise, status, mistake, message", [
+    ("split_head", "passed", None, r"exercise='split_head' is not an exercise of the course \(did you mean 'split_heads'\?\)"),
+    (None, "passed", None, "exercise=None is not an exercise"),
+    (5, "passed", None, "exercise=5 is not an exercise"),
+    (SPLIT, "done", None, "status='done' is not a verdict's status; give one of passed, not_attempted"),
+    (SPLIT, ["passed"], None, "is not a verdict's status"),
+    (SPLIT, "mistake", None, "status='mistake' needs the mistake's name"),
+    (SPLIT, "passed", SPLIT_MISTAKE, "status='passed' names no mistake"),
+    (SPLIT, "mistake", "mask_inverted", "mistake='mask_inverted' is not a mistake the split_heads check names"),
+    (SPLIT, "mistake", "reshape_without_transpos", "did you mean 'reshape_without_transpose'"),
+    (SPLIT, "mistake", 3, "mistake=3 is not a mistake"),
+])
+def test_verdicts_the_catalogue_does_not_allow_are_refused_saying_why(store, exercise, status, mistake, message):
+    with pytest.raises(service.PollError, match=message):
+        store.record_verdict("ada", exercise, status, mistake)
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == 0
+
+
+def verdict_body(exercise=SPLIT, status="mistake", mistake=SPLIT_MISTAKE) -> bytes:
+    return json.dumps({"exercise": exercise, "status": status, "mistake": mistake}).encode()
+
+
+@pytest.mark.parametrize("body, message", [
+    (b"", "the body is empty; send a verdict"),
+    (b'{"exercise": "split_heads"}', "has no status; a verdict is"),
+    (b'{"exercise": "split_heads", "status": "passed", "code": "x = 1"}', "has the key 'code'; a verdict has only"),
+    (b'{"exercise": "a", "exercise": "b", "status": "passed"}', "gives the key 'exercise' twice"),
+    (b'{"exercise": [[[[["x"]]]]], "status": "passed"}', "nests more than 4 deep"),
+])
+def test_a_body_not_shaped_as_a_verdict_is_refused_saying_why(body, message):
+    with pytest.raises(service.PollError, match=message):
+        service.parse_verdict(body)
+
+
+def test_a_verdict_without_a_mistake_key_is_read_as_none():
+    assert service.parse_verdict(b'{"exercise": "split_heads", "status": "passed"}') == (SPLIT, "passed", None)
+
+
+def test_a_verdict_is_stored_and_only_the_instructor_reads_the_room(poll_url, store):
+    assert call(poll_url + "verdicts", verdict_body()) == (200, {"stored": True})
+    assert call(poll_url + "verdicts", verdict_body(status="passed", mistake=None), token="learner-bob") == (200, {"stored": True})
+    status, result = call(poll_url + f"verdicts/{SPLIT}", token="teacher")
+    assert status == 200
+    assert (result["passed"], result["mistakes"], result["present"], result["not_tried"]) == (1, {SPLIT_MISTAKE: 1}, 2, 0)
+    status, reply = call(poll_url + f"verdicts/{SPLIT}", token="learner-ada")
+    assert status == 403 and READ in reply["error"]
+    assert call(poll_url + "verdicts", verdict_body(), token=None)[0] == 401
+    assert call(poll_url + "verdicts", verdict_body(), token="no-access")[0] == 403
+
+
+@pytest.mark.parametrize("body, status, message", [
+    (verdict_body(exercise="03-q1"), 400, "not an exercise of the course"),
+    (verdict_body(mistake="mask_inverted"), 400, "not a mistake the split_heads check names"),
+    (verdict_body() + b" " * 4096, 413, "at most 4096"),
+    (b"[" * 4000, 400, "nests more than 4 deep"),
+    (b"{not json", 400, "not valid JSON"),
+])
+def test_refused_verdicts_get_a_clear_4xx_never_a_500(poll_url, store, body, status, message):
+    got, reply = call(poll_url + "verdicts", body)
+    assert got == status and message in reply["error"]
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == 0
+
+
+def test_a_declared_verdict_body_over_4096_bytes_is_answered_before_any_of_it_is_sent(poll_url, store):
+    reply, _ = raw_exchange(poll_url, post_head(poll_url, 90 * 2**20, route="verdicts"))
+    assert reply.startswith(b"HTTP/1.1 413") and b"a verdict may have at most 4096" in reply, reply[:200]
+
+
+@pytest.mark.parametrize("path, status, message", [
+    ("verdicts/split_head", 400, "did you mean 'split_heads'"),
+    ("verdicts/split_heads?window_s=0", 400, "(0, 86400]"),
+    ("verdicts/split_heads/x", 404, "the routes are"),
+])
+def test_room_counts_for_a_bad_exercise_or_window_get_400(poll_url, path, status, message):
+    got, reply = call(poll_url + path, token="teacher")
+    assert got == status and message in reply["error"]
+
+
+def test_a_database_that_fails_gets_503_for_verdicts_too(poll_url, store):
+    store.close()
+    assert call(poll_url + "verdicts", verdict_body())[0] == 503
+    status, reply = call(poll_url + f"verdicts/{SPLIT}", token="teacher")
+    assert status == 503 and "cannot read its verdicts" in reply["error"]
+
+
+def test_the_catalogue_holds_every_mistake_name_the_checks_can_give():
+    import re
+
+    from mha_core.exercises import _runner
+
+    source = Path(_runner.__file__).read_text()
+    literal = set(re.findall(r'"(?:mistake|wrong)", "([a-z_]+)"', source))
+    literal |= set(re.findall(r'\("([a-z_]+)", f?"Your', source))  # (mistake, message) of a wrong form
+    assert literal == {"no_return", "wrong_return", "wrong_shape", "changed_input"}
+    for name, entry in CATALOGUE.items():
+        assert literal <= set(entry["mistakes"]), name
+    assert CATALOGUE["split_heads"]["notebook"] == "03" and "reshape_without_transpose" in CATALOGUE["split_heads"]["mistakes"]

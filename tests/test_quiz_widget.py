@@ -171,6 +171,21 @@ def test_numeric_text_that_is_not_a_number_is_not_counted():
     assert quiz.store.count() == 0
 
 
+def test_the_numeric_hints_suggest_no_number_that_a_question_takes_or_refuses():
+    # "e.g. 64" was 07-minilm-d-head's wrong answer (BERT's d_head) and 03-d-head's right one.
+    from mha_core.quiz.bank import default_bank
+    from mha_core.quiz.widget import QuestionView
+
+    for question in (q for q in default_bank().all_questions() if q.kind == "numeric"):
+        view = QuestionView(question, 1, 1, on_check=lambda *a: None)
+        view.options_widget.value = "many"
+        view.check()
+        shown = view.options_widget.placeholder + " " + html.unescape(re.sub(r"<[^>]+>", " ", view.feedback.value))
+        numbers = {float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", shown)}
+        values = {float(question.answer)} | {float(m.value) for m in question.misconceptions}
+        assert not numbers & values, (question.id, shown)
+
+
 # --------------------------------------------------------------------------- classroom mode
 
 

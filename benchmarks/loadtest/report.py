@@ -73,6 +73,15 @@ def markdown(report: dict) -> str:
                      f"{s['poll'].get('instructor_counts')} vs sent {s['poll'].get('sent')}: "
                      f"{'equal' if s['poll'].get('equal') else 'NOT equal'}; a learner's token reading the counts: "
                      f"{'refused (403) for every learner' if s['poll'].get('learner_counts_refused') else 'NOT refused'}.")
+        room = s.get("room_view") or {}
+        if room:
+            lines.append(f"- Exercise checks: {room.get('learners_checked')} learners checked split_heads; the instructor's "
+                         f"room view counted {room.get('counts')} against {room.get('expected')} expected: "
+                         f"{'equal' if room.get('equal') else 'NOT equal'}. Its Refresh (two requests, in the instructor's "
+                         f"kernel): idle p50 / p95 / max {_f((room.get('idle') or {}).get('p50_ms'))} / "
+                         f"{_f((room.get('idle') or {}).get('p95_ms'))} / {_f((room.get('idle') or {}).get('max_ms'))} ms, "
+                         f"during lock-step changes {_f((room.get('lockstep') or {}).get('p50_ms'))} / "
+                         f"{_f((room.get('lockstep') or {}).get('p95_ms'))} / {_f((room.get('lockstep') or {}).get('max_ms'))} ms.")
         lines.append(f"- A learner opening the next learner's progress file: {s['neighbour_progress']}.")
         lines.append(f"- torch in the kernel's `sys.modules` after each notebook: {s['torch_imported']}; "
                      f"lark or rfc3987-syntax installed where a kernel could import them: {s.get('lark_installed_in_a_kernel')}.")

@@ -13,13 +13,20 @@ ports, state under benchmarks/loadtest/_work), then N learner threads each:
    resident memory and whether ``torch`` is in ``sys.modules``;
 3. answer a poll question from their kernel (``mha_core.quiz.poll.send``), check that
    their own token cannot read the counts (403), and that another learner's progress
-   file cannot be opened;
+   file cannot be opened; then check exercise ``split_heads`` from the kernel with
+   ``mha_core.exercises.check`` (learner i: the reference, the planted mistake
+   ``reshape_without_transpose`` or the untouched stub, by i mod 3), which sends the
+   verdict to the poll in the background (notebooks 02-04 already sent "not attempted"
+   for each stub they checked);
 4. drive notebook 03's head-count control as the browser does (a widget ``comm_msg``),
    one change every ``--pace`` seconds: first staggered (each learner on its own
    clock), then lock-step (everyone at the same instant, "now move it").
 
 Then an instructor (role ``instructor``) reads the counts from their kernel, which
-must equal what the learners sent. Memory (RSS and PSS) of each learner's server and
+must equal what the learners sent, and opens the room view on notebook 03's exercises
+(``mha_core.quiz.instructor.room_view("03")``), whose split_heads counts must equal
+the learners' checks; its Refresh is timed in the instructor's kernel, once with the
+class idle and again while every learner moves the control in lock-step. Memory (RSS and PSS) of each learner's server and
 kernel is read with psutil, by the learner's Unix account; the hub's processes (hub,
 proxy, poll service, culler) separately. Every wait has a timeout; the run stops by
 itself. Only loopback is contacted (the hub at 127.0.0.1, each learner's server at NAME.localhost). Needs root (learners are Unix accounts, removed
@@ -71,6 +78,39 @@ CONTROL_NOTEBOOK = "03_multiple_heads"
 HEAD_COUNT_INDICES = [0, 1, 2, 3, 4]  # d_model = 16: H in (1, 2, 4, 8, 16)
 PASSWORD = "loadtest"
 POLL_QUESTION = "03-what-is-a-head"  # a single-choice question of the bank (4 options): the poll accepts only those
+EXERCISE = "split_heads"
+#: What learner i's function is, by i mod 3, and the verdict the room view then counts it under.
+EXERCISE_FUNCTIONS = [("reference", "passed"), ("reshape_without_transpose", "reshape_without_transpose"),
+                      ("stub", "not_tried")]
+EXERCISE_CHECK = """
+import threading as _t
+from mha_core import exercises as _ex
+from mha_core.exercises import _EXERCISES
+_name, _what = {name!r}, {what!r}
+if _what == "reference":
+    _fn = _ex.reference(_name)
+elif _what == "stub":
+    _ns = {{}}
+    exec(_ex.stub_source(_name), _ns)
+    _fn = _ns[_EXERCISES[_name].solution.__name__]
+else:
+    _fn = next(m.planted for m in _EXERCISES[_name].mistakes if m.name == _what)
+_ex.check(_name, _fn)
+for _th in _t.enumerate():  # the verdict is sent in the background: wait for it, so the count is deterministic
+    if _th.name == "mha-poll-verdict":
+        _th.join(5)
+print("__EXERCISE__ checked")
+"""
+ROOM_VIEW = """
+import json as _j, time as _time
+from mha_core.quiz import instructor as _ins
+_view = _ins.room_view("03", show=False)
+_times = []
+for _ in range({repeats}):
+    _t0 = _time.perf_counter(); _view.refresh(); _times.append(_time.perf_counter() - _t0)
+    _time.sleep({pause_s})
+print("__ROOM__" + _j.dumps({{"results": _view.results, "refresh_s": _times}}))
+"""
 PROBE = """
 import json as _j, resource as _r, sys as _s, importlib.util as _iu
 _u = _r.getrusage(_r.RUSAGE_SELF)
@@ -235,6 +275,7 @@ class Learner:
         self.result = {"name": name, "failures": [], "notebooks": {}, "latency_s": {"staggered": [], "lockstep": []}}
         self.client = None
         self.choice = str(index % 3)
+        self.exercise_function, self.exercise_verdict = EXERCISE_FUNCTIONS[index % 3]
 
     def fail(self, where: str, exc: BaseException) -> None:
         self.result["failures"].append(f"{where}: {type(exc).__name__}: {str(exc)[:300]}")
@@ -291,6 +332,12 @@ class Learner:
                                    "counts_http_status": int(next(line for line in client_out.splitlines() if line.startswith("__STATUS__")).split()[1])}
         except Exception as exc:
             self.fail("poll", exc)
+        try:
+            out = self.client.execute(EXERCISE_CHECK.format(name=EXERCISE, what=self.exercise_function))["stdout"]
+            self.result["exercise"] = {"function": self.exercise_function, "checked": "__EXERCISE__ checked" in out,
+                                       "verdict": out.split("\n", 1)[0][:200]}
+        except Exception as exc:
+            self.fail("exercise", exc)
         if other_progress:
             try:
                 out = self.client.execute(
@@ -447,22 +494,44 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
 
         # The instructor reads the counts from their own kernel.
         expected = Counter(ln.choice for ln in learners if ln.result.get("poll", {}).get("sent"))
+        teacher_client = None
         try:
             token = login(hub, teacher)
             start_server(hub, teacher, token)
-            client = KernelClient(hub.server_url(teacher), teacher, token, "course/10_mental_model_review.ipynb")
-            out = client.execute(f"from mha_core.quiz import poll\nimport json\nprint('__COUNTS__' + json.dumps(poll.counts({POLL_QUESTION!r})))")["stdout"]
-            client.close()
+            teacher_client = KernelClient(hub.server_url(teacher), teacher, token, "course/10_mental_model_review.ipynb")
+            out = teacher_client.execute(f"from mha_core.quiz import poll\nimport json\nprint('__COUNTS__' + json.dumps(poll.counts({POLL_QUESTION!r})))")["stdout"]
             got = json.loads(out.split("__COUNTS__", 1)[1])
             result["poll"] = {"sent": dict(expected), "instructor_counts": got and got["counts"],
                               "answered": got and got["answered"], "equal": bool(got) and got["counts"] == dict(expected)}
         except Exception as exc:
             result["failures"].append(f"instructor: {type(exc).__name__}: {exc}")
+        # The room view on notebook 03's exercises: its counts, and how long a Refresh takes, the class idle.
+        checked = [ln for ln in learners if ln.result.get("exercise", {}).get("checked")]
+        room_expected = dict(Counter(ln.exercise_verdict for ln in checked))
+        result["room_view"] = {"expected": room_expected}
+        if teacher_client is not None:
+            try:
+                room = room_view_timed(teacher_client, repeats=10)
+                split = (room["results"] or {}).get(EXERCISE) or {}
+                got = {"passed": split.get("passed", 0), **split.get("mistakes", {}), "not_tried": split.get("not_tried", 0)}
+                got = {k: v for k, v in got.items() if v}
+                result["room_view"].update(counts=split, equal=got == room_expected, idle_refresh_s=room["refresh_s"])
+            except Exception as exc:
+                result["failures"].append(f"room view: {type(exc).__name__}: {exc}")
 
         result["cpu_ms_per_change"] = {}
         for mode in ("staggered", "lockstep"):
             before = cpu_by_kind(names, hub)
+            watcher = None
+            if mode == "lockstep" and teacher_client is not None:
+                # The instructor refreshes the room view while the whole class moves the control at once.
+                # Four Refreshes per change, spread over the phase (one every pace / 4 seconds).
+                watcher = threading.Thread(target=_room_view_during,
+                                           args=(teacher_client, result["room_view"], 4 * changes, pace / 4))
+                watcher.start()
             drive(learners, mode, changes, pace)
+            if watcher is not None:
+                watcher.join(timeout=300)
             after = cpu_by_kind(names, hub)
             done = sum(len(ln.result["latency_s"][mode]) for ln in learners)
             if done:
@@ -479,9 +548,28 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
                     ln.client.close()
                 except Exception:
                     pass
+        if teacher_client is not None:
+            try:
+                teacher_client.close()
+            except Exception:
+                pass
         result["per_learner"] = [ln.result for ln in learners]
     remove_accounts(names + [teacher])
     return result
+
+
+def room_view_timed(client: KernelClient, repeats: int, pause_s: float = 0.0) -> dict:
+    """The room view built in the instructor's kernel, and the seconds each of ``repeats`` Refreshes took there
+    (``pause_s`` apart)."""
+    out = client.execute(ROOM_VIEW.format(repeats=repeats, pause_s=pause_s))["stdout"]
+    return json.loads(out.split("__ROOM__", 1)[1])
+
+
+def _room_view_during(client: KernelClient, row: dict, repeats: int, pause_s: float) -> None:
+    try:
+        row["lockstep_refresh_s"] = room_view_timed(client, repeats, pause_s)["refresh_s"]
+    except Exception as exc:
+        row["lockstep_error"] = f"{type(exc).__name__}: {exc}"
 
 
 def remove_accounts(names: list[str]) -> None:
@@ -530,6 +618,12 @@ def summarise(run: dict) -> dict:
     s["poll"] = dict(run.get("poll", {}), learners_sent=sum(bool(x.get("sent")) for x in polls),
                      learner_counts_refused=all(x.get("counts_refused") and x.get("counts_http_status") == 403 for x in polls))
     s["neighbour_progress"] = dict(Counter(p.get("neighbour_progress", "not tried") for p in per))
+    room = run.get("room_view", {})
+    s["room_view"] = {"expected": room.get("expected"), "equal": room.get("equal"), "counts": room.get("counts"),
+                      "learners_checked": sum(bool(p.get("exercise", {}).get("checked")) for p in per)}
+    for when in ("idle", "lockstep"):
+        ms = [x * 1000 for x in room.get(f"{when}_refresh_s") or []]
+        s["room_view"][when] = {"n": len(ms), "p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95), "max_ms": max(ms) if ms else None}
     return s
 
 

@@ -16,6 +16,10 @@ function to use from then on: the learner's when it passed, otherwise the
 reference from ``mha_core.attention``. Whatever the learner's function does
 (raise, return None, change its inputs), ``check`` does not raise, so run-all never
 stops at an exercise. ``evaluate`` returns the same verdict as a ``CheckResult``.
+On the course hub, ``check`` also sends the verdict (the exercise, its status and the
+mistake's name from ``catalogue()``, never the code) to the class poll, in the
+background (``mha_core.quiz.poll.send_verdict_in_background``), for the instructor's
+``mha_core.quiz.instructor.room_view``.
 
 The package:
     _tables       what an exercise is made of: cases, Mistake and Raised rows, CheckResult
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import html
 import inspect
+import os
 from typing import Callable
 
 from .. import _display, solutions
@@ -47,7 +52,9 @@ from ._tables import CheckResult, Exercise
 
 __all__ = [
     "EXERCISES",
+    "STATUSES",
     "CheckResult",
+    "catalogue",
     "check",
     "evaluate",
     "reference",
@@ -64,12 +71,31 @@ _EXERCISES = {ex.name: ex for ex in (single_head.EXERCISE, heads.SPLIT, heads.ME
 
 #: The exercise names, in the order of the notebooks.
 EXERCISES = tuple(_EXERCISES)
+#: A verdict's status (``CheckResult.status``).
+STATUSES = ("passed", "not_attempted", "mistake", "wrong", "error")
+#: The mistake names the runner gives any exercise (``_runner``: the return's form, its shape, an input changed).
+RUNNER_MISTAKES = ("no_return", "wrong_return", "wrong_shape", "changed_input")
 
 
 def _exercise(name) -> Exercise:
     if name not in _EXERCISES:
         raise ValueError(f"name={name!r} is not an exercise; valid names are {', '.join(map(repr, EXERCISES))}")
     return _EXERCISES[name]
+
+
+def catalogue() -> dict[str, dict]:
+    """Each exercise's notebook and every mistake name its check can give: ``{name: {"notebook", "mistakes"}}``.
+
+    What the class poll accepts as a verdict (deploy/poll_service.py) and what the
+    instructor's view lists, in the order the check looks for them.
+    """
+    from ._shared import SHARED
+
+    found = {}
+    for name, ex in _EXERCISES.items():
+        names = [m.name for m in ex.mistakes] + [r.name for r in (*ex.raised, *SHARED)] + list(RUNNER_MISTAKES)
+        found[name] = {"notebook": ex.notebook, "mistakes": tuple(dict.fromkeys(names))}
+    return found
 
 
 # --- stub and solution text ------------------------------------------------------------
@@ -146,4 +172,20 @@ def check(name: str, fn) -> Callable:
     """
     result = evaluate(name, fn)
     print("\n".join(result.lines()))
+    _send_to_poll(result)
     return fn if result.passed else _exercise(name).reference
+
+
+def _send_to_poll(result: CheckResult) -> None:
+    """On the course hub, the verdict (name, status, mistake; nothing of the code) to the class poll.
+
+    In a thread of its own, so the check never waits for it; a no-op without a hub.
+    """
+    try:
+        if not os.environ.get("MHA_POLL_URL"):  # off the hub (poll.URL_VAR): not even the client's import
+            return
+        from ..quiz import poll
+
+        poll.send_verdict_in_background(result.name, result.status, result.mistake)
+    except Exception:  # the poll never stops a check
+        pass

@@ -137,7 +137,7 @@ def _read_answer(question: Question, order: list[int], *, may_show: bool = False
         if question.kind == "numeric":
             value = parse_number(line)
             if value is None:
-                _say(f"  '{line[:60]}' is not a number. Type digits, for example 64 (commas are fine).")
+                _say(f"  '{line[:60]}' is not a number. Type it in digits (commas are fine).")
                 if _input_ended:
                     raise _EndOfInput
                 continue

@@ -10,21 +10,27 @@ work exactly as on a laptop::
     poll.available()                        # False on a laptop: send and counts do nothing
     poll.send("03-what-is-a-head", [2])     # a learner's answer: option data indices
     poll.counts("03-what-is-a-head")        # instructor: {"answered": 12, "counts": {"2": 9, "0": 3}, ...}
+    poll.send_verdict("split_heads", "mistake", "reshape_without_transpose")   # what exercises.check sends
+    poll.verdict_counts("split_heads")      # instructor: {"passed": 7, "mistakes": {...}, "other": 1, "not_tried": 4, ...}
 
 Choice ids are the options' data indices as strings ("0", "1", ...), which are the same
 for every learner whatever order their quiz shows the options in; a numeric answer is
-sent as its number in text. The kernel finds the service through two variables the hub
+sent as its number in text. An exercise's verdict is its name, its status and the
+mistake's catalogue name (``mha_core.exercises.catalogue``), never the learner's code;
+``exercises.check`` sends it in a thread of its own (``send_verdict_in_background``), so
+a Check never waits for the poll. The kernel finds the service through two variables the hub
 sets for every learner's server (and so every kernel):
 
     JUPYTERHUB_API_TOKEN   the token the hub gave this learner's server
     MHA_POLL_URL           the poll service's address, e.g. http://127.0.0.1:10101/services/mha-poll/
 
 Only a token whose owner has the hub role ``instructor`` may read counts; the service
-answers a learner's token with 403, and ``counts`` then returns None.
+answers a learner's token with 403, and ``counts`` and ``verdict_counts`` then return None.
 
 Nothing here ever raises, and nothing waits longer than ``TIMEOUT_S`` in all (connecting,
 sending and reading together, however slowly the other end answers): a hub that is
-down, slow or refusing is the same as no hub (``send`` returns False, ``counts`` None),
+down, slow or refusing is the same as no hub (``send`` and ``send_verdict`` return False,
+``counts`` and ``verdict_counts`` None),
 and so is an argument the service would refuse (a question id that is not text, choices
 that are not option ids or a number, a ``window_s`` that is not a number of seconds in
 (0, 86400]); such a call sends nothing. Only the standard library is used, so a kernel
@@ -245,6 +251,76 @@ def counts(question_id: str, window_s: float = DEFAULT_WINDOW_S) -> dict | None:
         query = urllib.parse.urlencode({"window_s": window})
         reply = _request("GET", f"counts/{urllib.parse.quote(question_id, safe='')}?{query}")
         if not (isinstance(reply, dict) and isinstance(reply.get("counts"), dict)):
+            return None
+        return reply
+    except Exception:
+        return None
+
+
+# --------------------------------------------------------------------------- exercise verdicts
+
+#: A verdict's status, as ``mha_core.exercises.CheckResult.status`` gives it (the service checks the rest).
+STATUSES = ("passed", "not_attempted", "mistake", "wrong", "error")
+
+
+def _name(value) -> str | None:
+    """An exercise or mistake name as sent (a short identifier), or None if the service would refuse it."""
+    if not isinstance(value, str) or not value.isidentifier() or len(value) > MAX_ID_CHARS:
+        return None
+    return value
+
+
+def send_verdict(exercise: str, status: str, mistake: str | None = None) -> bool:
+    """Send this learner's latest verdict on ``exercise``; True if the service stored it.
+
+    ``status``: one of ``STATUSES``; ``mistake``: the mistake's catalogue name, or None.
+    A later verdict from the same learner replaces the earlier one in the counts.
+    False, and nothing sent, without a hub or for values the service would refuse;
+    False too if it refuses or does not answer within ``TIMEOUT_S``. Never raises.
+    """
+    try:
+        if not available():
+            return False
+        name, clean_mistake = _name(exercise), _name(mistake) if mistake is not None else None
+        if name is None or status not in STATUSES or (mistake is not None and clean_mistake is None):
+            return False
+        reply = _request("POST", "verdicts", {"exercise": name, "status": status, "mistake": clean_mistake})
+        return isinstance(reply, dict) and reply.get("stored") is True
+    except Exception:
+        return False
+
+
+def send_verdict_in_background(exercise: str, status: str, mistake: str | None = None) -> threading.Thread | None:
+    """``send_verdict`` in a daemon thread, so the caller never waits; the thread, or None without a hub."""
+    try:
+        if not available():
+            return None
+        thread = threading.Thread(target=send_verdict, args=(exercise, status, mistake), name="mha-poll-verdict",
+                                  daemon=True)
+        thread.start()
+        return thread
+    except Exception:
+        return None
+
+
+def verdict_counts(exercise: str, window_s: float = DEFAULT_WINDOW_S) -> dict | None:
+    """How the room is doing on ``exercise`` in the last ``window_s`` seconds (instructors only).
+
+    Returns ``{"exercise", "window_s", "present", "passed", "mistakes": {name: learners},
+    "other", "not_tried"}``, one verdict per learner (their latest): ``other`` counts
+    wrong results and errors no mistake name explains; ``not_tried`` counts learners who
+    reached the poll in the window (any answer or verdict: ``present``) with no verdict
+    on this exercise, or only "not attempted yet". None without a hub, for a learner's
+    token, when the service cannot be reached in ``TIMEOUT_S``, and, without asking it,
+    for a name or window it would refuse. Never raises.
+    """
+    try:
+        name, window = _name(exercise), _window_s(window_s)
+        if name is None or window is None or not available():
+            return None
+        query = urllib.parse.urlencode({"window_s": window})
+        reply = _request("GET", f"verdicts/{name}?{query}")
+        if not (isinstance(reply, dict) and isinstance(reply.get("mistakes"), dict)):
             return None
         return reply
     except Exception:

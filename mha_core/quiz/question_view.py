@@ -49,7 +49,7 @@ class QuestionView:
             hint = "Select all that apply."
         else:
             self.options_widget = widgets.Text(
-                value="", placeholder="type a number, e.g. 64", description="Your answer:",
+                value="", placeholder="type the number in digits", description="Your answer:",
                 style={"description_width": "initial", "font_size": f"{FONT_PX}px"},
                 layout=widgets.Layout(width="24em"),
             )
@@ -138,7 +138,7 @@ class QuestionView:
         if answer is None:
             if self.question.kind == "numeric":
                 typed = self.options_widget.value.strip()
-                text = (f"'{typed}' is not a number. Type digits, for example 64 (commas are fine)."
+                text = (f"'{typed}' is not a number. Type it in digits (commas are fine)."
                         if typed else "Type a number first, then press Check.")
             else:
                 text = "Choose an option first, then press Check."

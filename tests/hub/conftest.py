@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hubctl import ALICE, BOB, HUB_PYTHON, PROXY, TESS, Cleanup, fail_or_skip, new_hub  # noqa: E402
+from hubctl import ALICE, BOB, HUB_PYTHON, PROXY, REPO, TESS, Cleanup, fail_or_skip, new_hub  # noqa: E402
 
 
 def missing() -> list[str]:
@@ -39,6 +39,7 @@ def hub_cleanup():
     if problems:
         fail_or_skip("; ".join(problems))
     cleanup = Cleanup()
+    cleanup.open_path_to(REPO)
     try:
         yield cleanup
     finally:

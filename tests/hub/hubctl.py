@@ -343,12 +343,27 @@ class Cleanup:
     homes, processes, /run/mha-hub, temporary folders."""
 
     def __init__(self):
+        self.opened: list[tuple[Path, int]] = []  # folders made traversable for the test, with their modes before
         self.had_group = group_exists(LEARNER_GROUP)
         self.had_service_user = uid_of(SERVICE_USER) is not None
         self.had_runtime_root = RUNTIME_ROOT.exists() or RUNTIME_ROOT.is_symlink()
         self.accounts: set[str] = {ALICE, BOB, CAROL, TESS, ERIN, FINN}
         self.hubs: list[Hub] = []
         self.paths: list[Path] = []
+
+    def open_path_to(self, target: Path) -> None:
+        """Let every account enter (o+x, no listing) the folders above ``target`` that do not allow it.
+
+        The learners' servers and the services run from the checkout (the hub's Python, the
+        editable course package, the notebooks), so a real hub lives in a folder everyone may
+        enter (deploy/README.md). A CI clone may sit in a private folder such as mktemp's
+        0700 one: the test opens the way for its run and puts each mode back at the end.
+        """
+        for folder in [target, *target.parents]:
+            mode = folder.stat().st_mode
+            if not mode & 0o001:
+                self.opened.append((folder, mode))
+                os.chmod(folder, (mode & 0o7777) | 0o001)
 
     def remove_account(self, name: str) -> None:
         uid = uid_of(name)
@@ -393,6 +408,9 @@ class Cleanup:
                 shutil.rmtree(RUNTIME_ROOT, ignore_errors=True)
         for path in self.paths:
             shutil.rmtree(path, ignore_errors=True)
+        for folder, mode in reversed(self.opened):
+            with contextlib.suppress(OSError):
+                os.chmod(folder, mode & 0o7777)
         return problems
 
 

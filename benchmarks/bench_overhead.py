@@ -57,13 +57,19 @@ def contenders(shape: dict, old_modules: dict | None = None) -> dict:
     """
     import torch
 
+    from mha_core import TorchMultiHeadAttention
+
     from .bench_attention import OURS, SDPA, build_contenders
 
     causal = bool(shape["causal"])
     built, module, x = build_contenders(shape)
     found = {"bare": built[SDPA], "new": built[OURS]}
+    ours = TorchMultiHeadAttention.from_torch(module)
     for name, old_module in (old_modules or {}).items():
-        old = old_module.TorchMultiHeadAttention.from_torch(module).eval()
+        # Built by the old class and given today's parameters, so no revision's conversion code is needed.
+        old = old_module.TorchMultiHeadAttention(ours.d_model, ours.n_heads, n_kv_heads=ours.n_kv_heads, bias=ours.bias,
+                                                 batch_first=ours.batch_first, dtype=ours.w_qkv.dtype).eval()
+        old.load_state_dict(ours.state_dict())
         found[name] = lambda old=old: old(x, is_causal=causal).output
     with torch.inference_mode():
         expected = found["bare"]()

@@ -14,6 +14,7 @@ Modules:
     costs       head sizes, parameter counts, score tables, FLOPs, KV cache
     examples    the running sentence and small seeded layers
     torch_attention   TorchMultiHeadAttention, the fast path (imports torch)
+    torch_convert     the one place that converts between torch layers and the NumPy reference
     blocks      layer norm and GELU, the rest of a transformer block
     pretrained  all-MiniLM-L6-v2 in NumPy on this package's attention (load_minilm)
     figures, widgets, exercises, quiz   the course's figures, controls, checks, quizzes

@@ -13,14 +13,37 @@ from pathlib import Path
 import numpy as np
 
 
-def divisors(n: int) -> list[int]:
+#: The largest number whose divisors are listed (a search up to its square root, 3.2e7,
+#: takes well under a second). No model has a dimension anywhere near it.
+MAX_DIVISOR_SEARCH = 10**15
+
+
+def divisors(n: int, name: str = "n") -> list[int]:
     """All positive divisors of ``n``, smallest first, in O(sqrt(n)) steps.
 
-    Divisors come in pairs d * (n // d) = n with d <= sqrt(n), so the search stops there.
+    Divisors come in pairs d * (n // d) = n with d <= sqrt(n), so only 1 ... sqrt(n) is
+    searched, in vectorised blocks. A number above ``MAX_DIVISOR_SEARCH`` is refused
+    (a ValueError naming ``name``) instead of searched.
     """
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    n = positive_int(n, name)
+    if n > MAX_DIVISOR_SEARCH:
+        raise ValueError(
+            f"{name}={n} is too large to list its divisors (at most {MAX_DIVISOR_SEARCH:.0e}); "
+            f"no model has a dimension near that size"
+        )
+    root = math.isqrt(n)
+    small: list[int] = []
+    block = 1 << 20
+    for start in range(1, root + 1, block):
+        candidates = np.arange(start, min(start + block, root + 1), dtype=np.int64)
+        small.extend(int(d) for d in candidates[n % candidates == 0])
     large = [n // d for d in reversed(small) if d * d != n]
     return small + large
+
+
+def nearest(valid: list[int], count: int) -> list[int]:
+    """The largest of ``valid`` (sorted) below ``count`` and the smallest above it, where they exist."""
+    return [c for c in valid if c < count][-1:] + [c for c in valid if c > count][:1]
 
 
 #: The most memory one layer's weights, or one KV cache, may ask for: 8 GiB. Larger sizes
@@ -188,15 +211,13 @@ def flag(value, name: str) -> bool:
 
 
 def rng(seed, name: str = "seed") -> np.random.Generator:
-    """``numpy.random.default_rng(seed)``, with errors that name ``seed``."""
-    if isinstance(seed, (bool, np.bool_, str, bytes, float)):
-        raise TypeError(f"{name} must be a whole number of at least 0, a numpy Generator, or None; got {seed!r} ({type(seed).__name__})")
-    try:
+    """``numpy.random.default_rng(seed)`` for a seed (``seed_int``), a numpy Generator or None.
+
+    The same seeds as the torch layer and the toy models take, with the same message.
+    """
+    if seed is None or isinstance(seed, np.random.Generator):
         return np.random.default_rng(seed)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(
-            f"{name} must be a whole number of at least 0, a numpy Generator, or None; got {seed!r} ({type(seed).__name__}): {exc}"
-        ) from None
+    return np.random.default_rng(seed_int(seed, name, also=", a numpy Generator, or None"))
 
 
 #: How many choices an error message lists before it shortens the list with "...".
@@ -212,13 +233,30 @@ def format_choices(values, limit: int = FORMAT_LIMIT) -> str:
     return f"{head}, ..., {values[-2]}, {values[-1]}"
 
 
+def whole_number(value, name: str, low: int = 1, high: int | None = None, *, meaning: str = "") -> int:
+    """``value`` as a plain ``int`` of at least ``low`` (and at most ``high``), or a clear error naming ``name``.
+
+    The one check for whole numbers: NumPy integers are converted (so a size never wraps
+    around); bools, floats (even 2.0) and strings are a TypeError.
+
+    ``n_heads=0 is too small; n_heads must be at least 1``,
+    ``seed=-2 is negative; seed must be a whole number from 0 to 4,294,967,295 (2**32 - 1)``
+    """
+    bound = f"of at least {low:,}" if high is None else f"from {low:,} to {high:,}"
+    valid = f"{name} must be a whole number {bound}{meaning}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{valid}; got {value!r} ({type(value).__name__})")
+    if value < low:
+        word = "negative" if value < 0 and low == 0 else "too small"
+        raise ValueError(f"{name}={value} is {word}; " + (f"{name} must be at least {low:,}" if high is None else valid))
+    if high is not None and value > high:
+        raise ValueError(f"{name}={value} is too large; {valid}")
+    return int(value)
+
+
 def positive_int(value, name: str) -> int:
     """``value`` as an ``int`` of at least 1, or a clear error naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a whole number of at least 1; got {value!r} ({type(value).__name__})")
-    if value < 1:
-        raise ValueError(f"{name}={value} is too small; {name} must be at least 1")
-    return int(value)
+    return whole_number(value, name, 1)
 
 
 def head_counts(d_model, n_heads, n_kv_heads=None) -> tuple[int, int, int]:
@@ -228,16 +266,25 @@ def head_counts(d_model, n_heads, n_kv_heads=None) -> tuple[int, int, int]:
     divides(n_heads, d_model)
     if n_kv_heads is None:
         n_kv_heads = n_heads
+    n_kv_heads = kv_head_count(n_kv_heads, n_heads)
+    return d_model, n_heads, n_kv_heads
+
+
+def kv_head_count(n_kv_heads, n_heads: int, *, of: str = "n_heads") -> int:
+    """``n_kv_heads`` as an ``int`` that divides ``n_heads``, or a clear error listing the valid counts.
+
+    ``of`` names the query head count in the message (``"Llama-2-7B's n_heads"``).
+    """
     n_kv_heads = positive_int(n_kv_heads, "n_kv_heads")
     divides(
         n_kv_heads,
         n_heads,
         name="n_kv_heads",
-        of="n_heads",
+        of=of,
         choices="key/value head counts",
         note=f" (1 is multi-query attention, {n_heads} is ordinary multi-head attention)",
     )
-    return d_model, n_heads, n_kv_heads
+    return n_kv_heads
 
 
 def divides(count: int, total: int, *, name: str = "n_heads", of: str = "d_model", choices: str = "head counts", note: str = "") -> None:
@@ -245,17 +292,41 @@ def divides(count: int, total: int, *, name: str = "n_heads", of: str = "d_model
 
     ``n_heads=5 does not divide d_model=64; valid head counts are 1, 2, 4, 8, 16, 32, 64``.
     When the list is too long to show whole, the nearest valid choices are named too,
-    so they are never hidden behind the ellipsis.
+    so they are never hidden behind the ellipsis. A ``total`` too large to search
+    (``MAX_DIVISOR_SEARCH``) is refused at once, without the list.
     """
     if total % count == 0:
         return
-    valid = divisors(total)
-    message = f"{name}={count} does not divide {of}={total}; valid {choices} are {format_choices(valid)}{note}"
+    message = f"{name}={count} does not divide {of}={total}"
+    try:
+        valid = divisors(total, of)
+    except ValueError:
+        raise ValueError(f"{message}; {of} is too large to list every valid choice{note}") from None
+    message += f"; valid {choices} are {format_choices(valid)}{note}"
     if len(valid) > FORMAT_LIMIT:
-        nearest = [c for c in valid if c < count][-1:] + [c for c in valid if c > count][:1]
-        verb = "is" if len(nearest) == 1 else "are"
-        message += f"; the nearest to {count} {verb} " + " and ".join(str(c) for c in nearest)
+        closest = nearest(valid, count)
+        verb = "is" if len(closest) == 1 else "are"
+        message += f"; the nearest to {count} {verb} " + " and ".join(str(c) for c in closest)
     raise ValueError(message)
+
+
+def choice(value, name: str, choices, *, kind: type | tuple = ()):
+    """``value`` if it is one of ``choices``; else a ValueError (a TypeError when it is not a ``kind``)
+    naming ``name``, what was given and the valid choices.
+
+    ``n_tokens=1000 is not a valid choice; valid values are 128, 256, 512``
+    """
+    choices = list(choices)
+    listed = ", ".join(repr(c) if isinstance(c, str) else str(c) for c in choices)
+    if kind and (not isinstance(value, kind) or isinstance(value, (bool, np.bool_))):
+        raise TypeError(f"{name} must be one of {listed}; got {value!r} ({type(value).__name__})")
+    try:
+        ok = value in choices
+    except TypeError:  # an unhashable or incomparable value
+        ok = False
+    if not ok:
+        raise ValueError(f"{name}={value!r} is not a valid choice; valid values are {listed}")
+    return value
 
 
 def float_array(x, name: str, *, ranks=(2, 3), shape_names: str = "(B, T, D) or (T, D)", copy: bool = True) -> np.ndarray:
@@ -331,18 +402,62 @@ def int_in_range(value, name: str, low: int, high: int, *, meaning: str = "") ->
 
     ``seed=-2 is negative; seed must be a whole number from 0 to 4,294,967,295 (2**32 - 1)``
     """
-    valid = f"{name} must be a whole number from {low:,} to {high:,}{meaning}"
+    return whole_number(value, name, low, high, meaning=meaning)
+
+
+def seed_int(seed, name: str = "seed", *, also: str = "") -> int:
+    """``seed`` as a plain ``int`` in 0 .. ``MAX_SEED``, or a clear error naming ``name``.
+
+    ``also`` names what else the caller takes (``", a numpy Generator, or None"``).
+    """
+    return int_in_range(seed, name, 0, MAX_SEED, meaning=" (2**32 - 1)" + also)
+
+
+def real_number(value, name: str, valid: str, fits) -> float:
+    """``value`` as a ``float`` for which ``fits(value)`` holds, or a clear error; ``valid`` says
+    what would be valid (``"a number above 0 and at most 1, such as 0.99"``).
+
+    ``target_accuracy=1.5 is out of range; target_accuracy must be a number above 0 and at most 1, such as 0.99``
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {valid}; got {value!r} ({type(value).__name__})")
+    if not fits(value):
+        raise ValueError(f"{name}={value!r} is out of range; {name} must be {valid}")
+    return float(value)
+
+
+def positive_number(value, name: str, *, example: str = "") -> float:
+    """``value`` as a finite ``float`` above 0, or a clear error (``example``: a valid value to quote)."""
+    valid = "a finite number above 0" + (f", such as {example}" if example else "")
+    return real_number(value, name, valid, lambda v: math.isfinite(v) and v > 0)
+
+
+def index(value, name: str, n: int, what: str) -> int:
+    """``value`` as an ``int`` index into ``n`` things counted from 0 (``what``: 'heads', 'layers'), or a clear error.
+
+    ``head=2 is out of range; valid heads are 0 to 1``
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{valid}; got {value!r} ({type(value).__name__})")
-    if not low <= value <= high:
-        word = "negative" if value < 0 <= low else ("too small" if value < low else "too large")
-        raise ValueError(f"{name}={value} is {word}; {valid}")
+        raise TypeError(f"{name} must be a whole number from 0 to {n - 1}; got {value!r} ({type(value).__name__})")
+    if not 0 <= value < n:
+        raise ValueError(f"{name}={value} is out of range; valid {what} are 0 to {n - 1}")
     return int(value)
 
 
-def seed_int(seed, name: str = "seed") -> int:
-    """``seed`` as a plain ``int`` in 0 .. ``MAX_SEED``, or a clear error naming ``name``."""
-    return int_in_range(seed, name, 0, MAX_SEED, meaning=" (2**32 - 1)")
+def slider_value(value, name: str, low, high, *, whole: bool = True, note: str = ""):
+    """``value`` if a slider from ``low`` to ``high`` can show it, or a clear error; ``note`` ends the message.
+
+    ``n_heads=0 is outside the slider; valid values are whole numbers from 1 to 64``
+    """
+    kind, numbers_from = ("a whole number", "whole numbers from ") if whole else ("a number", "")
+    accepted = numbers.Integral if whole else numbers.Real
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, accepted):
+        raise TypeError(f"{name} must be {kind} from {low:g} to {high:g}; got {value!r} ({type(value).__name__})")
+    if whole:
+        value = int(value)  # np.int64(3) is shown, and returned, as 3
+    if not low <= value <= high:
+        raise ValueError(f"{name}={value!r} is outside the slider; valid values are {numbers_from}{low:g} to {high:g}{note}")
+    return value if whole else float(value)
 
 
 # -- torch arguments (torch is imported only when these are called) ------------------------
@@ -414,3 +529,66 @@ def positive_ints(values, name: str, example: str = "(1, 4, 16)") -> tuple[int, 
     if not values:
         raise ValueError(f"{name} is empty; give at least one whole number, such as {example}")
     return tuple(positive_int(v, name) for v in values)
+
+
+def heads_off(value, n_heads: int, n_layers: int | None = None, name: str = "heads_off") -> np.ndarray:
+    """Which heads are switched off, as the package's one encoding: a bool array, True = off.
+
+    Shape (H,) for one layer, or (L, H) for a model when ``n_layers`` is given. Also
+    accepted, and turned into that array here only: None (every head on), head
+    indices counted from 0 such as ``[0, 2]`` (one layer), or (layer, head) pairs
+    counted from 0 such as ``[(0, 2), (5, 11)]`` (a model). An index listed twice is
+    refused: ``[1, 0, 1, 1]`` is more likely a mask of ones and zeros than a list.
+
+    Shapes:
+        returns: (H,) or (L, H) bool, True = off
+    """
+    shape = (n_heads,) if n_layers is None else (n_layers, n_heads)
+    named = f"({n_heads},)" if n_layers is None else f"(L, H) = ({n_layers}, {n_heads})"
+    lists = ("head indices counted from 0, such as [0, 2]" if n_layers is None
+             else "(layer, head) pairs counted from 0, such as [(0, 2), (5, 11)]")
+    off = np.zeros(shape, dtype=bool)
+    if value is None:
+        return off
+    if not isinstance(value, (list, tuple, set, frozenset, range)) and hasattr(value, "__array__"):
+        value = np.asarray(value)  # a NumPy array or a torch tensor
+    if isinstance(value, np.ndarray):
+        if value.dtype == bool:
+            if value.shape != shape:
+                raise ValueError(f"{name} as a bool array must have shape {named}, one entry per head; got shape {value.shape}")
+            return value.copy()
+        if not np.issubdtype(value.dtype, np.integer):
+            raise TypeError(f"{name} must be a bool array of shape {named} (True = off) or {lists}; "
+                            f"got an array of dtype {value.dtype}")
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a bool array of shape {named} (True = off) or {lists}; got {value!r:.60}")
+    items = list(value)
+    flag = (bool, np.bool_)
+    if items and all(isinstance(i, flag) or (isinstance(i, (list, tuple)) and i and all(isinstance(j, flag) for j in i))
+                     for i in items):  # a mask written as (nested) lists of bools
+        try:
+            mask = np.array(items, dtype=bool)
+        except ValueError:  # rows of different lengths
+            raise ValueError(f"{name} as a bool array must have shape {named}, one entry per head; its rows differ in length") from None
+        return heads_off(mask, n_heads, n_layers, name)
+    for item in items:
+        where = (item,) if n_layers is None else item
+        if n_layers is None:
+            if not isinstance(item, numbers.Integral) or isinstance(item, (bool, np.bool_)):
+                raise TypeError(f"{name} holds head indices, whole numbers counted from 0; got {item!r}")
+            if not 0 <= item < n_heads:
+                raise ValueError(f"{name} has head {item}; valid heads are 0 to {n_heads - 1} (counted from 0)")
+        else:
+            if not (isinstance(item, (tuple, list)) and len(item) == 2 and all(
+                    isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_)) for i in item)):
+                raise TypeError(f"{name} holds (layer, head) pairs of whole numbers; got {item!r}")
+            where = (int(item[0]), int(item[1]))
+            if not (0 <= where[0] < n_layers and 0 <= where[1] < n_heads):
+                raise ValueError(f"{name} has {where}; valid layers are 0 to {n_layers - 1} and heads 0 to {n_heads - 1} "
+                                 f"(counted from 0)")
+        if off[where]:
+            raise ValueError(f"{name} lists {item!r} twice; list each head once, or give a bool array of shape {named}, "
+                             f"True = off")
+        off[where] = True
+    return off

@@ -327,9 +327,9 @@ class TokenParts:
     contributions: np.ndarray
     token_index: int
 
-    def output(self, heads_on=None) -> np.ndarray:
-        """The token's output with only the heads in ``heads_on`` (all when None). Shape (D,)."""
-        out = output_projection(self.head_outputs, self.layer.w_o, self.layer.b_o, heads_on=heads_on)  # (1, T, D)
+    def output(self, heads_off=None) -> np.ndarray:
+        """The token's output with the heads in ``heads_off`` (H bools, True = off) switched off. Shape (D,)."""
+        out = output_projection(self.head_outputs, self.layer.w_o, self.layer.b_o, heads_off=heads_off)  # (1, T, D)
         return out[0, self.token_index]  # (D,)
 
 

@@ -9,9 +9,10 @@ and ``MultiHeadAttention`` composes them. Everything is float64.
 
 Conventions
 -----------
-* Weights act on the right, as in the paper: ``q = x @ w_q + b_q``. ``w_q`` has
-  shape ``(D, H*Dh)``; ``w_o`` has shape ``(H*Dh, D)``, one block of ``Dh`` rows per
-  head. (``torch.nn.Linear`` stores the transpose; ``from_torch`` converts.)
+* Projection matrices act on the right, as in the paper: ``q = x @ w_q + b_q``.
+  ``w_q`` has shape ``(D, H*Dh)``; ``w_o`` has shape ``(H*Dh, D)``, one block of ``Dh``
+  rows per head. (``torch.nn.Linear`` stores the transpose; ``mha_core.torch_convert``
+  converts. This module imports nothing of torch.)
 * Masks have the meaning they have in ``torch.nn.MultiheadAttention``: a bool mask
   blocks where it is ``True``; a float mask is added to the scores.
 * The blocking rule: a blocked score becomes ``-inf`` before the softmax, so its
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numbers
 
 import numpy as np
 
@@ -114,7 +114,7 @@ def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
         raise ValueError(
             f"attention scores overflow float64: q and k are too large (largest |q| entry "
             f"{np.abs(q).max():.3g}, |k| entry {np.abs(k).max():.3g}; a score q.k/sqrt(d_head) must stay "
-            f"under about 1.8e308); scale the inputs or weights down"
+            f"under about 1.8e308); scale the inputs or the projection matrices down"
         )
     return scores
 
@@ -258,20 +258,20 @@ def output_projection(
     w_o: np.ndarray,
     b_o: np.ndarray | None = None,
     *,
-    heads_on: np.ndarray | None = None,
+    heads_off=None,
 ) -> np.ndarray:
     """Concatenate the heads and blend them with the output projection.
 
     ``merge_heads(head_outputs) @ w_o`` equals the sum over heads of
     ``head_outputs[:, h] @ w_o[h*Dh:(h+1)*Dh]``: each head owns one block of rows of
-    ``w_o``. ``heads_on`` (H bools or numbers) switches heads off by zeroing their
-    output before the blend; the bias stays.
+    ``w_o``. ``heads_off`` (H bools, True = off; or head indices such as ``[0, 2]``)
+    switches heads off by zeroing their output before the blend; the bias stays.
 
     Shapes:
         head_outputs: (B, H, T, Dh)
         w_o: (H*Dh, D)
         b_o: (D,) or None
-        heads_on: (H,) or None
+        heads_off: (H,) bool, or None for every head on
         returns: (B, T, D)
     """
     head_outputs = np.asarray(head_outputs)
@@ -285,11 +285,9 @@ def output_projection(
         raise ValueError(
             f"w_o has shape {w_o.shape}; it must be (H*Dh, D) with H*Dh = {H}*{Dh} = {H * Dh} rows, one block of Dh rows per head"
         )
-    if heads_on is not None:
-        heads_on = np.asarray(heads_on, dtype=np.float64)
-        if heads_on.shape != (H,):
-            raise ValueError(f"heads_on must hold one entry per head, shape ({H},); got shape {heads_on.shape}")
-        head_outputs = head_outputs * heads_on[None, :, None, None]  # (B, H, T, Dh)
+    if heads_off is not None:
+        off = _validate.heads_off(heads_off, H)  # (H,) bool
+        head_outputs = np.where(off[None, :, None, None], 0.0, head_outputs)  # (B, H, T, Dh): an off head gives zeros
     concat = merge_heads(head_outputs)  # (B, T, H*Dh)
     return project(concat, w_o, b_o)  # (B, T, D)
 
@@ -321,13 +319,13 @@ class AttentionResult:
 
 
 class MultiHeadAttention:
-    """Multi-head attention with readable NumPy weights.
+    """Multi-head attention with readable NumPy parameters.
 
     ``n_kv_heads`` gives grouped-query attention: it must divide ``n_heads``;
     ``n_kv_heads=1`` is multi-query attention and ``n_kv_heads=n_heads`` (the
     default) is ordinary multi-head attention.
 
-    Weights (float64):
+    Parameters (float64):
         w_q: (D, H*Dh)      w_k, w_v: (D, Hkv*Dh)      w_o: (H*Dh, D)
         b_q: (H*Dh,)        b_k, b_v: (Hkv*Dh,)        b_o: (D,)   (None when bias=False)
     """
@@ -371,10 +369,7 @@ class MultiHeadAttention:
         Shapes:
             returns: (Dh, D)
         """
-        if isinstance(head, bool) or not isinstance(head, numbers.Integral):
-            raise TypeError(f"head must be a whole number from 0 to {self.n_heads - 1}; got {head!r} ({type(head).__name__})")
-        if not 0 <= head < self.n_heads:
-            raise ValueError(f"head={head} is out of range; valid heads are 0 to {self.n_heads - 1}")
+        head = _validate.index(head, "head", self.n_heads, "heads")
         # A copy, so that changing the block cannot change the layer.
         return self.w_o[head * self.d_head : (head + 1) * self.d_head].copy()  # (Dh, D)
 
@@ -475,16 +470,18 @@ class MultiHeadAttention:
             result = AttentionResult(*(a[0] for a in (output, weights, scores, head_outputs, q, k, v)))
         return result
 
-    # -- building from given weights ------------------------------------------------
+    # -- building from given parameters --------------------------------------------------
 
     @classmethod
-    def from_weights(
+    def from_parameters(
         cls, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, n_heads: int, n_kv_heads: int | None = None
     ) -> "MultiHeadAttention":
-        """A layer that holds the given weights (copied, as float64), in the reference layout.
+        """A layer that holds the given projection matrices and biases (copied, as float64).
 
-        Every loader (``from_torch``, the pretrained encoder) hands its arrays to this one
-        constructor; d_model is read from ``w_q``. Give all four biases or none.
+        The one constructor from plain arrays, in the reference layout (``x @ w``): every
+        loader hands its arrays to it (``mha_core.torch_convert`` for torch layers, the
+        pretrained encoder for its checkpoint). d_model is read from ``w_q``. Give all
+        four biases or none.
 
         Shapes:
             w_q: (D, H*Dh)      w_k, w_v: (D, Hkv*Dh)      w_o: (H*Dh, D)
@@ -510,20 +507,3 @@ class MultiHeadAttention:
         for name, shape in bias_shapes.items():
             setattr(layer, name, None if missing else _validate.weight_array(biases[name], name, shape=shape))
         return layer
-
-    @classmethod
-    def from_torch(cls, module) -> "MultiHeadAttention":
-        """Copy the weights of a ``torch.nn.MultiheadAttention`` (either ``batch_first``)
-        or of a ``mha_core.TorchMultiHeadAttention``.
-
-        The result gives the same output, and the same per-head weights as the module
-        called with ``need_weights=True, average_attn_weights=False``.
-        """
-        from ._torch_weights import numpy_weights_from_torch
-
-        w = numpy_weights_from_torch(module)
-        return cls.from_weights(
-            **{name: w[name] for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")},
-            n_heads=w["n_heads"],
-            n_kv_heads=w["n_kv_heads"],
-        )

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _validate
+
 #: BERT's layer-norm epsilon (``layer_norm_eps`` in its config.json).
 BERT_LAYER_NORM_EPS = 1e-12
 
@@ -37,8 +39,7 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, eps: float
             f"layer_norm needs gamma and beta of shape (D,) = ({x.shape[-1] if x.ndim else '?'},) "
             f"for x of shape {x.shape}; got gamma {gamma.shape}, beta {beta.shape}"
         )
-    if not eps > 0:
-        raise ValueError(f"eps={eps!r} must be a positive number (BERT uses {BERT_LAYER_NORM_EPS})")
+    eps = _validate.positive_number(eps, "eps", example=f"{BERT_LAYER_NORM_EPS} (BERT's)")
     mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)  # (..., 1)
     return (x - mean) / np.sqrt(var + eps) * gamma + beta

@@ -14,17 +14,11 @@ negative, a float, a bool) raises ``ValueError``/``TypeError`` naming the parame
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
-from math import isqrt
 
 import numpy as np
 
 from . import _validate
-
-#: The largest number whose divisors this module lists (a search up to its square root,
-#: 3.2e7, takes well under a second). No model has a dimension anywhere near it.
-MAX_DIVISOR_SEARCH = 10**15
 
 
 @dataclass(frozen=True)
@@ -73,8 +67,8 @@ class ModelShape:
         windowed = _validate.flag(windowed, "windowed")
         return cached_tokens(n_tokens, self.sliding_window if windowed else None)
 
-    def weights_bytes(self, bytes_per_value: int = 2) -> int:
-        """Bytes of the model's weights at ``bytes_per_value`` each (2 for 16-bit)."""
+    def parameter_bytes(self, bytes_per_value: int = 2) -> int:
+        """Bytes of the model's parameters at ``bytes_per_value`` each (2 for 16-bit)."""
         if self.n_parameters is None:
             raise ValueError(f"{self.name} has no published parameter count in MODEL_SHAPES")
         return self.n_parameters * _size(bytes_per_value, "bytes_per_value")
@@ -130,70 +124,17 @@ MODEL_SHAPES: dict[str, ModelShape] = {
 
 def _size(value, name: str) -> int:
     """A size as a Python ``int`` of at least 1 (never a NumPy integer, which can wrap around)."""
-    return int(_validate.positive_int(value, name))
-
-
-def _divisors(n: int, name: str) -> list[int]:
-    """All positive divisors of ``n``, smallest first, found in O(sqrt(n)).
-
-    Divisors come in pairs d and n / d with d <= sqrt(n), so only 1 ... sqrt(n) is
-    searched, in vectorised blocks.
-    """
-    if n > MAX_DIVISOR_SEARCH:
-        raise ValueError(
-            f"{name}={n} is too large to list its divisors (at most {MAX_DIVISOR_SEARCH:.0e}); "
-            f"no model has a dimension near that size"
-        )
-    root = isqrt(n)
-    small: list[int] = []
-    block = 1 << 20
-    for start in range(1, root + 1, block):
-        candidates = np.arange(start, min(start + block, root + 1), dtype=np.int64)
-        small.extend(int(d) for d in candidates[n % candidates == 0])
-    large = [n // d for d in reversed(small) if d * d != n]
-    return small + large
-
-
-def _check_divides(count: int, total: int, *, name: str, of: str, choices: str, note: str = "") -> None:
-    """A ValueError unless ``count`` divides ``total``, naming the valid and the nearest choices.
-
-    The same message as ``_validate.divides``, with the fast divisor search.
-    """
-    if total % count == 0:
-        return
-    message = f"{name}={count} does not divide {of}={total}"
-    try:
-        valid = _divisors(total, of)
-    except ValueError:
-        raise ValueError(f"{message}; {of} is too large to list every valid choice{note}") from None
-    message += f"; valid {choices} are {_validate.format_choices(valid)}{note}"
-    if len(valid) > _validate.FORMAT_LIMIT:
-        nearest = _nearest(valid, count)
-        verb = "is" if len(nearest) == 1 else "are"
-        message += f"; the nearest to {count} {verb} " + " and ".join(str(c) for c in nearest)
-    raise ValueError(message)
-
-
-def _nearest(valid: list[int], count: int) -> list[int]:
-    """The largest of ``valid`` below ``count`` and the smallest above it (where they exist)."""
-    return [c for c in valid if c < count][-1:] + [c for c in valid if c > count][:1]
+    return _validate.positive_int(value, name)
 
 
 def _head_layout(d_model, n_heads, n_kv_heads=None) -> tuple[int, int, int]:
-    """Check a head layout; return ``(d_model, n_heads, n_kv_heads)`` as Python ints."""
-    d_model, n_heads = _size(d_model, "d_model"), _size(n_heads, "n_heads")
-    _check_divides(n_heads, d_model, name="n_heads", of="d_model", choices="head counts")
-    n_kv_heads = n_heads if n_kv_heads is None else _size(n_kv_heads, "n_kv_heads")
-    _check_divides(
-        n_kv_heads, n_heads, name="n_kv_heads", of="n_heads", choices="key/value head counts",
-        note=f" (1 is multi-query attention, {n_heads} is ordinary multi-head attention)",
-    )
-    return d_model, n_heads, n_kv_heads
+    """Check a head layout; return ``(d_model, n_heads, n_kv_heads)`` as Python ints (``_validate.head_counts``)."""
+    return _validate.head_counts(d_model, n_heads, n_kv_heads)
 
 
 def valid_head_counts(d_model: int) -> list[int]:
     """Every head count that splits ``d_model`` evenly (its divisors), smallest first."""
-    return _divisors(_size(d_model, "d_model"), "d_model")
+    return _validate.divisors(_size(d_model, "d_model"), "d_model")
 
 
 def nearest_valid_head_counts(d_model: int, n_heads: int) -> list[int]:
@@ -201,7 +142,7 @@ def nearest_valid_head_counts(d_model: int, n_heads: int) -> list[int]:
     d_model, n_heads = _size(d_model, "d_model"), _size(n_heads, "n_heads")
     if d_model % n_heads == 0:
         return [n_heads]
-    return _nearest(valid_head_counts(d_model), n_heads)
+    return _validate.nearest(valid_head_counts(d_model), n_heads)
 
 
 def d_head(d_model: int, n_heads: int) -> int:
@@ -277,11 +218,8 @@ def concurrent_sequences(memory_bytes: int, kv_bytes_per_sequence: int, *, reser
     """
     memory_bytes = _size(memory_bytes, "memory_bytes")
     kv_bytes_per_sequence = _size(kv_bytes_per_sequence, "kv_bytes_per_sequence")
-    if isinstance(reserved_bytes, bool) or not isinstance(reserved_bytes, numbers.Integral):
-        raise TypeError(f"reserved_bytes must be a whole number of at least 0; got {reserved_bytes!r} ({type(reserved_bytes).__name__})")
-    if reserved_bytes < 0:
-        raise ValueError(f"reserved_bytes={reserved_bytes} is negative; reserved_bytes must be at least 0")
-    return max(0, memory_bytes - int(reserved_bytes)) // kv_bytes_per_sequence
+    reserved_bytes = _validate.whole_number(reserved_bytes, "reserved_bytes", 0)
+    return max(0, memory_bytes - reserved_bytes) // kv_bytes_per_sequence
 
 
 def kv_cache_bytes(n_layers: int, n_tokens: int, n_kv_heads: int, d_head: int, *, batch: int = 1, bytes_per_value: int = 2,
@@ -379,17 +317,9 @@ class StepCost:
         ``compute_s`` (FLOPs / peak FLOP/s), ``memory_s`` (bytes / bandwidth), and
         ``bound``: the one that is larger, "compute" or "memory". A real run is slower.
         """
-        compute_s = self.flops / _positive_rate(flops_per_second, "flops_per_second")
-        memory_s = self.bytes_moved / _positive_rate(bytes_per_second, "bytes_per_second")
+        compute_s = self.flops / _validate.positive_number(flops_per_second, "flops_per_second")
+        memory_s = self.bytes_moved / _validate.positive_number(bytes_per_second, "bytes_per_second")
         return {"compute_s": compute_s, "memory_s": memory_s, "bound": "compute" if compute_s >= memory_s else "memory"}
-
-
-def _positive_rate(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive number; got {value!r} ({type(value).__name__})")
-    if not value > 0:
-        raise ValueError(f"{name}={value} is not positive; {name} must be above 0")
-    return float(value)
 
 
 #: One data-centre GPU's two peak rates, from NVIDIA's A100 datasheet (A100 80GB SXM):
@@ -414,7 +344,7 @@ def decode_step_cost(model: ModelShape, n_context: int, *, batch: int = 1, bytes
     batch = _size(batch, "batch")
     keys = model.cached_tokens(n_context)
     flops = batch * (2 * model.n_parameters + _attention_flops_per_query(model, keys))
-    moved = model.weights_bytes(bytes_per_value) + batch * model.kv_cache_bytes(n_context, bytes_per_value=bytes_per_value)
+    moved = model.parameter_bytes(bytes_per_value) + batch * model.kv_cache_bytes(n_context, bytes_per_value=bytes_per_value)
     return StepCost(f"decode one token at T = {n_context:,}, batch {batch}", flops, moved)
 
 
@@ -432,7 +362,7 @@ def prefill_cost(model: ModelShape, n_tokens: int, *, batch: int = 1, bytes_per_
     else:
         keys = W * (W + 1) // 2 + (T - W) * W  # the first W queries as above, every later one W keys
     flops = batch * (2 * model.n_parameters * T + _attention_flops_per_query(model, keys))
-    moved = model.weights_bytes(bytes_per_value) + batch * model.kv_cache_bytes(T, bytes_per_value=bytes_per_value)
+    moved = model.parameter_bytes(bytes_per_value) + batch * model.kv_cache_bytes(T, bytes_per_value=bytes_per_value)
     return StepCost(f"prefill {T:,} tokens, batch {batch}", flops, moved)
 
 
@@ -485,16 +415,14 @@ def quantized_kv_cache_bytes(n_layers: int, n_tokens: int, n_kv_heads: int, d_he
     per ``group_size`` consecutive values of a head's key or value vector (None: the
     scales are left out of the count). ``group_size`` must divide ``d_head``.
     """
-    bits = _size(bits, "bits")
-    if bits > 64:
-        raise ValueError(f"bits={bits} is more than 64; bits per value are 2, 4, 8 or 16, say")
+    bits = _validate.int_in_range(bits, "bits", 1, 64, meaning=" (bits per value: 2, 4, 8 or 16, say)")
     n_kv_heads, d_head = _size(n_kv_heads, "n_kv_heads"), _size(d_head, "d_head")
     values = 2 * _size(n_layers, "n_layers") * n_kv_heads * d_head * cached_tokens(n_tokens, sliding_window) * _size(batch, "batch")
     data = -(-values * bits // 8)  # whole bytes
     if group_size is None:
         return data
     group_size = _size(group_size, "group_size")
-    _check_divides(group_size, d_head, name="group_size", of="d_head", choices="group sizes")
+    _validate.divides(group_size, d_head, name="group_size", of="d_head", choices="group sizes")
     return data + values // group_size * _size(scale_bytes, "scale_bytes")
 
 

@@ -25,7 +25,7 @@ class KVCache:
     holds in memory, whatever ``length`` is.
 
     A cache belongs to the layer that made it: another layer, even one of the same
-    shape, refuses it (its keys were projected with other weights). It is for
+    shape, refuses it (its keys were projected with other parameters). It is for
     inference, under ``torch.no_grad()`` or ``torch.inference_mode()``.
 
     ``length`` can be set back to forget the last tokens (to try another continuation),

@@ -5,9 +5,11 @@
     mha_core.presenter(False)    # back to the laptop sizes
 
 or, before JupyterLab starts, ``MHA_COURSE_PRESENTER=1`` (read when this module is
-first imported). Figure builders and controls read the current sizes with
-``theme()`` each time they build, so the switch acts on every figure drawn after it;
-a figure already on the page keeps its sizes until its cell runs again.
+first imported). Every figure builder takes the sizes as an argument, ``theme`` (a
+``Theme``); left out, it is the theme in use when the builder is called, read once by
+``resolve``. A control reads the theme once, when it is built, and hands it to every
+redraw, so the switch acts on every figure and control built after it; one already on
+the page keeps its sizes until its cell runs again.
 
 The module is named ``projector`` (not ``presenter``) so that importing it never
 replaces the function ``mha_core.presenter`` with a module of the same name.
@@ -21,23 +23,35 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from . import _validate
+
 #: Set to 1 (before the kernel starts) to start in projector sizes.
 PRESENTER_ENV = "MHA_COURSE_PRESENTER"
 
 
 @dataclass(frozen=True)
 class Theme:
-    """Sizes, in CSS pixels, that figure builders and controls read from ``theme()``."""
+    """Every size, in CSS pixels, that a figure or a control uses.
+
+    Figure builders take a ``Theme`` as their ``theme`` argument (``None``: the theme in use
+    now, ``theme()``), so no builder reads a size from a module constant or a global.
+    """
 
     name: str
-    #: Base font of a figure: axis titles, legends, token labels on the axes.
+    #: Base font of a figure: axis titles and tick labels, legends, panel titles, values beside bars.
     font_size: int
     #: Figure titles.
     title_size: int
     #: Numbers printed inside heatmap cells.
     cell_text_size: int
-    #: Token labels where several panels sit side by side (the head grid): smaller on a laptop.
+    #: Token labels and head titles where several panels sit side by side (the head grid): smaller on a laptop.
     dense_label_size: int
+    #: Secondary text: notes beside a line or a band, numbers in small cells, table headers.
+    small_text_size: int
+    #: The smallest text any figure may draw; every other text size is at least this.
+    min_text_size: int
+    #: Pixels one more line of a wrapped title takes from the top margin.
+    title_line_px: int
     #: Control text: labels, buttons, readouts, messages.
     control_font_size: int
     #: Height of one row of controls (a slider, a row of buttons).
@@ -49,13 +63,32 @@ class Theme:
     def projector(self) -> bool:
         return self.name == "projector"
 
+    def text_sizes(self) -> dict[str, int]:
+        """Every text size of the theme, by field name (not the control rows and handles)."""
+        return {name: getattr(self, name) for name in ("font_size", "title_size", "cell_text_size", "dense_label_size",
+                                                       "small_text_size", "control_font_size")}
+
 
 #: The sizes the course is designed with (a laptop, 1280 x 800): the course uses 14 px or more.
-LAPTOP = Theme(name="laptop", font_size=16, title_size=18, cell_text_size=16, dense_label_size=14,
-               control_font_size=16, control_height=28, slider_handle_size=16)
+LAPTOP = Theme(name="laptop", font_size=16, title_size=18, cell_text_size=16, dense_label_size=14, small_text_size=14,
+               min_text_size=14, title_line_px=24, control_font_size=16, control_height=28, slider_handle_size=16)
 #: Projector sizes: text of 20 px or more everywhere, larger handles and rows.
 PROJECTOR = Theme(name="projector", font_size=20, title_size=24, cell_text_size=20, dense_label_size=20,
-                  control_font_size=20, control_height=40, slider_handle_size=26)
+                  small_text_size=20, min_text_size=20, title_line_px=31, control_font_size=20, control_height=40,
+                  slider_handle_size=26)
+
+
+def resolve(theme: "Theme | None" = None) -> Theme:
+    """``theme`` itself, or the theme in use now when it is None (what every builder's ``theme=None`` means).
+
+    A ``TypeError`` names anything else, so a size passed where a theme belongs fails at once.
+    """
+    if theme is None:
+        return _current
+    if not isinstance(theme, Theme):
+        raise TypeError(f"theme must be a projector.Theme (LAPTOP, PROJECTOR) or None; got {theme!r:.60} "
+                        f"({type(theme).__name__})")
+    return theme
 
 
 def _from_environment() -> Theme:
@@ -140,8 +173,6 @@ def presenter(on: bool = True) -> Theme:
     on the page; run it near the top, then run the cells below it again.
     """
     global _current
-    if not isinstance(on, bool):
-        raise TypeError(f"on must be True or False; got {on!r} ({type(on).__name__})")
-    _current = PROJECTOR if on else LAPTOP
+    _current = PROJECTOR if _validate.flag(on, "on") else LAPTOP
     _show_controls_css()
     return _current

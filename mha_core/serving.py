@@ -8,7 +8,8 @@ the package's torch layer and measures what it *does* cost here:
 * ``decode_cached`` / ``decode_uncached``: generating token by token with a key/value
   cache against recomputing the whole prefix at every step; ``compare_decoding``
   checks that both give the full causal pass's outputs and times them;
-* ``cache_shrink``: the cache's real bytes and the decoding time for MHA, GQA and MQA.
+* ``kv_sharing_decode``: the cache's real bytes, the bytes each step reads and the
+  decoding time for MHA, GQA and MQA.
 
 Times are medians of a few runs; on a shared machine they move from run to run, the
 ratios much less. Torch is imported when a function here is first called, never by
@@ -32,8 +33,6 @@ LONGER_TEXT = (
     "which slowed down until the old key was restored and the cache filled again"
 )
 
-KV_CACHE_MISSING = "needs TorchMultiHeadAttention.new_kv_cache"
-
 #: The most work one call here may ask for, in operations as ``costs.attention_flops``
 #: counts them: 10**12 took 20-60 s on one core of the course's machine (16-60 counted
 #: GFLOP/s, measured under load). A typo such as ``token_counts=(10**6,)`` asks for
@@ -42,13 +41,6 @@ MAX_FLOPS = 10**12
 #: The most token-by-token decoding steps one call may take: each step costs 0.05-0.3 ms
 #: of Python and dispatch whatever its size, so 200,000 steps is up to a minute.
 MAX_DECODE_STEPS = 200_000
-
-
-def has_kv_cache() -> bool:
-    """Whether this version of ``TorchMultiHeadAttention`` has a key/value cache (``new_kv_cache``)."""
-    from .torch_attention import TorchMultiHeadAttention
-
-    return hasattr(TorchMultiHeadAttention, "new_kv_cache")
 
 
 def longer_text(n_tokens: int) -> list[str]:
@@ -129,15 +121,6 @@ def _uncached_flops(d_model: int, n_heads: int, n_tokens: int) -> int:
     linear, quadratic = one["projections"], one["total"] - one["projections"]  # per token; per token pair
     T = n_tokens
     return linear * T * (T + 1) // 2 + quadratic * T * (T + 1) * (2 * T + 1) // 6
-
-
-def _median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 # -- the head-count sweep ---------------------------------------------------------------
@@ -233,11 +216,6 @@ def head_count_sweep(d_model: int = 128, head_counts=(1, 4, 16, 64), token_count
 # -- decoding with and without a KV cache -------------------------------------------------
 
 
-def _require_cache(layer) -> None:
-    if not hasattr(layer, "new_kv_cache"):
-        raise NotImplementedError(f"decoding with a cache {KV_CACHE_MISSING} (a newer mha_core)")
-
-
 def _check_layer(layer) -> None:
     from .torch_attention import TorchMultiHeadAttention
 
@@ -281,7 +259,6 @@ def decode_cached(layer, x, *, chunk: int = 1, cache=None):
     import torch
 
     B, T, D = _check_x(x, layer)
-    _require_cache(layer)
     chunk = _validate.positive_int(chunk, "chunk")
     _work_fits(B * _decode_flops(D, layer.n_heads, T), -(-T // chunk), f"decode_cached of x with T={T:,} tokens (chunk={chunk})",
                "decode fewer tokens, or larger chunks")
@@ -340,7 +317,6 @@ def compare_decoding(layer, x, *, repeats: int = 3, threads: int | None = 1) -> 
         x: (B, T, D) torch tensor
     """
     B, T, D = _check_x(x, layer)
-    _require_cache(layer)
     repeats = _validate.positive_int(repeats, "repeats")
     flops = repeats * B * (_decode_flops(D, layer.n_heads, T) + _uncached_flops(D, layer.n_heads, T)
                            + costs.attention_flops(D, layer.n_heads, T)["total"])
@@ -406,47 +382,6 @@ def _check_layouts_and_work(d_model, n_heads, kv_head_counts, n_tokens, runs_per
     return kv_head_counts, n_tokens
 
 
-def cache_shrink(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16, 4, 1), n_tokens: int = 512, *,
-                 repeats: int = 3, seed: int = 0, threads: int | None = 1) -> list[dict]:
-    """For MHA, GQA and MQA layers: the cache's measured bytes, the calculator's, and the cached decoding time.
-
-    One row per key/value head count: ``n_kv_heads``, ``cache_nbytes`` (summed from the
-    cache's tensors), ``calculated_nbytes`` (``costs.kv_cache_bytes``), ``decode_s`` and
-    ``ms_per_token``.
-    """
-    import torch
-
-    from .torch_attention import TorchMultiHeadAttention
-
-    repeats = _validate.positive_int(repeats, "repeats")
-    kv_head_counts, n_tokens = _check_layouts_and_work(d_model, n_heads, kv_head_counts, n_tokens, repeats + 1,
-                                                       f"cache_shrink with repeats={repeats}")
-    words = longer_text(n_tokens)
-    x = torch.from_numpy(text_vectors(words, d_model, seed=seed))[None]  # (1, T, D)
-    rows = []
-    for n_kv in kv_head_counts:
-        layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv, seed=seed)
-        _require_cache(layer)
-        cache = layer.new_kv_cache(batch=1, max_tokens=n_tokens, dtype=x.dtype)
-
-        def run():
-            cache.reset()
-            decode_cached(layer, x, cache=cache)
-
-        with torch_threads(threads):
-            run()  # warm-up, and fills the cache
-            seconds = _median_seconds(run, repeats)
-        rows.append(dict(
-            n_kv_heads=layer.n_kv_heads,
-            kind="MHA" if n_kv == n_heads else ("MQA" if n_kv == 1 else "GQA"),
-            cache_nbytes=int(cache.nbytes),
-            calculated_nbytes=costs.kv_cache_bytes(1, n_tokens, layer.n_kv_heads, layer.d_head, bytes_per_value=4),
-            decode_s=seconds,
-            ms_per_token=1000 * seconds / n_tokens,
-        ))
-    return rows
-
-
 # -- notebook 09, section 9: decoding time against bytes read, MHA / GQA / MQA ------------------------
 
 
@@ -474,7 +409,6 @@ def kv_sharing_decode(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16,
     layers, caches = [], []
     for n_kv in kv_head_counts:
         layer = TorchMultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv, seed=seed)
-        _require_cache(layer)
         layers.append(layer)
         caches.append(layer.new_kv_cache(batch=1, max_tokens=n_tokens, dtype=x.dtype))
 

@@ -50,7 +50,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import _validate
+from . import _validate, torch_convert
+from .attention import MultiHeadAttention
 from .kv_cache import KVCache
 
 
@@ -73,14 +74,14 @@ class TorchMultiHeadAttention(nn.Module):
     ``n_heads``; ``n_kv_heads=1`` is multi-query attention; the default
     (``n_kv_heads=n_heads``) is ordinary multi-head attention.
 
-    ``seed`` makes the initial weights reproducible with a private ``torch.Generator``
+    ``seed`` makes the initial parameters reproducible with a private ``torch.Generator``
     (the global RNG is left alone). With ``seed=None`` the global RNG is used, so
     ``torch.manual_seed`` works as for any torch layer. Each of W_Q, W_K, W_V and W_O is
     drawn Xavier-uniform on its own, as in the NumPy reference; biases start at zero.
 
     ``batch_first=True`` (the default) takes (B, T, D); ``False`` takes (T, B, D), as
     ``torch.nn.MultiheadAttention`` does by default. ``device="meta"`` builds the shapes
-    only (to count parameters of any size); a layer whose weights would need more than
+    only (to count parameters of any size); a layer whose parameters would need more than
     ``mha_core._validate.MAX_BYTES`` (8 GiB) is refused before anything is allocated.
     """
 
@@ -109,16 +110,16 @@ class TorchMultiHeadAttention(nn.Module):
             itemsize = (dtype or torch.get_default_dtype()).itemsize
             _validate.layer_fits(self.d_model, self.n_heads, self.n_kv_heads, self.bias, itemsize,
                                  in_this_process=device.type == "cpu")
-        # Allocated without drawing anything; _init_weights fills them (from a private
+        # Allocated without drawing anything; _init_parameters fills them (from a private
         # generator when seed is set), as the NumPy reference does.
         where = {"device": device, "dtype": dtype}
         self.w_qkv = nn.Parameter(torch.empty(D + 2 * kv_width, D, **where))  # rows: W_Q^T, W_K^T, W_V^T
         self.register_parameter("b_qkv", nn.Parameter(torch.empty(D + 2 * kv_width, **where)) if self.bias else None)
         self.w_out = nn.Parameter(torch.empty(D, D, **where))  # W_O^T
         self.register_parameter("b_out", nn.Parameter(torch.empty(D, **where)) if self.bias else None)
-        self._init_weights(seed)
+        self._init_parameters(seed)
 
-    def _init_weights(self, seed) -> None:
+    def _init_parameters(self, seed) -> None:
         generator = None
         if seed is not None:
             generator = torch.Generator(device="cpu").manual_seed(_validate.seed_int(seed))
@@ -262,7 +263,7 @@ class TorchMultiHeadAttention(nn.Module):
     # -- the steps ---------------------------------------------------------------------
 
     def _inputs(self, query, key, value, dtype):
-        """Check query/key/value (``dtype``: the weights'); key defaults to query and value to key.
+        """Check query/key/value (``dtype``: the parameters'); key defaults to query and value to key.
 
         A tensor passed more than once stays one object, so that ``_project`` can see
         self-attention. Layout (batch_first, unbatched) is left as given.
@@ -294,7 +295,7 @@ class TorchMultiHeadAttention(nn.Module):
         return query, key, value
 
     def _check_input(self, x, name: str, dtype) -> None:
-        """Raise unless ``x`` is a float tensor of ``dtype`` (the weights'), this layer's rank and width."""
+        """Raise unless ``x`` is a float tensor of ``dtype`` (the parameters'), this layer's rank and width."""
         if not isinstance(x, torch.Tensor):
             layout = "(B, T, D) or (T, D)" if self.batch_first else "(T, B, D) or (T, D)"
             raise TypeError(f"{name} must be a torch.Tensor of shape {layout}; got {type(x).__name__} (convert it with torch.as_tensor)")
@@ -302,7 +303,7 @@ class TorchMultiHeadAttention(nn.Module):
             if not x.is_floating_point():
                 raise TypeError(f"{name} must hold floating-point numbers; got dtype {x.dtype}")
             raise TypeError(
-                f"{name} has dtype {x.dtype} but this layer's weights are {dtype}; "
+                f"{name} has dtype {x.dtype} but this layer's parameters are {dtype}; "
                 f"convert the input with .to({dtype}) or the layer with .to({x.dtype})"
             )
         shape = x.shape
@@ -337,12 +338,12 @@ class TorchMultiHeadAttention(nn.Module):
         if cache.k.shape[0] != B:
             raise ValueError(f"kv_cache is for batch {cache.k.shape[0]} but the input has batch {B}")
         if cache.k.dtype != weight.dtype:
-            raise TypeError(f"kv_cache holds {cache.k.dtype} but this layer's weights are {weight.dtype}; make it with new_kv_cache()")
+            raise TypeError(f"kv_cache holds {cache.k.dtype} but this layer's parameters are {weight.dtype}; make it with new_kv_cache()")
         if cache.k.device != weight.device:
-            raise ValueError(f"kv_cache is on {cache.k.device} but this layer's weights are on {weight.device}")
+            raise ValueError(f"kv_cache is on {cache.k.device} but this layer's parameters are on {weight.device}")
         if not cache.belongs_to(self):
             raise ValueError("kv_cache does not belong to this layer: a cache holds keys and values projected with "
-                             "the weights of the layer whose new_kv_cache() made it; make one with this layer's new_kv_cache()")
+                             "the parameters of the layer whose new_kv_cache() made it; make one with this layer's new_kv_cache()")
         if torch.is_grad_enabled() and (self.w_qkv.requires_grad or query.requires_grad):
             raise ValueError("kv_cache is for inference, and gradients are on: the cache is written in place, which "
                              "autograd cannot train through; decode under torch.no_grad() or torch.inference_mode() "
@@ -440,7 +441,7 @@ class TorchMultiHeadAttention(nn.Module):
     def new_kv_cache(self, batch: int = 1, max_tokens: int | None = None, *, dtype=None, device=None) -> KVCache:
         """An empty ``KVCache`` for decoding up to ``max_tokens`` tokens of ``batch`` sequences.
 
-        dtype (a torch floating-point dtype) and device default to the layer's weights'.
+        dtype (a torch floating-point dtype) and device default to the layer's parameters'.
         Use it under ``torch.no_grad()`` or ``torch.inference_mode()``: the cache is
         written in place, and a call with gradients on is refused. A cache that would
         not fit in this process's memory is refused before it is allocated.
@@ -460,40 +461,24 @@ class TorchMultiHeadAttention(nn.Module):
         return KVCache(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device),
                        owner=self)
 
-    # -- conversions -------------------------------------------------------------------
+    # -- conversions (the work is in torch_convert, the one place that converts) ---------
 
     @classmethod
-    def from_weights(cls, *, w_q, w_k, w_v, w_o, b_q=None, b_k=None, b_v=None, b_o=None, n_heads: int,
-                     n_kv_heads: int | None = None, batch_first: bool = True, device=None, dtype=None):
-        """A layer holding the given weights, in the NumPy reference's layout (``x @ w``).
+    def from_numpy(cls, layer, *, batch_first: bool = True, device=None, dtype=None) -> "TorchMultiHeadAttention":
+        """The torch layer holding the parameters of a NumPy ``mha_core.MultiHeadAttention``.
 
-        The one constructor ``from_numpy`` and ``from_torch`` build through. The weights
-        are checked as ``MultiHeadAttention.from_weights`` checks them (shapes, all four
-        biases or none, finite values), then stored transposed, as ``nn.Linear`` does.
-
-        Shapes:
-            w_q: (D, H*Dh)      w_k, w_v: (D, Hkv*Dh)      w_o: (H*Dh, D)
-            b_q: (H*Dh,)        b_k, b_v: (Hkv*Dh,)        b_o: (D,)
-            returns: TorchMultiHeadAttention
+        To build one from plain arrays, build the NumPy layer first with
+        ``MultiHeadAttention.from_parameters``, the one constructor that checks them.
         """
-        from .attention import MultiHeadAttention
-
-        ref = MultiHeadAttention.from_weights(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v,
-                                              b_o=b_o, n_heads=n_heads, n_kv_heads=n_kv_heads)
-        layer = cls(ref.d_model, ref.n_heads, n_kv_heads=ref.n_kv_heads, bias=ref.bias, batch_first=batch_first,
-                    device="meta", dtype=dtype)
-        layer.to_empty(device=torch.empty(0).device if device is None else _validate.torch_device(device))
-
-        def t(a):
-            return torch.as_tensor(a, dtype=layer.w_qkv.dtype, device=layer.w_qkv.device)
-
+        fused = torch_convert.fused_from_numpy(layer)  # reference layout -> nn.Linear layout
+        torch_layer = cls(layer.d_model, layer.n_heads, n_kv_heads=layer.n_kv_heads, bias=layer.bias,
+                          batch_first=batch_first, device="meta", dtype=dtype)
+        torch_layer.to_empty(device=torch.empty(0).device if device is None else _validate.torch_device(device))
         with torch.no_grad():
-            layer.w_qkv.copy_(torch.cat([t(ref.w_q).T, t(ref.w_k).T, t(ref.w_v).T]))  # (D + 2*Hkv*Dh, D)
-            layer.w_out.copy_(t(ref.w_o).T)  # (D, D)
-            if ref.bias:
-                layer.b_qkv.copy_(torch.cat([t(ref.b_q), t(ref.b_k), t(ref.b_v)]))  # (D + 2*Hkv*Dh,)
-                layer.b_out.copy_(t(ref.b_o))  # (D,)
-        return layer
+            for name, value in fused.items():
+                if value is not None:
+                    getattr(torch_layer, name).copy_(torch.as_tensor(value))
+        return torch_layer
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> "TorchMultiHeadAttention":
@@ -504,32 +489,13 @@ class TorchMultiHeadAttention(nn.Module):
         every key blocked). ``dropout`` is not copied: this layer has none, so compare
         with the module in ``eval()`` mode or with ``dropout=0``.
         """
-        from ._torch_weights import check_torch_module, numpy_weights_from_torch
-
-        check_torch_module(module)
-        w = numpy_weights_from_torch(module)  # float64: every float32/16 value is kept exactly
+        reference = torch_convert.numpy_from_torch(module)  # float64: every float32/16 value is kept exactly
         weight = module.out_proj.weight
-        return cls.from_weights(**{name: w[name] for name in _WEIGHT_NAMES}, n_heads=w["n_heads"],
-                                batch_first=module.batch_first, device=weight.device, dtype=weight.dtype)
+        return cls.from_numpy(reference, batch_first=module.batch_first, device=weight.device, dtype=weight.dtype)
 
-    @classmethod
-    def from_numpy(cls, layer, *, batch_first: bool = True, device=None, dtype=None) -> "TorchMultiHeadAttention":
-        """Build the torch layer holding the weights of a NumPy ``mha_core.MultiHeadAttention``."""
-        from .attention import MultiHeadAttention
-
-        if not isinstance(layer, MultiHeadAttention):
-            raise TypeError(f"layer must be an mha_core.MultiHeadAttention; got {type(layer).__name__}")
-        return cls.from_weights(**{name: getattr(layer, name) for name in _WEIGHT_NAMES}, n_heads=layer.n_heads,
-                                n_kv_heads=layer.n_kv_heads, batch_first=batch_first, device=device, dtype=dtype)
-
-    def to_numpy(self):
-        """The same layer as a NumPy ``mha_core.MultiHeadAttention`` (float64 weights)."""
-        from .attention import MultiHeadAttention
-
-        return MultiHeadAttention.from_torch(self)
-
-
-_WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
+    def to_numpy(self) -> MultiHeadAttention:
+        """The same layer as a NumPy ``mha_core.MultiHeadAttention`` (float64 parameters)."""
+        return torch_convert.numpy_from_fused(self)
 
 
 # -- checks and masks --------------------------------------------------------------------------

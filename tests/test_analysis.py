@@ -121,7 +121,8 @@ def test_token_parts_splits_one_tokens_output_into_one_part_per_head():
     blocks = [layer(x[None]).head_outputs[0, h, t] @ layer.w_o_block(h) for h in range(4)]
     np.testing.assert_allclose(parts.contributions, np.stack(blocks))
     np.testing.assert_allclose(parts.output(), layer(x[None]).output[0, t])
-    np.testing.assert_allclose(parts.output([True, False, True, False]), blocks[0] + blocks[2] + layer.b_o)
+    np.testing.assert_allclose(parts.output([False, True, False, True]), blocks[0] + blocks[2] + layer.b_o)  # True = off
+    np.testing.assert_allclose(parts.output([1, 3]), blocks[0] + blocks[2] + layer.b_o)  # the same heads, as indices
     with pytest.raises(ValueError, match="token_index=6 .*valid indices are 0 to 5"):
         token_parts(layer, x, 6)
 

@@ -9,9 +9,13 @@ to a small layout and one seed.
 
 from __future__ import annotations
 
+import ast
 import math
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -358,12 +362,13 @@ def test_split_heads_and_merge_heads_undo_each_other(d_model, B, T, data):
 
 
 @given(cases())
-def test_all_heads_on_equals_no_heads_on(case):
+def test_no_head_off_equals_no_switch_at_all(case):
     layer = case.layer
     head_outputs = layer(case.query, case.key, case.value).head_outputs
     plain = output_projection(head_outputs, layer.w_o, layer.b_o)
-    assert_close(output_projection(head_outputs, layer.w_o, layer.b_o, heads_on=np.ones(layer.n_heads)), plain, "heads_on ones")
-    assert_close(output_projection(head_outputs, layer.w_o, layer.b_o, heads_on=[True] * layer.n_heads), plain, "heads_on True")
+    none_off = np.zeros(layer.n_heads, dtype=bool)
+    assert_close(output_projection(head_outputs, layer.w_o, layer.b_o, heads_off=none_off), plain, "heads_off all False")
+    assert_close(output_projection(head_outputs, layer.w_o, layer.b_o, heads_off=[]), plain, "heads_off no indices")
 
 
 @given(cases(), st.data())
@@ -371,15 +376,17 @@ def test_switching_a_head_off_removes_its_block_of_w_o(case, data):
     layer = case.layer
     off = data.draw(st.integers(0, layer.n_heads - 1), label="head switched off")
     head_outputs = layer(case.query, case.key, case.value).head_outputs
-    heads_on = np.ones(layer.n_heads, dtype=bool)
-    heads_on[off] = False
+    heads_off = np.zeros(layer.n_heads, dtype=bool)
+    heads_off[off] = True
     others = sum(
         (head_outputs[:, h] @ layer.w_o_block(h) for h in range(layer.n_heads) if h != off),
         np.zeros_like(head_outputs[:, 0] @ layer.w_o_block(0)),
     )
     assert_close(
-        output_projection(head_outputs, layer.w_o, layer.b_o, heads_on=heads_on), others + layer.b_o, "head switched off"
+        output_projection(head_outputs, layer.w_o, layer.b_o, heads_off=heads_off), others + layer.b_o, "head switched off"
     )
+    # The same switch written as a list of head indices.
+    assert_close(output_projection(head_outputs, layer.w_o, layer.b_o, heads_off=[off]), others + layer.b_o, "index list")
 
 
 # --- masks -----------------------------------------------------------------------------
@@ -534,12 +541,12 @@ def test_the_steps_never_change_their_inputs():
     q, k, v = rng.normal(size=(2, 3, 5)), rng.normal(size=(2, 4, 5)), rng.normal(size=(2, 4, 5))
     mask = rng.random((3, 4)) < 0.3
     head_outputs, w_o, b_o = rng.normal(size=(2, 2, 3, 4)), rng.normal(size=(8, 8)), rng.normal(size=8)
-    heads_on = np.array([1.0, 0.0])
-    arrays = (q, k, v, mask, head_outputs, w_o, b_o, heads_on)
+    heads_off = np.array([False, True])
+    arrays = (q, k, v, mask, head_outputs, w_o, b_o, heads_off)
     before = [a.copy() for a in arrays]
     scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True)
     A.apply_mask(A.attention_scores(q, k), mask)
-    output_projection(head_outputs, w_o, b_o, heads_on=heads_on)
+    output_projection(head_outputs, w_o, b_o, heads_off=heads_off)
     merge_heads(split_heads(w_o[None], 2))
     for old, new in zip(before, arrays):
         assert np.array_equal(old, new)
@@ -688,9 +695,24 @@ BAD_INPUT = [
         "w_o has shape (6, 8); it must be (H*Dh, D) with H*Dh = 2*4 = 8 rows",
     ),
     (
-        lambda: output_projection(x(1, 2, 3, 4), x(8, 8), heads_on=[1, 0, 1]),
+        lambda: output_projection(x(1, 2, 3, 4), x(8, 8), heads_off=[True, False, True]),
         ValueError,
-        "heads_on must hold one entry per head, shape (2,); got shape (3,)",
+        "heads_off as a bool array must have shape (2,), one entry per head; got shape (3,)",
+    ),
+    (
+        lambda: output_projection(x(1, 2, 3, 4), x(8, 8), heads_off=[2]),
+        ValueError,
+        "heads_off has head 2; valid heads are 0 to 1 (counted from 0)",
+    ),
+    (
+        lambda: output_projection(x(1, 3, 3, 4), x(12, 8), heads_off=[1, 0, 1]),
+        ValueError,
+        "heads_off lists 1 twice",
+    ),
+    (
+        lambda: output_projection(x(1, 2, 3, 4), x(8, 8), heads_off=np.array([1.0, 0.0])),
+        TypeError,
+        "heads_off must be a bool array of shape (2,) (True = off) or head indices counted from 0",
     ),
     (lambda: output_projection(x(2, 3, 4), x(8, 8)), ValueError, "head_outputs must have shape (B, H, T, Dh); got rank 3"),
     (lambda: LAYER.w_o_block(2), ValueError, "head=2 is out of range; valid heads are 0 to 1"),
@@ -755,17 +777,17 @@ def test_two_heads_on_two_tokens_match_arithmetic_done_by_hand():
     assert_close(result.output, [[0.7310586, 0.5], [0.5, 0.7310586]], "hand: two-head output", tol=1e-6)
 
 
-# --- from_weights: the one constructor every loader uses -------------------------
+# --- from_parameters: the one constructor every loader uses -------------------------
 
 
-def test_from_weights_reproduces_a_layer_and_copies_its_arrays():
+def test_from_parameters_reproduces_a_layer_and_copies_its_arrays():
     layer = MultiHeadAttention(8, 2, n_kv_heads=1, seed=3)
     names = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
     rng = np.random.default_rng(0)
     for name in names:
         setattr(layer, name, rng.normal(size=getattr(layer, name).shape))
     given = {name: getattr(layer, name) for name in names}
-    rebuilt = MultiHeadAttention.from_weights(**given, n_heads=2, n_kv_heads=1)
+    rebuilt = MultiHeadAttention.from_parameters(**given, n_heads=2, n_kv_heads=1)
     x = rng.normal(size=(2, 5, 8))
     np.testing.assert_array_equal(rebuilt(x).output, layer(x).output)
     assert (rebuilt.d_model, rebuilt.n_heads, rebuilt.n_kv_heads, rebuilt.d_head, rebuilt.bias) == (8, 2, 1, 4, True)
@@ -773,9 +795,9 @@ def test_from_weights_reproduces_a_layer_and_copies_its_arrays():
     assert rebuilt.w_q[0, 0] != given["w_q"][0, 0]
 
 
-def test_from_weights_without_biases_has_none():
+def test_from_parameters_without_biases_has_none():
     w = np.eye(4)
-    layer = MultiHeadAttention.from_weights(w_q=w, w_k=w, w_v=w, w_o=w, n_heads=2)
+    layer = MultiHeadAttention.from_parameters(w_q=w, w_k=w, w_v=w, w_o=w, n_heads=2)
     assert layer.bias is False and layer.b_q is None and layer.n_parameters == 4 * 16
 
 
@@ -789,11 +811,53 @@ def test_from_weights_without_biases_has_none():
         ({"n_heads": 3}, "n_heads=3 does not divide d_model=4"),
     ],
 )
-def test_from_weights_rejects_bad_weights_by_name(change, message):
+def test_from_parameters_rejects_bad_weights_by_name(change, message):
     args = {"w_q": np.eye(4), "w_k": np.eye(4), "w_v": np.eye(4), "w_o": np.eye(4), "n_heads": 2} | change
     with pytest.raises((TypeError, ValueError)) as info:
-        MultiHeadAttention.from_weights(**args)
+        MultiHeadAttention.from_parameters(**args)
     assert message in str(info.value)
+
+
+# --- the NumPy reference stands on its own: nothing of torch, not even lazily ------------
+
+
+def test_the_numpy_reference_runs_where_torch_cannot_be_imported():
+    # sys.modules["torch"] = None makes every `import torch` raise ImportError in that process.
+    script = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import numpy as np\n"
+        "from mha_core.attention import MultiHeadAttention\n"
+        "layer = MultiHeadAttention(8, 2, seed=0)\n"
+        "again = MultiHeadAttention.from_parameters(**{n: getattr(layer, n) for n in "
+        "('w_q', 'w_k', 'w_v', 'w_o', 'b_q', 'b_k', 'b_v', 'b_o')}, n_heads=2)\n"
+        "x = np.random.default_rng(0).normal(size=(5, 8))\n"
+        "assert np.array_equal(again(x).output, layer(x).output)\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('mha_core.'))\n"
+        "print(loaded, sys.modules['torch'])\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    loaded, torch_entry = run.stdout.strip().rsplit(" ", 1)
+    assert torch_entry == "None" and "'mha_core.attention'" in loaded, run.stdout
+    assert "torch" not in loaded and "kv_cache" not in loaded, f"torch-side modules were loaded: {loaded}"
+
+
+def test_attention_source_imports_nothing_of_torch():
+    source = Path(A.__file__).read_text(encoding="utf-8")
+    imported = []
+    for node in ast.walk(ast.parse(source)):  # every import, inside functions too
+        if isinstance(node, ast.Import):
+            imported += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            imported += [f"{'.' * node.level}{node.module or ''}:{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in (
+            "__import__", "import_module"
+        ):
+            imported.append(ast.unparse(node))
+    assert imported, "the scan found no imports at all: it is not reading attention.py"
+    torch_side = [name for name in imported if "torch" in name or "kv_cache" in name]
+    assert not torch_side, f"attention.py imports from the torch side: {torch_side}"
+    assert sorted(imported) == [".:_validate", "__future__:annotations", "dataclasses:dataclass", "numpy"]
 
 
 # --- hostile input: every bad value named, never a silent wrong answer ------------------
@@ -814,9 +878,9 @@ def test_from_weights_rejects_bad_weights_by_name(change, message):
         (lambda: softmax(np.array(["a", "b"])), TypeError, "softmax got x of dtype <U1; scores must be real numbers"),
         (lambda: MultiHeadAttention(8, 2)(np.ones((2, 8)), is_causal="no"), TypeError, "is_causal must be True or False; got 'no' (str)"),
         (lambda: scaled_dot_product_attention(np.ones((2, 4)), np.ones((2, 4)), np.ones((2, 4)), is_causal=1), TypeError, "is_causal must be True or False; got 1 (int)"),
-        (lambda: MultiHeadAttention(8, 2, seed="zero"), TypeError, "seed must be a whole number of at least 0, a numpy Generator, or None; got 'zero' (str)"),
-        (lambda: MultiHeadAttention(8, 2, seed=-1), ValueError, "seed must be a whole number of at least 0, a numpy Generator, or None; got -1 (int)"),
-        (lambda: MultiHeadAttention(8, 2, seed=1.5), TypeError, "seed must be a whole number of at least 0"),
+        (lambda: MultiHeadAttention(8, 2, seed="zero"), TypeError, "seed must be a whole number from 0 to 4,294,967,295 (2**32 - 1), a numpy Generator, or None; got 'zero' (str)"),
+        (lambda: MultiHeadAttention(8, 2, seed=-1), ValueError, "seed=-1 is negative; seed must be a whole number from 0 to 4,294,967,295 (2**32 - 1), a numpy Generator, or None"),
+        (lambda: MultiHeadAttention(8, 2, seed=1.5), TypeError, "seed must be a whole number from 0 to 4,294,967,295"),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )

@@ -457,7 +457,7 @@ def test_concurrent_sequences_divide_the_memory_left_after_the_weights():
     llama = costs.MODEL_SHAPES["Llama-2-7B"]
     per_sequence = llama.kv_cache_bytes(4096)  # 2 GiB
     assert costs.concurrent_sequences(80 * GiB, per_sequence) == 40
-    weights = llama.weights_bytes()  # 6.74e9 x 2 bytes
+    weights = llama.parameter_bytes()  # 6.74e9 x 2 bytes
     assert weights == 13_480_000_000
     assert costs.concurrent_sequences(80 * GiB, per_sequence, reserved_bytes=weights) == (80 * GiB - weights) // (2 * GiB) == 33
     # With 8 KV heads instead of 32 (GQA), four times as many.
@@ -490,9 +490,9 @@ def test_published_parameter_counts_agree_with_the_shapes(name):
     assert abs(m.n_parameters - _llama_style_parameters(m)) / m.n_parameters < 0.005
 
 
-def test_every_model_has_a_parameter_count_and_weights_bytes():
+def test_every_model_has_a_parameter_count_and_parameter_bytes():
     for m in costs.MODEL_SHAPES.values():
-        assert m.n_parameters and m.weights_bytes(4) == 2 * m.weights_bytes() == 4 * m.n_parameters
+        assert m.n_parameters and m.parameter_bytes(4) == 2 * m.parameter_bytes() == 4 * m.n_parameters
 
 
 # --- what each model is: decoder or encoder, its positions, its window -------------------------------
@@ -630,7 +630,7 @@ def test_a_larger_batch_shares_the_weights_read_but_not_the_caches():
     llama = costs.MODEL_SHAPES["Llama-2-7B"]
     one, many = costs.decode_step_cost(llama, 4096), costs.decode_step_cost(llama, 4096, batch=64)
     assert many.flops == 64 * one.flops
-    assert many.bytes_moved == llama.weights_bytes() + 64 * llama.kv_cache_bytes(4096)
+    assert many.bytes_moved == llama.parameter_bytes() + 64 * llama.kv_cache_bytes(4096)
     # The weights are shared, but 64 caches of 2 GiB (137 GB) now outweigh them: still far below an A100's 153.
     assert 6 < many.intensity < 7
     mistral = costs.MODEL_SHAPES["Mistral-7B v0.1"]  # 4 query heads per KV head: more work per cached byte
@@ -647,9 +647,9 @@ def test_prefill_attention_counts_min_i_w_keys_for_query_i(n_tokens):
 
 def test_time_bounds_refuse_rates_that_are_not_positive():
     step = costs.decode_step_cost(costs.MODEL_SHAPES["Gemma-2B"], 16)
-    with pytest.raises(ValueError, match=r"^bytes_per_second=0 is not positive"):
+    with pytest.raises(ValueError, match=r"^bytes_per_second=0 is out of range; bytes_per_second must be a finite number above 0$"):
         step.seconds_at_least(1e12, 0)
-    with pytest.raises(TypeError, match=r"^flops_per_second must be a positive number; got '1e12'"):
+    with pytest.raises(TypeError, match=r"^flops_per_second must be a finite number above 0; got '1e12'"):
         step.seconds_at_least("1e12", 1e9)
 
 
@@ -758,7 +758,7 @@ def test_the_numbers_notebook_09_quotes_are_the_ones_costs_computes():
         f"to do {decode.flops / 1e12:.3f} TFLOP, so reading takes at least {1000 * decode.seconds_at_least(*rates)['memory_s']:.2f} ms "
         f"against {1000 * decode.seconds_at_least(*rates)['compute_s']:.2f} ms of arithmetic",
         f"{batch.intensity:.1f} FLOPs per byte, still memory-bound, and its 64 caches "
-        f"({64 * llama.kv_cache_bytes(4096) / 1e9:.0f} GB) now outweigh the weights ({llama.weights_bytes() / 1e9:.1f} GB)",
+        f"({64 * llama.kv_cache_bytes(4096) / 1e9:.0f} GB) now outweigh the weights ({llama.parameter_bytes() / 1e9:.1f} GB)",
         # section 9: bytes read while decoding, MHA against MQA
         f"the weights are {100 * mha['weights'] / mha['total']:.0f}% of what an MHA step reads, so MQA reads only "
         f"{mha['total'] / mqa['total']:.2f} times fewer bytes",

@@ -9,7 +9,7 @@ import pytest
 from mha_core.attention import split_heads
 from mha_core.examples import HAND_SET_HEADS, TOKENS, demo_layer, hand_set_weights, token_vectors
 from mha_core.figures import heads
-from mha_core.figures._style import FONT_SIZE
+from mha_core.projector import LAPTOP
 
 D_MODEL = 16
 T = len(TOKENS)
@@ -147,7 +147,7 @@ def test_token_views_figure_shows_the_tokens_query_and_weights_in_every_head():
     assert list(fig.data[1].x) == list(TOKENS)
     assert (fig.data[1].zmin, fig.data[1].zmax) == (0.0, 1.0)
     assert "'changed'" in fig.layout.title.text
-    assert fig.layout.font.size == FONT_SIZE
+    assert fig.layout.font.size == LAPTOP.font_size  # the theme in use (the laptop sizes) when none is given
 
 
 def test_grid_data_is_valid_json_without_nan():

@@ -19,13 +19,13 @@ HEAD_OUTPUTS = RESULT.head_outputs[0, :, T_CHANGED]  # (H, Dh)
 CONTRIBUTIONS = np.stack([HEAD_OUTPUTS[h] @ LAYER.w_o_block(h) for h in range(N_HEADS)])  # (H, D)
 
 
-def output(heads_on=None) -> np.ndarray:
-    return output_projection(RESULT.head_outputs, LAYER.w_o, LAYER.b_o, heads_on=heads_on)[0, T_CHANGED]  # (D,)
+def output(heads_off=None) -> np.ndarray:
+    return output_projection(RESULT.head_outputs, LAYER.w_o, LAYER.b_o, heads_off=heads_off)[0, T_CHANGED]  # (D,)
 
 
-def contributions_figure(heads_on, **kw):
+def contributions_figure(heads_off, **kw):
     return projection.contributions_figure(
-        CONTRIBUTIONS, LAYER.b_o, heads_on, output=output(heads_on), output_all=output(), token="changed", **kw
+        CONTRIBUTIONS, LAYER.b_o, heads_off, output=output(heads_off), output_all=output(), token="changed", **kw
     )
 
 
@@ -50,12 +50,13 @@ def test_head_parts_plus_the_bias_add_up_to_the_layers_output():
     np.testing.assert_allclose(CONTRIBUTIONS.sum(axis=0) + LAYER.b_o, RESULT.output[0, T_CHANGED])
 
 
-@pytest.mark.parametrize("heads_on", [[True] * 4, [True, False, True, True], [False, False, False, True], [False] * 4])
-def test_contributions_figure_draws_the_output_the_all_heads_output_and_each_heads_part(heads_on):
-    on = np.array(heads_on)
-    fig = contributions_figure(on)
+@pytest.mark.parametrize("heads_off", [[False] * 4, [False, True, False, False], [True, True, True, False], [True] * 4])
+def test_contributions_figure_draws_the_output_the_all_heads_output_and_each_heads_part(heads_off):
+    off = np.array(heads_off)
+    on = ~off
+    fig = contributions_figure(off)
     bars, diamonds, *parts, bias = fig.data
-    np.testing.assert_allclose(bars.y, output(on))
+    np.testing.assert_allclose(bars.y, output(off))
     np.testing.assert_allclose(diamonds.y, output())
     assert diamonds.marker.symbol == "diamond"
     for h, part in enumerate(parts):
@@ -68,31 +69,32 @@ def test_contributions_figure_draws_the_output_the_all_heads_output_and_each_hea
 
 
 def test_contributions_figure_keeps_one_y_range_whichever_heads_are_on():
-    ranges = {tuple(contributions_figure(np.array(on)).layout.yaxis.range) for on in ([1, 1, 1, 1], [0, 1, 0, 0], [0, 0, 0, 0])}
+    ranges = {tuple(contributions_figure(np.array(off, bool)).layout.yaxis.range) for off in ([0, 0, 0, 0], [1, 0, 1, 1], [1, 1, 1, 1])}
     assert len(ranges) == 1
     low, high = ranges.pop()
     assert low <= output().min() and high >= output().max()
 
 
 def test_contributions_title_lists_the_heads_on_and_the_distance_moved():
-    fig = contributions_figure(np.array([True, False, True, True]))
-    distance = np.linalg.norm(output(np.array([1, 0, 1, 1])) - output())
+    fig = contributions_figure(np.array([False, True, False, False]))
+    distance = np.linalg.norm(output([1]) - output())
     assert fig.layout.title.text.startswith("Heads on: 1, 3, 4 (3 of 4).")
     assert f"{distance:.2f}" in fig.layout.title.text
-    assert contributions_figure(np.zeros(4, bool)).layout.title.text.startswith("Heads on: none (0 of 4)")
+    assert contributions_figure(np.ones(4, bool)).layout.title.text.startswith("Heads on: none (0 of 4)")
 
 
 def test_contributions_figure_refuses_a_wrong_number_of_switches():
-    with pytest.raises(ValueError, match=r"one entry per head, shape \(4,\)"):
-        contributions_figure(np.array([True, True]))
+    with pytest.raises(ValueError, match=r"heads_off as a bool array must have shape \(4,\), one entry per head"):
+        projection.contributions_spec(CONTRIBUTIONS, LAYER.b_o, np.array([True, True]), output=output(), output_all=output(),
+                                      token="changed")
 
 
 def test_contributions_spec_is_the_figure_as_a_plain_dict_and_patterns_tell_the_heads_apart():
-    heads_on = np.array([True, False, True, False])
-    spec = projection.contributions_spec(CONTRIBUTIONS, LAYER.b_o, heads_on, output=output(heads_on), output_all=output(),
+    heads_off = np.array([False, True, False, True])
+    spec = projection.contributions_spec(CONTRIBUTIONS, LAYER.b_o, heads_off, output=output(heads_off), output_all=output(),
                                          token="changed")
     fig = go.Figure(spec)  # raises if any property is invalid
-    assert fig == contributions_figure(heads_on)
+    assert fig == contributions_figure(heads_off)
     # head patterns tell the parts apart without colour
     shapes = [t.marker.pattern.shape for t in fig.data[2:6]]
     assert len(set(shapes)) == 4

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from mha_core.attention import attention_scores
 from mha_core.examples import TOKENS, single_head_example
 from mha_core.figures import qkv
-from mha_core.figures._style import FONT_SIZE
+from mha_core.projector import LAPTOP
 
 D_MODEL, D_HEAD = 8, 4
 
@@ -105,7 +105,7 @@ def test_every_figure_is_readable_when_projected(fig):
     assert fig.layout.title.text
     for trace in fig.data:
         if trace.textfont.size is not None:
-            assert trace.textfont.size >= FONT_SIZE - 2
+            assert trace.textfont.size >= LAPTOP.min_text_size
     for annotation in fig.layout.annotations:
         assert annotation.font.size >= 16
 

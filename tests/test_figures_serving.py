@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha_core import costs
+from mha_core import costs, tables
 from mha_core.figures import serving as fs
 
 GiB = 2**30
@@ -13,16 +13,20 @@ GiB = 2**30
 
 def test_growth_figure_draws_score_tables_as_t_squared_and_the_cache_as_t():
     llama = costs.MODEL_SHAPES["Llama-2-7B"]
-    rows = fs.growth_rows(llama, [512, 1024, 2048, 4096])
+    rows = tables.growth_rows(llama, [512, 1024, 2048, 4096])
     fig = fs.growth_figure(rows)
-    tables, cache = fig.data
-    np.testing.assert_allclose(tables.y * GiB, [costs.score_table_bytes(32, t, bytes_per_value=2) for t in rows.token_counts])
+    score_tables, cache = fig.data
+    np.testing.assert_allclose(score_tables.y * GiB, [costs.score_table_bytes(32, t, bytes_per_value=2) for t in rows.token_counts])
     np.testing.assert_allclose(cache.y * GiB, [costs.kv_cache_bytes(32, t, 32, 128) for t in rows.token_counts])
     # Twice the tokens: four times the tables, twice the cache.
-    assert tables.y[-1] == 4 * tables.y[-2] and cache.y[-1] == 2 * cache.y[-2]
-    assert tables.y[-1] == 1.0 and cache.y[-1] == 2.0  # 1 GiB of tables per layer, 2 GiB of cache at T = 4096
-    assert "1 GiB" in tables.text[-1] and "2 GiB" in cache.text[-1]
+    assert score_tables.y[-1] == 4 * score_tables.y[-2] and cache.y[-1] == 2 * cache.y[-2]
+    assert score_tables.y[-1] == 1.0 and cache.y[-1] == 2.0  # 1 GiB of tables per layer, 2 GiB of cache at T = 4096
+    assert "1 GiB" in score_tables.text[-1] and "2 GiB" in cache.text[-1]
     assert "Llama-2-7B" in fig.layout.title.text
+
+
+def test_kv_kind_names_mha_gqa_and_mqa():
+    assert [fs.kv_kind(h, 64) for h in (64, 8, 1)] == ["MHA", "GQA", "MQA"]
 
 
 def test_bytes_text_uses_binary_units():
@@ -33,27 +37,9 @@ def test_bytes_text_uses_binary_units():
     assert fs.bytes_text(12) == "12 bytes"
 
 
-def test_kv_head_choices_run_from_mha_to_mqa():
-    assert fs.kv_head_choices(32) == [32, 16, 8, 4, 2, 1]
-    assert fs.kv_head_choices(12) == [12, 6, 4, 3, 2, 1]
-    assert [fs.kv_kind(h, 64) for h in (64, 8, 1)] == ["MHA", "GQA", "MQA"]
-
-
-@pytest.mark.parametrize("model, n_tokens, batch, bytes_per_value, memory_gib",
-                         [("Llama-2-7B", 4096, 1, 2, 80), ("Llama-2-70B", 4096, 8, 2, 141), ("Gemma-2B", 8192, 4, 1, 24)])
-def test_calculator_rows_are_the_costs_numbers(model, n_tokens, batch, bytes_per_value, memory_gib):
-    m = costs.MODEL_SHAPES[model]
-    rows = fs.calculator_rows(m, n_tokens=n_tokens, batch=batch, bytes_per_value=bytes_per_value, memory_bytes=memory_gib * GiB)
-    for h, per_token, per_seq, fit in zip(rows.kv_head_counts, rows.bytes_per_token, rows.bytes_per_sequence, rows.sequences_that_fit):
-        assert per_token == costs.kv_cache_bytes_per_token(m.n_layers, h, m.d_head, bytes_per_value)
-        assert per_seq == costs.kv_cache_bytes(m.n_layers, n_tokens, h, m.d_head, bytes_per_value=bytes_per_value)
-        assert fit == costs.concurrent_sequences(memory_gib * GiB, per_seq, reserved_bytes=m.weights_bytes(bytes_per_value))
-    assert rows.batch_bytes == tuple(batch * p for p in rows.bytes_per_sequence)
-
-
 def test_calculator_figure_draws_the_rows_and_marks_the_chosen_head_count():
     m = costs.MODEL_SHAPES["Llama-2-7B"]
-    rows = fs.calculator_rows(m, n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
+    rows = tables.calculator_rows(m, n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
     fig = fs.calculator_figure(rows, 8)
     cache, fit = fig.data
     assert list(cache.x) == ["32 MHA", "16", "8", "4", "2", "1 MQA"]
@@ -64,14 +50,14 @@ def test_calculator_figure_draws_the_rows_and_marks_the_chosen_head_count():
     texts = [a.text for a in fig.layout.annotations]
     assert "<b>512 MiB</b>" in texts and "<b>134</b>" in texts
     assert "8 KV heads (GQA)" in fig.layout.title.text
-    left = 80 * GiB - m.weights_bytes()
+    left = 80 * GiB - m.parameter_bytes()
     assert fig.layout.shapes[0].y0 == pytest.approx(left / GiB)
     assert fig.layout.width <= 820
 
 
 def test_calculator_figure_when_the_weights_fill_the_memory():
     m = costs.MODEL_SHAPES["Llama-2-70B"]
-    rows = fs.calculator_rows(m, n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
+    rows = tables.calculator_rows(m, n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
     fig = fs.calculator_figure(rows, 8)
     assert set(fig.data[1].y) == {0}
     assert "the weights alone fill the memory" in [a.text for a in fig.layout.annotations]
@@ -105,7 +91,7 @@ def test_head_sweep_figure_shows_flat_kv_bytes_and_the_measured_times():
                                                               (True, 32768, 512 * 2**20), (False, 32768, 4 * GiB)])
 def test_calculator_rows_of_mistral_keep_min_t_w_tokens(windowed, n_tokens, per_sequence):
     m = costs.MODEL_SHAPES["Mistral-7B v0.1"]
-    rows = fs.calculator_rows(m, n_tokens=n_tokens, batch=2, bytes_per_value=2, memory_bytes=80 * GiB, windowed=windowed)
+    rows = tables.calculator_rows(m, n_tokens=n_tokens, batch=2, bytes_per_value=2, memory_bytes=80 * GiB, windowed=windowed)
     assert rows.sliding_window == 4096 and rows.windowed is windowed
     assert rows.cached_tokens == (4096 if windowed else n_tokens)
     k = rows.kv_head_counts.index(8)
@@ -116,15 +102,10 @@ def test_calculator_rows_of_mistral_keep_min_t_w_tokens(windowed, n_tokens, per_
     assert ("the window keeps the last 4,096" in title) is windowed
 
 
-def test_calculator_rows_refuse_an_encoder():
-    with pytest.raises(ValueError, match=r"^BERT-base is an encoder"):
-        fs.calculator_rows(costs.MODEL_SHAPES["BERT-base"], n_tokens=128, batch=1, bytes_per_value=2, memory_bytes=GiB)
-
-
 @pytest.mark.parametrize("model, n_kv_heads", [("Llama-2-7B", 8), ("Llama-2-7B", 32), ("GPT-2 small", 4), ("Gemma-2B", 1)])
 def test_the_value_labels_sit_on_the_chosen_bar(model, n_kv_heads):
     # On a category axis a label placed at x="8" lands at position 8, past the last bar; it must be the bar's index.
-    rows = fs.calculator_rows(costs.MODEL_SHAPES[model], n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
+    rows = tables.calculator_rows(costs.MODEL_SHAPES[model], n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
     fig = fs.calculator_figure(rows, n_kv_heads)
     k = rows.kv_head_counts.index(n_kv_heads)
     labels = [a for a in fig.layout.annotations if a.xref in ("x", "x2")]

@@ -6,30 +6,12 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from mha_core import costs
+from mha_core import costs, tables
 from mha_core.figures import sizing
 from mha_core.figures._style import WIDGET_HEIGHT
 
 HEADS_768 = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
-ROWS = sizing.sizing_rows(768, 1024, HEADS_768)
-
-
-def test_rows_come_from_costs_for_every_head_count():
-    for i, h in enumerate(HEADS_768):
-        flops = costs.attention_flops(768, h, 1024)
-        assert ROWS.d_head[i] == 768 // h
-        assert ROWS.parameters[i] == costs.attention_parameters(768, h)
-        assert ROWS.score_entries[i] == h * 1024**2
-        assert ROWS.flops_projections[i] == flops["projections"]
-        assert ROWS.flops_products[i] == flops["scores"] + flops["mix"]
-        assert ROWS.flops_softmax[i] == flops["softmax"]
-
-
-def test_parameters_and_matrix_products_are_flat_while_score_tables_and_softmax_grow():
-    assert set(ROWS.parameters.tolist()) == {2_362_368}  # 4 D^2 + 4 D for D = 768
-    assert len(set((ROWS.flops_projections + ROWS.flops_products).tolist())) == 1
-    assert np.all(np.diff(ROWS.score_entries) > 0) and np.all(np.diff(ROWS.flops_softmax) > 0)
-    assert np.all(np.diff(ROWS.d_head) < 0)
+ROWS = tables.sizing_rows(768, 1024, HEADS_768)
 
 
 def test_sizing_figure_draws_the_rows_in_four_panels():

@@ -54,9 +54,12 @@ def test_role_table_and_similarity_and_keys_show_their_matrices():
 def test_accuracy_comparison_and_ablation_bars():
     fig = accuracy_comparison_figure({"1 head": [0.3, 0.9, 1.0], "3 heads": [1, 1, 1]}, RELATIONS)
     assert [t.name for t in fig.data] == ["1 head", "3 heads"] and np.allclose(fig.data[0].y, [0.3, 0.9, 1.0])
-    fig = ablation_figure([0.5, 1, 1], RELATIONS, [True, False, True], baseline=[1, 1, 1])
+    fig = ablation_figure([0.5, 1, 1], RELATIONS, [False, True, False], baseline=[1, 1, 1])  # heads_off: True = off
     assert fig.data[0].name == "head 2 off" and np.allclose(fig.data[1].y, 1)
-    assert ablation_figure([0, 0, 0], RELATIONS, [False, False]).data[0].name == "every head off"
+    assert ablation_figure([0, 0, 0], RELATIONS, [True, True]).data[0].name == "every head off"
+    assert ablation_figure([1, 1, 1], RELATIONS, np.zeros(3, bool)).data[0].name == "every head on"
+    with pytest.raises(TypeError, match=r"heads_off must be an \(H,\) bool array, True = off; got dtype float64"):
+        ablation_figure([1, 1, 1], RELATIONS, np.ones(3))  # the old heads_on encoding, 1 = on
 
 
 def test_removal_figure_plots_single_and_greedy_removal():
@@ -96,7 +99,7 @@ def test_unvalidated_builders_spell_axis_titles_nested_so_an_in_place_update_kee
         fig = role_history_figure(np.arange(2), np.zeros((2, H, 3)), RELATIONS, max_steps=10, validate=False)
         assert not list(underscored_keys(fig.layout.to_plotly_json()))
         assert fig.layout.xaxis.title.text == "step" and fig.layout.yaxis.title.text == "share of weight"
-    fig = ablation_figure([0.5, 1, 1], RELATIONS, [True, False, True], validate=False)
+    fig = ablation_figure([0.5, 1, 1], RELATIONS, [False, True, False], validate=False)
     assert not list(underscored_keys(fig.layout.to_plotly_json())) and fig.layout.yaxis.title.text == "accuracy"
 
 
@@ -107,7 +110,7 @@ def test_accuracy_figures_draw_each_baseline_as_a_labelled_line():
     line = [t for t in fig.data if t.name == "best guess without attention"]
     assert len(line) == 1 and np.allclose(line[0].y, no_attention) and list(line[0].x) == list(RELATIONS)
     assert list(line[0].text) == ["0.08", "0.08", "0.55"]
-    fig = ablation_figure([0.5, 1, 1], RELATIONS, [True, False, True], baseline=[1, 1, 1],
+    fig = ablation_figure([0.5, 1, 1], RELATIONS, [False, True, False], baseline=[1, 1, 1],
                           baselines={"chance": [0.1, 0.1, 0.1]})
     assert [t.name for t in fig.data] == ["head 2 off", "reference: every head on", "chance"]
     assert len(accuracy_comparison_figure({"a": [1, 1, 1]}, RELATIONS).data) == 1  # none asked, none drawn

@@ -287,13 +287,13 @@ def test_the_largest_token_count_the_message_names_is_accepted(monkeypatch):
 @pytest.mark.parametrize("make, error, words", [
     (lambda: serving.head_count_sweep(head_counts=5), TypeError, ["head_counts must be a list or tuple of whole numbers", "got 5 (int)"]),
     (lambda: serving.head_count_sweep(token_counts=()), ValueError, ["token_counts is empty"]),
-    (lambda: serving.cache_shrink(n_tokens=10**7), ValueError, ["cache_shrink with repeats=3, n_tokens=10,000,000", "at most n_tokens="]),
-    (lambda: serving.kv_sharing_decode(n_tokens=10**7), ValueError, ["kv_sharing_decode with rounds=7, n_tokens=10,000,000"]),
+    (lambda: serving.kv_sharing_decode(n_tokens=10**7), ValueError, ["kv_sharing_decode with rounds=7, n_tokens=10,000,000",
+                                                                     "at most n_tokens="]),
     (lambda: serving.kv_sharing_decode(kv_head_counts=(5,)), ValueError, ["n_kv_heads=5 does not divide n_heads=16"]),
-    (lambda: serving.cache_shrink(kv_head_counts=(3,)), ValueError, ["n_kv_heads=3 does not divide n_heads=16"]),
-    (lambda: serving.cache_shrink(kv_head_counts=4), TypeError, ["kv_head_counts must be a list or tuple"]),
-    (lambda: serving.cache_shrink(n_heads=3), ValueError, ["n_heads=3 does not divide d_model=256"]),
-], ids=["head_counts-int", "token_counts-empty", "cache_shrink-1e7", "kv_sharing-1e7", "kv_sharing-5", "kv-3", "kv-int", "n_heads-3"])
+    (lambda: serving.kv_sharing_decode(kv_head_counts=(3,)), ValueError, ["n_kv_heads=3 does not divide n_heads=16"]),
+    (lambda: serving.kv_sharing_decode(kv_head_counts=4), TypeError, ["kv_head_counts must be a list or tuple"]),
+    (lambda: serving.kv_sharing_decode(n_heads=3), ValueError, ["n_heads=3 does not divide d_model=256"]),
+], ids=["head_counts-int", "token_counts-empty", "kv_sharing-1e7", "kv_sharing-5", "kv-3", "kv-int", "n_heads-3"])
 def test_serving_sizes_are_refused_before_any_work(no_work, make, error, words):
     refusal(make, error, *words)
 
@@ -357,7 +357,7 @@ def test_the_cases_that_used_to_hang_end_in_seconds_in_a_small_process():
         from mha_core import serving
         from mha_core.torch_attention import TorchMultiHeadAttention
         layer = TorchMultiHeadAttention(8, 2, seed=0)
-        cases = [lambda: serving.head_count_sweep(token_counts=(10**6,)), lambda: serving.cache_shrink(n_tokens=10**7),
+        cases = [lambda: serving.head_count_sweep(token_counts=(10**6,)), lambda: serving.kv_sharing_decode(n_tokens=10**7),
                  lambda: serving.longer_text(10**9), lambda: serving.decode_uncached(layer, torch.zeros(1, 10**5, 8))]
         for case in cases:
             try:
@@ -409,7 +409,7 @@ def test_a_model_folder_must_be_a_path_and_its_files_readable(tmp_path):
     for name, text in (("config.json", "{bad"), ("model.safetensors", "junk"), ("tokenizer.json", "junk")):
         (tmp_path / name).write_text(text)
     refusal(lambda: loader.read_config(tmp_path), ValueError, "config.json is not a readable JSON file", "reinstall")
-    refusal(lambda: loader.read_weights(tmp_path), ValueError, "model.safetensors cannot be read as safetensors")
+    refusal(lambda: loader.read_parameters(tmp_path), ValueError, "model.safetensors cannot be read as safetensors")
     refusal(lambda: loader.read_tokenizer(tmp_path), ValueError, "tokenizer.json cannot be read as a tokenizer")
     (tmp_path / "config.json").write_text('{"hidden_size": 4}')
     refusal(lambda: loader.read_config(tmp_path), ValueError, "lacks num_hidden_layers")

@@ -118,7 +118,7 @@ def test_ablation_with_every_head_off_uses_only_the_residual_path(batch):
         logits = torch.stack([r(h) for r in model.readouts])
     assert np.allclose(acc_off, accuracy(logits, batch.targets))
     assert np.allclose(ablation_accuracy(model, batch, []), accuracy(model(batch.tokens).logits, batch.targets))
-    with pytest.raises(ValueError, match="heads are numbered 0..2"):
+    with pytest.raises(ValueError, match=r"heads_off has head 3; valid heads are 0 to 2 \(counted from 0\)"):
         ablation_accuracy(model, batch, [3])
 
 

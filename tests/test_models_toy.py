@@ -37,15 +37,15 @@ def test_heads_computed_by_hand_equal_the_layer_when_all_are_on(model, tokens):
     with torch.no_grad():
         x = model.embed(tokens)
         by_layer, _ = model.attention(x, is_causal=True)
-        by_hand, _ = model.attention_with_heads(x, [True] * 4)
+        by_hand, _ = model.attention_with_heads(x, [False] * 4)  # none off
     assert torch.allclose(by_hand, by_layer, atol=1e-6)
 
 
 def test_every_head_off_leaves_the_residual_path(model, tokens):
     with torch.no_grad():
         x = model.embed(tokens)
-        attn, _ = model.attention_with_heads(x, [False] * 4)
-        logits, _ = model(tokens, heads_on=[False] * 4)
+        attn, _ = model.attention_with_heads(x, [True] * 4)  # every head off
+        logits, _ = model(tokens, heads_off=[True] * 4)
         expected = torch.stack([r(x + model.attention.b_out) for r in model.readouts])
     assert torch.allclose(attn, model.attention.b_out.expand_as(attn))
     assert torch.allclose(logits, expected, atol=1e-6)
@@ -55,8 +55,8 @@ def test_switching_one_head_off_removes_exactly_its_block_of_w_o(model, tokens):
     with torch.no_grad():
         x = model.embed(tokens)
         head_outputs, _ = model.head_outputs(x)  # (B, H, T, Dh)
-        full, _ = model.attention_with_heads(x, [True] * 4)
-        without_2, _ = model.attention_with_heads(x, [True, True, False, True])
+        full, _ = model.attention_with_heads(x, [False] * 4)  # none off
+        without_2, _ = model.attention_with_heads(x, [2])  # head index 2 off
         w_o_block = model.attention.w_out[:, 8:12]  # head 2's columns of W_O^T
     assert torch.allclose(full - without_2, head_outputs[:, 2] @ w_o_block.T, atol=1e-6)
 
@@ -78,9 +78,11 @@ def test_bad_settings_are_named(kwargs, error, words):
         ToyModel(**kwargs)
 
 
-def test_heads_on_of_the_wrong_length_is_refused(model, tokens):
-    with pytest.raises(ValueError, match="one flag per head"):
-        model(tokens, heads_on=[True, False])
+def test_heads_off_of_the_wrong_length_or_an_unknown_head_is_refused(model, tokens):
+    with pytest.raises(ValueError, match=r"heads_off as a bool array must have shape \(4,\), one entry per head"):
+        model(tokens, heads_off=[True, False])
+    with pytest.raises(ValueError, match=r"heads_off has head 4; valid heads are 0 to 3"):
+        model(tokens, heads_off=[4])
 
 
 def test_import_mha_core_leaves_models_and_torch_unloaded_until_asked():

@@ -73,7 +73,9 @@ def test_switching_off_every_head_of_a_layer_leaves_its_attention_output_at_the_
     full = model.encode(RUNNING)
     np.testing.assert_allclose(enc.hidden_states[: layer + 1], full.hidden_states[: layer + 1], atol=1e-12)
     np.testing.assert_allclose(enc.attentions[layer], full.attentions[layer], atol=1e-12)
-    assert enc.heads_off == frozenset((layer, h) for h in range(12))
+    expected = np.zeros((6, 12), dtype=bool)
+    expected[layer] = True
+    np.testing.assert_array_equal(enc.heads_off, expected)  # (L, H) bool, True = off
 
 
 def test_switching_off_one_head_removes_exactly_its_part_of_the_output(model, running):
@@ -83,6 +85,10 @@ def test_switching_off_one_head_removes_exactly_its_part_of_the_output(model, ru
     part = running.layers[layer].head_outputs[head] @ attention.w_o_block(head)  # (T, D)
     np.testing.assert_allclose(enc.layers[layer].output, running.layers[layer].output - part, atol=1e-10)
     assert not np.allclose(enc.embedding, running.embedding)
+
+
+def test_the_model_counts_its_heads_from_its_shape(model):
+    assert model.n_heads_total == model.n_layers * model.n_heads == len(model.head_names) == 72
 
 
 def test_heads_off_as_pairs_or_as_a_bool_array_agree(model):

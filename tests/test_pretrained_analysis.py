@@ -164,6 +164,31 @@ def test_key_neighbours_compares_the_token_with_every_other_word_in_every_head(m
         A.key_neighbours(model, encs, word="door")
 
 
+def small_neighbours() -> A.Neighbours:
+    """Two layers of two heads, three candidates: "key (2)", "cache (2)", "api (3)"."""
+    similarity = np.array([[[0.9, 0.5, 0.1], [0.2, 0.8, 0.3]],
+                           [[0.95, 0.1, 0.7], [0.4, 0.3, 0.6]]])  # (L, H, N)
+    query_key = np.ones((2, 2, 2))  # (L, H, Dh), |k| = sqrt(2) everywhere
+    keys = np.ones((2, 2, 3, 2)) * np.array([1.0, 2.0, 3.0])[None, None, :, None]  # (L, H, N, Dh)
+    return A.Neighbours("key (1)", ("key (2)", "cache (2)", "api (3)"), ("key", "cache", "api"), similarity, query_key, keys)
+
+
+def test_nearest_in_every_head_and_its_counts_agree_with_nearest_head_by_head():
+    nb = small_neighbours()
+    labels, cosines = nb.nearest_in_every_head()
+    assert labels.tolist() == [["key (2)", "cache (2)"], ["key (2)", "api (3)"]]
+    np.testing.assert_allclose(cosines, [[0.9, 0.8], [0.95, 0.6]])
+    for l in range(2):
+        for h in range(2):
+            assert (labels[l, h], cosines[l, h]) == nb.nearest(l, h, 1)[0]
+    assert nb.nearest_counts() == {"key": 2, "cache": 1, "api": 1}
+    assert nb.nearest_counts(by="label").most_common(1) == [("key (2)", 2)]
+    assert nb.nearest_counts(exclude_words={"key"}) == {"cache": 2, "api": 2}
+    np.testing.assert_allclose(nb.nearest_length_ratios(), [[1.0, 2.0], [1.0, 3.0]])  # |k| of the nearest / |k| of key (1)
+    with pytest.raises(ValueError, match="by='words' is not a valid choice; valid values are 'word', 'label'"):
+        nb.nearest_counts(by="words")
+
+
 def test_the_sentence_sets_keep_tuning_and_held_out_apart():
     from mha_core.pretrained.data import sentence_set
 

@@ -79,6 +79,10 @@ def test_key_sits_nearest_other_keys_and_only_then_near_cache_or_rotated(model):
     others = Counter(nb.words[nb.labels.index(nb.nearest(l, h, 1, exclude_words={"key"})[0][0])]
                      for l in range(6) for h in range(12))
     assert others["escape"] == 13 and others["insight"] == 8 and others["api"] == 8 and others["cache"] == 5
+    # The same numbers from the functions notebook 07's cells call.
+    assert nb.nearest_counts()["key"] == 67 and nb.nearest_counts(by="label").most_common(1)[0] == ("key (4)", 34)
+    assert nb.nearest_counts(exclude_words={"key"}) == others
+    assert nb.nearest_in_every_head()[0].ravel().tolist() == nearest
 
 
 # --------------------------------------------------------------------------- notebook 08, real half
@@ -176,6 +180,7 @@ def test_what_07_says_about_key_lengths(model):
     assert round(float(s[1] - s[0]), 2) == -0.50 and round(float(np.exp(s[1] - s[0])), 2) == 0.61
     ratios = [nb.length_ratio(a, b, nb.nearest(a, b, 1)[0][0]) for a in range(6) for b in range(12)]
     assert (round(min(ratios), 2), round(max(ratios), 2)) == (0.81, 1.10)
+    np.testing.assert_allclose(nb.nearest_length_ratios().ravel(), ratios)  # what notebook 07's cell prints
     # L6 H5 is one of the heads that look from `changed` to `cache`, as the cell's comment says.
     running = encodings[0]
     found = A.top_heads_for(running.attentions, running.tokens, "changed", ["cache"])

@@ -1,9 +1,7 @@
 """Tests for mha_core.serving: the measured head-count sweep and cached against uncached decoding.
 
-The decoding helpers are written against ``TorchMultiHeadAttention``'s KV-cache API
-(``new_kv_cache``; ``layer(x_chunk, kv_cache=cache)``). ``_RecomputingLayer`` below fakes
-that API by recomputing the prefix, so the helpers are tested even where the real
-cache is missing; the tests marked ``real_cache`` run against the real one.
+The decoding helpers run ``TorchMultiHeadAttention``'s own key/value cache
+(``new_kv_cache``; ``layer(x_chunk, kv_cache=cache)``).
 """
 
 from __future__ import annotations
@@ -16,40 +14,6 @@ torch = pytest.importorskip("torch")
 from mha_core import costs, serving  # noqa: E402
 from mha_core.examples import TOKENS  # noqa: E402
 from mha_core.torch_attention import TorchMultiHeadAttention  # noqa: E402
-
-HAS_CACHE = hasattr(TorchMultiHeadAttention, "new_kv_cache")
-real_cache = pytest.mark.skipif(not HAS_CACHE, reason="needs TorchMultiHeadAttention.new_kv_cache (helper 'core' adds it)")
-
-
-class _FakeCache:
-    def __init__(self, batch, n_kv_heads, max_tokens, d_head, dtype):
-        self.k = torch.zeros(batch, n_kv_heads, max_tokens, d_head, dtype=dtype)  # (B, Hkv, max_tokens, Dh)
-        self.v = torch.zeros_like(self.k)
-        self.max_tokens, self.length, self.inputs = max_tokens, 0, []
-
-    @property
-    def nbytes(self):
-        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
-
-    def reset(self):
-        self.length, self.inputs = 0, []
-
-
-class _RecomputingLayer(TorchMultiHeadAttention):
-    """The cache API on top of full causal passes: slow, but obviously right."""
-
-    def new_kv_cache(self, batch=1, max_tokens=16, dtype=None, device=None):
-        return _FakeCache(batch, self.n_kv_heads, max_tokens, self.d_head, dtype or self.w_qkv.dtype)
-
-    def forward(self, query, *args, kv_cache=None, **kwargs):
-        if kv_cache is None:
-            return super().forward(query, *args, **kwargs)
-        Tc = query.shape[1]
-        kv_cache.inputs.append(query)
-        x = torch.cat(kv_cache.inputs, dim=1)  # (B, T, D)
-        kv_cache.length += Tc
-        output = super().forward(x, is_causal=True).output[:, -Tc:]  # (B, Tc, D)
-        return output, None
 
 
 def test_the_longer_text_starts_with_the_running_sentence():
@@ -86,10 +50,9 @@ def test_head_count_sweep_refuses_a_head_count_that_does_not_divide_d_model():
         serving.head_count_sweep(16, head_counts=(1, 3), token_counts=(8,), repeats=1)
 
 
-@pytest.mark.parametrize("layer_class", [_RecomputingLayer, pytest.param(TorchMultiHeadAttention, marks=real_cache)])
 @pytest.mark.parametrize("n_kv_heads, bias", [(None, True), (2, False), (1, True)])
-def test_cached_and_uncached_decoding_equal_the_full_causal_pass(layer_class, n_kv_heads, bias):
-    layer = layer_class(32, 8, n_kv_heads=n_kv_heads, bias=bias, seed=0)
+def test_cached_and_uncached_decoding_equal_the_full_causal_pass(n_kv_heads, bias):
+    layer = TorchMultiHeadAttention(32, 8, n_kv_heads=n_kv_heads, bias=bias, seed=0)
     x = torch.from_numpy(serving.text_vectors(serving.longer_text(24), 32))[None]  # (1, T, D)
     threads = torch.get_num_threads()
     result = serving.compare_decoding(layer, x, repeats=1)
@@ -101,10 +64,9 @@ def test_cached_and_uncached_decoding_equal_the_full_causal_pass(layer_class, n_
     assert result.cached_s > 0 and result.uncached_s > 0 and result.speedup == result.uncached_s / result.cached_s
 
 
-@pytest.mark.parametrize("layer_class", [_RecomputingLayer, pytest.param(TorchMultiHeadAttention, marks=real_cache)])
 @pytest.mark.parametrize("chunk", [1, 3, 7, 24])
-def test_decoding_in_chunks_gives_the_same_outputs(layer_class, chunk):
-    layer = layer_class(16, 4, n_kv_heads=2, seed=1)
+def test_decoding_in_chunks_gives_the_same_outputs(chunk):
+    layer = TorchMultiHeadAttention(16, 4, n_kv_heads=2, seed=1)
     x = torch.randn(2, 24, 16, generator=torch.Generator().manual_seed(0))  # (B, T, D)
     with torch.inference_mode():
         full = layer(x, is_causal=True)[0]  # (B, T, D)
@@ -113,35 +75,10 @@ def test_decoding_in_chunks_gives_the_same_outputs(layer_class, chunk):
     torch.testing.assert_close(cached, full, atol=1e-5, rtol=0)
 
 
-def test_cache_shrink_reports_measured_and_calculated_bytes(monkeypatch):
-    import mha_core.torch_attention as ta
-
-    if not HAS_CACHE:
-        monkeypatch.setattr(ta, "TorchMultiHeadAttention", _RecomputingLayer)
-    rows = serving.cache_shrink(32, 8, (8, 2, 1), n_tokens=16, repeats=1)
-    assert [r["kind"] for r in rows] == ["MHA", "GQA", "MQA"]
-    assert [r["cache_nbytes"] for r in rows] == [r["calculated_nbytes"] for r in rows] == [
-        costs.kv_cache_bytes(1, 16, h, 4, bytes_per_value=4) for h in (8, 2, 1)]
-    assert rows[0]["cache_nbytes"] == 8 * rows[2]["cache_nbytes"]
-    assert all(r["ms_per_token"] > 0 for r in rows)
-
-
-@pytest.mark.skipif(HAS_CACHE, reason="the real cache exists")
-def test_without_the_cache_api_decoding_says_what_it_needs():
-    layer = TorchMultiHeadAttention(16, 4, seed=0)
-    with pytest.raises(NotImplementedError, match="needs TorchMultiHeadAttention.new_kv_cache"):
-        serving.decode_cached(layer, torch.zeros(1, 4, 16))
-    assert not serving.has_kv_cache()
-
-
 # -- notebook 09, section 9: decoding time against bytes read (kv_sharing_decode) ----------------------
 
 
-def test_kv_sharing_decode_reports_the_bytes_each_layout_reads(monkeypatch):
-    import mha_core.torch_attention as ta
-
-    if not HAS_CACHE:
-        monkeypatch.setattr(ta, "TorchMultiHeadAttention", _RecomputingLayer)
+def test_kv_sharing_decode_reports_the_bytes_each_layout_reads():
     rows = serving.kv_sharing_decode(32, 8, (8, 2, 1), n_tokens=16, rounds=2)
     assert [r["kind"] for r in rows] == ["MHA", "GQA", "MQA"]
     assert [r["cache_nbytes"] for r in rows] == [r["calculated_nbytes"] for r in rows] == [
@@ -152,7 +89,6 @@ def test_kv_sharing_decode_reports_the_bytes_each_layout_reads(monkeypatch):
         assert 0 < low <= r["ms_per_token"] <= high
 
 
-@real_cache
 def test_at_the_notebooks_size_mqa_is_nowhere_near_16_times_faster():
     # Notebook 09 says: the cache shrinks 16 times, the time per token far less. Medians of
     # interleaved rounds after a warm-up; even a cold first run (0.067 / 0.165 / 0.369 ms,
@@ -161,3 +97,10 @@ def test_at_the_notebooks_size_mqa_is_nowhere_near_16_times_faster():
     mha, mqa = rows[0], rows[-1]
     assert mha["cache_nbytes"] == 16 * mqa["cache_nbytes"]
     assert mha["ms_per_token"] / mqa["ms_per_token"] < 16 / 2
+
+
+def test_the_scaffolding_for_a_missing_cache_is_gone():
+    # The cache exists; the checks and the message for its absence went with the fake layer.
+    for name in ("has_kv_cache", "KV_CACHE_MISSING", "_require_cache", "cache_shrink"):
+        assert not hasattr(serving, name), name
+    assert hasattr(TorchMultiHeadAttention, "new_kv_cache")

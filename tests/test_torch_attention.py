@@ -458,7 +458,7 @@ def test_explicit_path_gradients_equal_the_sdpa_path_gradients(masks):
 @pytest.mark.parametrize("n_kv_heads", [1, 2, 4])
 def test_grouped_query_attention_equals_the_numpy_reference_loaded_from_it(n_kv_heads):
     layer = layer_with_biases(32, 8, n_kv_heads=n_kv_heads, seed=n_kv_heads)
-    reference = MultiHeadAttention.from_torch(layer)
+    reference = layer.to_numpy()
     assert (reference.n_heads, reference.n_kv_heads) == (8, n_kv_heads)
     assert reference.w_k.shape == (32, n_kv_heads * 4)
     query, key = randn(2, 5, 32, seed=1), randn(2, 7, 32, seed=2)
@@ -581,7 +581,7 @@ def test_bad_seed_is_refused():
     [
         (lambda L: L(np.zeros((2, 3, 8))), TypeError, r"query must be a torch.Tensor.*ndarray"),
         (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.long)), TypeError, r"query must hold floating-point.*int64"),
-        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float32)), TypeError, r"query has dtype torch.float32 but this layer's weights are torch.float64"),
+        (lambda L: L(torch.zeros(2, 3, 8, dtype=torch.float32)), TypeError, r"query has dtype torch.float32 but this layer's parameters are torch.float64"),
         (lambda L: L(torch.zeros(3, 8, dtype=torch.float64)[None, None]), ValueError, r"query has rank 4 \(shape \(1, 1, 3, 8\)\); expected shape \(B, T, D\) or \(T, D\)"),
         (lambda L: L(torch.zeros(2, 3, 6, dtype=torch.float64)), ValueError, r"query has d_model=6 .*expects d_model=8"),
         (lambda L: L(torch.zeros(2, 0, 8, dtype=torch.float64)), ValueError, r"query is empty"),
@@ -793,8 +793,8 @@ def test_a_full_cache_refuses_more_tokens_and_is_left_as_it_was():
          r"kv_cache has k of shape \(1, 1, 8, 4\); this layer needs \(B, Hkv, max_tokens, Dh\) = \(1, 2, max_tokens, 4\)"),
         (lambda L: L.new_kv_cache(2, 8), ValueError, r"kv_cache is for batch 2 but the input has batch 1"),
         (lambda L: L.new_kv_cache(1, 8, dtype=torch.float64), TypeError,
-         r"kv_cache holds torch.float64 but this layer's weights are torch.float32"),
-        (lambda L: L.new_kv_cache(1, 8, device="meta"), ValueError, r"kv_cache is on meta but this layer's weights are on cpu"),
+         r"kv_cache holds torch.float64 but this layer's parameters are torch.float32"),
+        (lambda L: L.new_kv_cache(1, 8, device="meta"), ValueError, r"kv_cache is on meta but this layer's parameters are on cpu"),
         (lambda L: "cache", TypeError, r"kv_cache must be a KVCache from new_kv_cache\(\); got str"),
     ],
     ids=["wrong-heads", "wrong-batch", "wrong-dtype", "wrong-device", "not-a-cache"],

@@ -97,10 +97,11 @@ def test_every_live_figure_fits_beside_its_controls_on_a_1280_by_800_screen_with
 def test_a_spec_with_plotlys_shorthand_changes_only_what_differs_and_never_drops_a_title():
     # A builder's spec may write title_text=...; the figure shown holds title: {text: ...}. They are the same.
     from mha_core.figures._style import base_layout
+    from mha_core.projector import LAPTOP
 
     def spec(y):
         return {"data": [{"type": "bar", "x": [1, 2, 3], "y": y}],
-                "layout": base_layout("t", xaxis={"title_text": "key token", "type": "category"})}
+                "layout": base_layout("t", theme=LAPTOP, xaxis={"title_text": "key token", "type": "category"})}
 
     target = figure_widget(spec([1, 2, 3]))
     sent = []

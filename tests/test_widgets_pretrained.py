@@ -89,6 +89,18 @@ def test_non_ascii_text_is_shown(explorer):
     assert shown(explorer)[2] == ["[CLS]", "cafe", "naive", "東", "京", "[SEP]"]
 
 
+@pytest.mark.parametrize("text, n_unknown", [("the cache \U0001F511 changed", 1), ("\u7f13\u5b58\u952e changed", 3)])
+def test_unknown_word_pieces_are_explained_below_the_box(explorer, model, text, n_unknown):
+    explorer.text.value = text
+    tokens = explorer.encoding.tokens
+    assert tokens.count("[UNK]") == n_unknown
+    said = explorer.message.value
+    assert f"{n_unknown} of these {len(tokens)} tokens" in said and "[UNK], &#x27;unknown&#x27;" in said
+    assert f"vocabulary of {model.vocab_size:,} word pieces" in said
+    explorer.text.value = RUNNING  # no [UNK]: no note
+    assert explorer.message.value == ""
+
+
 def test_text_problem_counts_word_pieces_with_the_markers(model):
     ok = " ".join(["word"] * (MAX_SHOWN_TOKENS - 2))
     assert text_problem(model, ok) is None

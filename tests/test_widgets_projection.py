@@ -17,32 +17,33 @@ def switches() -> HeadSwitches:
     return head_switches(d_model=16, n_heads=4, seed=0)
 
 
-def expected_output(heads_on) -> np.ndarray:
+def expected_output(heads_off) -> np.ndarray:
     layer = demo_layer(16, 4, seed=0)
     result = layer(token_vectors(16, seed=0)[None])
-    return output_projection(result.head_outputs, layer.w_o, layer.b_o, heads_on=np.asarray(heads_on))[0, T_CHANGED]
+    return output_projection(result.head_outputs, layer.w_o, layer.b_o, heads_off=heads_off)[0, T_CHANGED]
 
 
 def test_there_is_one_switch_per_head_and_all_start_on(switches):
     assert [box.description for box in switches.switches] == ["head 1", "head 2", "head 3", "head 4"]
     assert all(box.value for box in switches.switches)
-    np.testing.assert_allclose(switches.figure.data[0].y, expected_output([1, 1, 1, 1]))
+    np.testing.assert_allclose(switches.figure.data[0].y, expected_output(None))
 
 
 @pytest.mark.parametrize("off", [0, 1, 2, 3])
 def test_switching_a_head_off_redraws_the_same_figure_with_output_projection_numbers(switches, off):
     figure = switches.figure
     switches.switches[off].value = False
-    heads_on = np.ones(4, bool)
-    heads_on[off] = False
+    heads_off = np.zeros(4, bool)
+    heads_off[off] = True
     assert switches.figure is figure
-    np.testing.assert_allclose(figure.data[0].y, expected_output(heads_on))
-    np.testing.assert_allclose(figure.data[1].y, expected_output(np.ones(4)))  # all heads: unchanged
+    np.testing.assert_array_equal(switches.heads_off, heads_off)
+    np.testing.assert_allclose(figure.data[0].y, expected_output(heads_off))
+    np.testing.assert_allclose(figure.data[1].y, expected_output(None))  # all heads: unchanged
     np.testing.assert_allclose(figure.data[2 + off].y, np.zeros(16))
     assert figure.data[2 + off].name == f"head {off + 1} (off)"
     # Switching it back restores the all-heads output exactly.
     switches.switches[off].value = True
-    np.testing.assert_allclose(figure.data[0].y, expected_output(np.ones(4)))
+    np.testing.assert_allclose(figure.data[0].y, expected_output(None))
 
 
 def test_with_every_head_off_only_the_bias_is_left_and_a_message_says_so(switches):
@@ -52,7 +53,7 @@ def test_with_every_head_off_only_the_bias_is_left_and_a_message_says_so(switche
     assert "bias b_o" in switches.message.value
     switches.switches[2].value = True
     assert switches.message.value == ""
-    np.testing.assert_allclose(switches.figure.data[0].y, expected_output([0, 0, 1, 0]))
+    np.testing.assert_allclose(switches.figure.data[0].y, expected_output([0, 1, 3]))  # only head 3 (index 2) on
 
 
 def test_the_figure_has_a_fixed_width_because_a_figure_widget_does_not_follow_its_container(switches):

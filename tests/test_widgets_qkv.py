@@ -51,7 +51,7 @@ def test_arrays_that_do_not_match_the_tokens_are_refused_with_their_shapes():
 
 
 def test_a_token_index_out_of_range_is_refused_with_the_valid_range():
-    with pytest.raises(ValueError, match="token=6 .*valid indices are 0 to 5"):
+    with pytest.raises(ValueError, match="token=6 .*valid tokens are 0 to 5"):
         token_explorer(Q, K, V, TOKENS, token=6)
 
 
@@ -71,7 +71,7 @@ def test_the_figure_travels_in_the_widgets_first_message(monkeypatch):
 def test_a_token_that_is_not_an_index_is_refused_with_the_valid_indices():
     from mha_core.widgets.qkv import token_explorer
 
-    with pytest.raises(TypeError, match=r"token must be a token index, 0 to 5; got 'cache' \(str\)"):
+    with pytest.raises(TypeError, match=r"token must be a whole number from 0 to 5; got 'cache' \(str\)"):
         token_explorer(Q, K, V, TOKENS, token="cache")
-    with pytest.raises(ValueError, match=r"token=6 is not a token index; valid indices are 0 to 5"):
+    with pytest.raises(ValueError, match=r"token=6 is out of range; valid tokens are 0 to 5"):
         token_explorer(Q, K, V, TOKENS, token=6)

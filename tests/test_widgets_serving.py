@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from mha_core import costs
-from mha_core.figures.serving import calculator_figure, calculator_rows
+from mha_core.figures.serving import calculator_figure
+from mha_core.tables import calculator_rows
 from mha_core.widgets.serving import CALCULATOR_MODELS, KVCacheCalculator, kv_cache_calculator
 
 GiB = 2**30
@@ -185,11 +186,12 @@ def test_the_window_control_only_moves_for_a_model_with_a_window(calc):
     [
         (dict(model="GPT-5"), r"model='GPT-5' is not a known shape; valid models are GPT-2 small, Llama-2-7B"),
         (dict(windowed="no"), r"windowed must be True or False; got 'no'"),
-        (dict(n_tokens=1000), r"n_tokens=1000 is not one of the choices; valid values are 128, 256"),
-        (dict(batch=0), r"batch=0 is not one of the choices"),
-        (dict(bytes_per_value=3), r"bytes_per_value=3 is not one of the choices; valid values are 4, 2, 1"),
-        (dict(memory_gib=True), r"memory_gib=True is not one of the choices"),
-        (dict(n_kv_heads=5), r"n_kv_heads=5 does not divide Llama-2-7B's 32 query heads; valid key/value head counts are 32, 16, 8, 4, 2, 1"),
+        (dict(n_tokens=1000), r"n_tokens=1000 is not a valid choice; valid values are 128, 256"),
+        (dict(batch=0), r"batch=0 is not a valid choice"),
+        (dict(bytes_per_value=3), r"bytes_per_value=3 is not a valid choice; valid values are 4, 2, 1"),
+        (dict(memory_gib=True), r"memory_gib must be one of 24, 40, 80, 141; got True \(bool\)"),
+        (dict(n_kv_heads=5), r"n_kv_heads=5 does not divide Llama-2-7B's n_heads=32; valid key/value head counts are 1, 2, 4, 8, 16, 32 "
+                             r"\(1 is multi-query attention, 32 is ordinary multi-head attention\)"),
     ],
 )
 def test_bad_arguments_name_the_parameter_and_the_choices(kwargs, match):

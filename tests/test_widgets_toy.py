@@ -101,7 +101,8 @@ def test_head_switches_show_the_ablation_of_the_unticked_heads():
     batch = evaluation_batch()
     switches.switches[1].value = False
     expected = ablation_accuracy(result.model, batch, [1])
-    same_figure(switches.figure, ablation_figure(expected, switches.relations, [True, False, True],
+    np.testing.assert_array_equal(switches.heads_off, [False, True, False])
+    same_figure(switches.figure, ablation_figure(expected, switches.relations, [False, True, False],
                                                  baseline=ablation_accuracy(result.model, batch, [])))
     for s in switches.switches:
         s.value = False

@@ -1,7 +1,10 @@
 """The course's look, shared by every figure builder: readable when projected.
 
-Base font 16 px, token labels on heatmap axes, one colour-blind-safe, perceptually
-uniform scale (viridis) with a fixed 0..1 range for attention weights.
+Token labels on heatmap axes, one colour-blind-safe, perceptually uniform scale
+(viridis) with a fixed 0..1 range for attention weights. No size lives here: every
+text size comes from the ``theme`` (a ``projector.Theme``) that each helper takes as
+an argument, so ``mha_core.presenter(True)`` reaches every figure. Builders resolve
+``theme=None`` once (``projector.resolve``) and pass the theme down.
 """
 
 from __future__ import annotations
@@ -10,10 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .. import _validate, projector
+from ..projector import Theme
 
-
-FONT_SIZE = 16
-TITLE_SIZE = 18
 #: Attention weights always use this scale and range, so colours mean the same everywhere.
 WEIGHTS_COLORSCALE = "Viridis"
 WEIGHTS_RANGE = (0.0, 1.0)
@@ -35,11 +36,10 @@ SCREEN_HEIGHT = 680
 #: fits the ~848 px output area at 1280 x 800 with the file browser open. Plain figures
 #: (``go.Figure``) follow their output area and need no width.
 WIDGET_WIDTH = 820
-#: The most characters one title line holds at TITLE_SIZE in a figure WIDGET_WIDTH wide (plotly
-#: never wraps a title: a longer one runs off the figure); ``base_layout`` wraps longer titles.
+#: The most characters one title line holds at the laptop theme's title size in a figure
+#: WIDGET_WIDTH wide (plotly never wraps a title: a longer one runs off the figure);
+#: ``base_layout`` wraps longer titles, to fewer characters for a larger title size.
 TITLE_CHARS = 76
-#: Pixels one more title line takes from the top margin.
-TITLE_LINE_PX = 24
 #: Room kept above a live figure for its controls (one row of buttons or a slider, a message line).
 CONTROLS_HEIGHT = 120
 #: The tallest live figure: with its controls it fits in SCREEN_HEIGHT.
@@ -73,21 +73,25 @@ def wrap_title(title: str, width: int = TITLE_CHARS) -> str:
     return "<br>".join(lines)
 
 
-def base_layout(title: str, **extra) -> dict:
-    """Layout every figure starts from: big fonts, a title that says what is shown.
+def title_chars(theme: Theme) -> int:
+    """The most characters one title line holds at ``theme``'s title size (fewer for larger text)."""
+    return TITLE_CHARS * projector.LAPTOP.title_size // theme.title_size
 
-    A title longer than ``TITLE_CHARS`` is wrapped onto more lines, and the top margin
-    grows by ``TITLE_LINE_PX`` for each line added, so no title runs off a figure that
-    fits the screen. Sizes come from ``projector.theme()``: 16 px text, or 20 px after
-    ``mha_core.presenter(True)``.
+
+def base_layout(title: str, *, theme: Theme, **extra) -> dict:
+    """Layout every figure starts from: the theme's fonts, a title that says what is shown.
+
+    A title longer than ``title_chars(theme)`` is wrapped onto more lines, and the top
+    margin grows by ``theme.title_line_px`` for each line added, so no title runs off a
+    figure that fits the screen. Every size comes from ``theme``: 16 px text on a laptop,
+    20 px with the projector theme. The hover labels use the theme's base font too.
     """
-    sizes = projector.theme()
-    # Larger title text holds fewer characters a line.
-    wrapped = wrap_title(title, TITLE_CHARS * TITLE_SIZE // sizes.title_size)
+    wrapped = wrap_title(title, title_chars(theme))
     layout = dict(
         # From the top of the figure down, so a title of two lines grows into the margin, not onto the plot.
-        title=dict(text=wrapped, font=dict(size=sizes.title_size), yref="container", y=1, yanchor="top", pad=dict(t=12)),
-        font=dict(size=sizes.font_size),
+        title=dict(text=wrapped, font=dict(size=theme.title_size), yref="container", y=1, yanchor="top", pad=dict(t=12)),
+        font=dict(size=theme.font_size),
+        hoverlabel=dict(font=dict(size=theme.font_size)),
         template=TEMPLATE,
         plot_bgcolor="white",
         paper_bgcolor="white",
@@ -96,11 +100,12 @@ def base_layout(title: str, **extra) -> dict:
     layout.update(extra)
     added = wrapped.count("<br>") - title.count("<br>")
     if added:
-        layout["margin"] = {**layout["margin"], "t": layout["margin"].get("t", 70) + TITLE_LINE_PX * added}
+        layout["margin"] = {**layout["margin"], "t": layout["margin"].get("t", 70) + theme.title_line_px * added}
     return layout
 
 
-def weights_heatmap_trace(weights: np.ndarray, query_tokens, key_tokens, *, text=None, colorbar_x: float = 1.02, **extra) -> dict:
+def weights_heatmap_trace(weights: np.ndarray, query_tokens, key_tokens, *, theme: Theme, text=None,
+                          colorbar_x: float = 1.02, **extra) -> dict:
     """One attention-weight table as a heatmap trace: viridis, fixed 0..1, the weight in each cell.
 
     Returned as a plain dict (``type="heatmap"``): ``go.Figure(data=[...])`` accepts it, and a
@@ -120,13 +125,13 @@ def weights_heatmap_trace(weights: np.ndarray, query_tokens, key_tokens, *, text
         texttemplate="%{text}",
         hovertemplate="query %{y} -> key %{x}: %{z:.2f}<extra></extra>",
     )
-    return _table_trace(weights, key_tokens, query_tokens, **{**style, **extra})
+    return _table_trace(weights, key_tokens, query_tokens, theme, **{**style, **extra})
 
 
-def _table_trace(z, x, y, **style) -> dict:
+def _table_trace(z, x, y, theme: Theme, **style) -> dict:
     """A heatmap trace (a dict) of a table with a number printed in every cell; ``style`` sets its scale."""
-    return {"type": "heatmap", "z": z, "x": list(x), "y": list(y), "textfont": dict(size=projector.theme().cell_text_size), "xgap": 2, "ygap": 2,
-            **style}
+    return {"type": "heatmap", "z": z, "x": list(x), "y": list(y), "textfont": dict(size=theme.cell_text_size),
+            "xgap": 2, "ygap": 2, **style}
 
 
 def symmetric_max(*arrays) -> float:
@@ -135,7 +140,8 @@ def symmetric_max(*arrays) -> float:
     return largest if largest > 0 else 1.0
 
 
-def signed_heatmap_trace(z, x, y, *, zmax: float, xaxis: str = "x", yaxis: str = "y", name: str = "", **extra) -> dict:
+def signed_heatmap_trace(z, x, y, *, zmax: float, theme: Theme, xaxis: str = "x", yaxis: str = "y", name: str = "",
+                         **extra) -> dict:
     """A heatmap trace (as a dict) of signed numbers that prints every value in its cell.
 
     Builders return ``go.Figure(data=[dicts], layout=dict)`` in one call: plotly
@@ -159,10 +165,10 @@ def signed_heatmap_trace(z, x, y, *, zmax: float, xaxis: str = "x", yaxis: str =
         name=name,
         hovertemplate="%{y}, %{x}: %{z:.2f}<extra></extra>",
     )
-    return _table_trace(z, x, y, **{**style, **extra})
+    return _table_trace(z, x, y, theme, **{**style, **extra})
 
 
-def panel_title(text: str, x_domain, y_top: float) -> dict:
+def panel_title(text: str, x_domain, y_top: float, *, theme: Theme) -> dict:
     """A panel title placed just above the panel (an annotation, so no make_subplots is needed)."""
     return dict(
         text=text,
@@ -173,13 +179,14 @@ def panel_title(text: str, x_domain, y_top: float) -> dict:
         xanchor="center",
         yanchor="bottom",
         showarrow=False,
-        font=dict(size=FONT_SIZE),
+        font=dict(size=theme.font_size),
     )
 
 
 def head_blocks_figure(z, n_heads: int, *, along: str, title: str, x_labels=None, y_labels=None, block_label=None,
                        decimals: int | None = None, hovertemplate: str | None = None, height: int = 460,
-                       margin: dict | None = None, axis_titles=("", ""), of: str | None = None) -> go.Figure:
+                       margin: dict | None = None, axis_titles=("", ""), of: str | None = None,
+                       theme: Theme | None = None) -> go.Figure:
     """A signed heatmap cut into ``n_heads`` equal blocks by thick lines: the picture of "one slice per head".
 
     ``along="columns"`` cuts the columns (a token's features: q split into heads, the
@@ -188,10 +195,12 @@ def head_blocks_figure(z, n_heads: int, *, along: str, title: str, x_labels=None
     label sits above a column block, left of a row block. ``decimals`` prints every value
     in its cell (None: colour and hover only, with a colour bar). ``of`` names what is cut
     in the error for a count that does not divide it (default: "columns" or "rows").
+    ``theme`` sets every size (None: the theme in use now).
 
     Shapes:
         z: (rows, columns); n_heads divides the axis that is cut
     """
+    theme = projector.resolve(theme)
     z = np.asarray(z, dtype=float)
     if along not in ("columns", "rows"):
         raise ValueError(f"along={along!r} is not an axis to cut; valid values are 'columns', 'rows'")
@@ -209,23 +218,23 @@ def head_blocks_figure(z, n_heads: int, *, along: str, title: str, x_labels=None
         trace["colorbar"] = dict(title=dict(text="value"))
     else:
         trace.update(showscale=False, text=np.round(z, decimals), texttemplate=f"%{{text:.{decimals}f}}",
-                     textfont=dict(size=FONT_SIZE - 2))
+                     textfont=dict(size=theme.small_text_size))
     shapes, annotations = [], []
     for h in range(n_heads):
         lo, hi = h * size, (h + 1) * size - 1
         if along == "columns":
             annotations.append(dict(text=block_label(h, lo, hi), x=(lo + hi) / 2, y=1.0, xref="x", yref="paper",
-                                    yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE)))
+                                    yanchor="bottom", showarrow=False, font=dict(size=theme.font_size)))
         else:
             annotations.append(dict(text=block_label(h, lo, hi), x=-0.02, xref="paper", xanchor="right",
-                                    y=(lo + hi) / 2, yref="y", showarrow=False, font=dict(size=FONT_SIZE)))
+                                    y=(lo + hi) / 2, yref="y", showarrow=False, font=dict(size=theme.font_size)))
         if h:
             line = dict(type="line", line=dict(color="black", width=4))
             if along == "columns":
                 shapes.append(dict(line, x0=lo - 0.5, x1=lo - 0.5, y0=0, y1=1, xref="x", yref="paper"))
             else:
                 shapes.append(dict(line, y0=lo - 0.5, y1=lo - 0.5, x0=0, x1=1, yref="y", xref="paper"))
-    layout = base_layout(title, margin=margin or dict(l=110, r=30, t=110, b=70), height=height,
+    layout = base_layout(title, theme=theme, margin=margin or dict(l=110, r=30, t=110, b=70), height=height,
                          shapes=shapes, annotations=annotations)
     layout["xaxis"] = dict(title_text=axis_titles[0], showgrid=False,
                            tickvals=x_labels if all(isinstance(v, int) for v in x_labels) else None)
@@ -243,8 +252,8 @@ def query_key_axes(**extra) -> dict:
     )
 
 
-def reference_line(value: float, label: str, *, axis: str = "y", color: str = "black", dash: str = "dash",
-                   label_at: str = "end") -> tuple[dict, dict]:
+def reference_line(value: float, label: str, *, theme: Theme, axis: str = "y", color: str = "black",
+                   dash: str = "dash", label_at: str = "end") -> tuple[dict, dict]:
     """A labelled straight line at ``value`` across the plot: a baseline, a chance level, a threshold.
 
     ``axis="y"`` draws a horizontal line (its label above it, at the right end, or the
@@ -256,7 +265,7 @@ def reference_line(value: float, label: str, *, axis: str = "y", color: str = "b
     if label_at not in ("start", "end"):
         raise ValueError(f"label_at={label_at!r}; valid places are 'start' and 'end'")
     line = dict(color=color, dash=dash, width=2)
-    font = dict(size=FONT_SIZE - 3, color=color)
+    font = dict(size=theme.small_text_size, color=color)
     if axis == "y":
         shape = dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=value, y1=value, line=line)
         x, anchor = (1, "right") if label_at == "end" else (0, "left")
@@ -269,9 +278,24 @@ def reference_line(value: float, label: str, *, axis: str = "y", color: str = "b
     return shape, note
 
 
-def add_reference_line(fig: go.Figure, value: float, label: str, **style) -> go.Figure:
-    """``fig`` with one more ``reference_line`` (for a figure from another builder); returns ``fig``."""
-    shape, note = reference_line(value, label, **style)
+def add_reference_line(fig: go.Figure, value: float, label: str, *, theme: Theme | None = None, **style) -> go.Figure:
+    """``fig`` with one more ``reference_line`` (for a figure from another builder); returns ``fig``.
+
+    ``theme`` sizes the label (None: the theme in use now, as the builder of ``fig`` had).
+    """
+    shape, note = reference_line(value, label, theme=projector.resolve(theme), **style)
     fig.add_shape(shape)
     fig.add_annotation(note)
     return fig
+
+
+def tick_step(n_labels: int, room_px: float, size: int) -> int:
+    """Label every ``tick_step``-th tick so that labels of ``size`` px do not overlap in ``room_px``.
+
+    1 while every label fits; a crowded axis (72 heads, a long sentence) keeps the
+    theme's text size and shows fewer labels instead of smaller ones.
+    """
+    if n_labels <= 1:
+        return 1
+    # A label takes about 1.15 x its font size across the axis (its line height).
+    return max(1, int(np.ceil(1.15 * size * n_labels / max(room_px, 1.0))))

@@ -1,6 +1,7 @@
 """Figures for notebook 03: one layer, several heads, several views of the same tokens.
 
-Builders are pure: arrays in, ``go.Figure`` out.
+Builders are pure: arrays and the theme (``theme``, a ``projector.Theme``; None: the
+theme in use now) in, ``go.Figure`` out.
 
 The head grid draws every head as one tile of a single heatmap, with a blank
 (null) row and column between tiles. It looks like a grid of small heatmaps, but it
@@ -18,9 +19,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .. import projector
+from ..projector import Theme
 from ._style import (
     COLORS,
-    FONT_SIZE,
     SCREEN_HEIGHT,
     SIGNED_COLORSCALE,
     WEIGHTS_COLORSCALE,
@@ -95,6 +96,7 @@ def head_grid_figure(
     show_values: bool | None = None,
     cols: int | None = None,
     width: int | None = None,
+    theme: Theme | None = None,
 ) -> go.Figure:
     """Every head's attention weights, one tile per head, queries down, keys across.
 
@@ -110,13 +112,15 @@ def head_grid_figure(
         weights: (H, T, T), rows sum to 1
     """
     return go.Figure(head_grid_spec(weights, tokens, title=title, head_titles=head_titles, show_values=show_values,
-                                    cols=cols, width=width))
+                                    cols=cols, width=width, theme=theme))
 
 
 def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, head_titles=None,
-                   show_values: bool | None = None, cols: int | None = None, width: int | None = None) -> dict:
+                   show_values: bool | None = None, cols: int | None = None, width: int | None = None,
+                   theme: Theme | None = None) -> dict:
     """``head_grid_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
     move (plotly's checks run where the control copies it into its ``FigureWidget``)."""
+    theme = projector.resolve(theme)
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 3 or weights.shape[1] != weights.shape[2] or weights.shape[1] != len(tokens):
         raise ValueError(f"weights must have shape (H, T, T) with T = {len(tokens)} tokens; got {weights.shape}")
@@ -149,7 +153,7 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
         trace.update(
             text=np.where(blank, "", np.char.mod("%.2f", np.nan_to_num(z))),
             texttemplate="%{text}",
-            textfont=dict(size=FONT_SIZE - 2),
+            textfont=dict(size=theme.small_text_size),
         )
 
     # Cell size in pixels: big when there are few tiles, never wider or taller than the screen allows.
@@ -173,8 +177,7 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
                     line=dict(width=3 if cell_px >= 20 else 2)),
     )
 
-    sizes = projector.theme()
-    tick_font = dict(size=sizes.font_size if cols <= 2 else sizes.dense_label_size)
+    tick_font = dict(size=theme.font_size if cols <= 2 else theme.dense_label_size)
     x_ticks = [(c * step + j, tok) for c in range(cols) for j, tok in enumerate(tokens)]
     y_ticks = [(r * step + i, tok) for r in range(rows) for i, tok in enumerate(tokens)]
     annotations = []
@@ -183,11 +186,12 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
         annotations.append(
             dict(
                 text=head_titles[h], x=c0 + (T - 1) / 2, y=r0 - 0.55, xref="x", yref="y",
-                showarrow=False, yanchor="bottom", font=dict(size=FONT_SIZE if cols <= 2 else FONT_SIZE - 2),
+                showarrow=False, yanchor="bottom", font=tick_font,
             )
         )
     layout = base_layout(
         title,
+        theme=theme,
         margin=margin,
         height=round(margin["t"] + margin["b"] + n_cells_high * cell_px + 12 * (rows - 1)),
         width=width,
@@ -207,7 +211,7 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
     return {"data": [trace, outline], "layout": layout}
 
 
-def head_split_figure(q: np.ndarray, n_heads: int, tokens) -> go.Figure:
+def head_split_figure(q: np.ndarray, n_heads: int, tokens, *, theme: Theme | None = None) -> go.Figure:
     """The queries of all tokens, (T, D), cut into ``n_heads`` slices of ``d_head`` columns.
 
     Shapes:
@@ -224,10 +228,11 @@ def head_split_figure(q: np.ndarray, n_heads: int, tokens) -> go.Figure:
         block_label=lambda h, lo, hi: f"head {h + 1}<br>features {lo}-{hi}" if hi > lo else f"h{h + 1}",
         hovertemplate="token %{y}, feature %{x}: %{z:.2f}<extra></extra>",
         margin=dict(l=110, r=30, t=130, b=70), axis_titles=("feature of q (0 to D-1)", "token"), of="d_model",
+        theme=theme,
     )
 
 
-def w_q_slices_figure(w_q: np.ndarray, n_heads: int) -> go.Figure:
+def w_q_slices_figure(w_q: np.ndarray, n_heads: int, *, theme: Theme | None = None) -> go.Figure:
     """W_Q cut into one slice of d_head columns per head: every slice has all D rows.
 
     Row f is input feature f of a token vector; column c is entry c of the query. So each
@@ -246,17 +251,19 @@ def w_q_slices_figure(w_q: np.ndarray, n_heads: int) -> go.Figure:
         block_label=lambda h, lo, hi: f"head {h + 1}<br>columns {lo}-{hi}" if hi > lo else f"h{h + 1}",
         hovertemplate="input feature %{y} -> query entry %{x}: %{z:.2f}<extra>entry of w_q</extra>",
         height=560, margin=dict(l=110, r=30, t=140, b=70),
-        axis_titles=("query entry (column of w_q)", "input feature of x (row of w_q)"),
+        axis_titles=("query entry (column of w_q)", "input feature of x (row of w_q)"), theme=theme,
     )
 
 
-def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, query_token: str) -> go.Figure:
+def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, query_token: str,
+                       theme: Theme | None = None) -> go.Figure:
     """One token seen by each head: its query slice per head (left), and where it looks (right).
 
     Shapes:
         q_heads: (H, Dh), the token's query in each head
         weight_rows: (H, T), the token's attention weights in each head
     """
+    theme = projector.resolve(theme)
     q_heads = np.asarray(q_heads, dtype=float)
     weight_rows = np.asarray(weight_rows, dtype=float)
     H, Dh = q_heads.shape
@@ -272,7 +279,7 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
             # No colour bar: the values are written in the cells, and a second bar between the
             # panels would sit on the right panel's head labels.
             xgap=1, ygap=1, showscale=False,
-            text=np.round(q_heads, 1), texttemplate="%{text:.1f}", textfont=dict(size=FONT_SIZE - 2),
+            text=np.round(q_heads, 1), texttemplate="%{text:.1f}", textfont=dict(size=theme.small_text_size),
             hovertemplate="%{y}, feature %{x}: %{z:.2f}<extra></extra>",
         ),
         row=1, col=1,
@@ -282,7 +289,7 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
             z=weight_rows, x=list(tokens), y=head_names, colorscale=WEIGHTS_COLORSCALE,
             zmin=WEIGHTS_RANGE[0], zmax=WEIGHTS_RANGE[1], xgap=1, ygap=1,
             colorbar=dict(title=dict(text="weight"), len=0.9),
-            text=np.round(weight_rows, 2), texttemplate="%{text:.2f}", textfont=dict(size=FONT_SIZE - 2),
+            text=np.round(weight_rows, 2), texttemplate="%{text:.2f}", textfont=dict(size=theme.small_text_size),
             hovertemplate="%{y}: key %{x} gets %{z:.2f}<extra></extra>",
         ),
         row=1, col=2,
@@ -290,11 +297,11 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
     fig.update_layout(
         **base_layout(
             f"The token '{query_token}' in each of H = {H} {'head' if H == 1 else 'heads'}: its query (left), where it looks (right)",
-            margin=dict(l=100, r=30, t=110, b=80),
+            margin=dict(l=100, r=30, t=110, b=80), theme=theme,
         ),
         height=170 + 70 * H,
     )
-    fig.update_annotations(font=dict(size=FONT_SIZE))
+    fig.update_annotations(font=dict(size=theme.font_size))
     fig.update_yaxes(autorange="reversed", showgrid=False)
     fig.update_xaxes(showgrid=False)
     fig.update_xaxes(title_text="feature of the head's query", tickvals=list(range(Dh)), row=1, col=1)
@@ -302,7 +309,7 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
     return fig
 
 
-def hand_set_figure(weights: np.ndarray, tokens, head_titles) -> go.Figure:
+def hand_set_figure(weights: np.ndarray, tokens, head_titles, *, theme: Theme | None = None) -> go.Figure:
     """The hand-set sketch: three heads whose weights were written by hand, not learned.
 
     Shapes:
@@ -315,4 +322,5 @@ def hand_set_figure(weights: np.ndarray, tokens, head_titles) -> go.Figure:
         head_titles=[t.replace(": ", ":<br>", 1) for t in head_titles],
         show_values=True,
         cols=len(head_titles),
+        theme=theme,
     )

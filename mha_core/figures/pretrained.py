@@ -1,6 +1,6 @@
 """Figures for notebooks 07 and 08 (real half): the heads of all-MiniLM-L6-v2.
 
-Builders are pure: arrays in, ``go.Figure`` out. Heads are named for people, layer and
+Builders are pure: arrays and the theme (``theme``; None: the one in use now) in, ``go.Figure`` out. Heads are named for people, layer and
 head counted from 1 ("L3 H7"); arrays index them from 0.
 
 - ``head_map_figure``: one value per head, as a layers-by-heads table with a word in each cell.
@@ -22,7 +22,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ._style import (COLORS, FONT_SIZE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout, reference_line,
+from .. import _validate, projector
+from ..projector import Theme
+from ._style import (COLORS, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout, reference_line, tick_step,
                      weights_heatmap_trace)
 
 #: Live figures stay within this width (JupyterLab at 1280 x 800 with the file browser open).
@@ -40,13 +42,15 @@ def _head_axes(L: int, H: int) -> dict:
 
 
 def head_map_figure(values: np.ndarray, labels, *, title: str, value_name: str = "weight",
-                    zrange=WEIGHTS_RANGE, colorscale: str = WEIGHTS_COLORSCALE, height: int = 360) -> go.Figure:
+                    zrange=WEIGHTS_RANGE, colorscale: str = WEIGHTS_COLORSCALE, height: int = 360,
+                    theme: Theme | None = None) -> go.Figure:
     """One number per head (the colour) and a short word per head (written in the cell).
 
     Shapes:
         values: (L, H)
         labels: (L, H) strings
     """
+    theme = projector.resolve(theme)
     values = np.asarray(values, dtype=float)
     labels = np.asarray(labels, dtype=object)
     if values.ndim != 2 or labels.shape != values.shape:
@@ -55,12 +59,12 @@ def head_map_figure(values: np.ndarray, labels, *, title: str, value_name: str =
     names = np.array([[f"L{l + 1} H{h + 1}" for h in range(H)] for l in range(L)], dtype=object)  # (L, H)
     trace = go.Heatmap(
         z=values, x=list(range(H)), y=list(range(L)), zmin=zrange[0], zmax=zrange[1], colorscale=colorscale,
-        text=labels, texttemplate="%{text}", textfont=dict(size=FONT_SIZE - 3),
+        text=labels, texttemplate="%{text}", textfont=dict(size=theme.small_text_size),
         customdata=names, xgap=2, ygap=2,
         colorbar=dict(title=dict(text=value_name, side="right")),
         hovertemplate="%{customdata}: %{text}, " + value_name + " %{z:.2f}<extra></extra>",
     )
-    layout = base_layout(title, height=height, margin=dict(l=80, r=30, t=100, b=20), **_head_axes(L, H))
+    layout = base_layout(title, theme=theme, height=height, margin=dict(l=80, r=30, t=100, b=20), **_head_axes(L, H))
     return go.Figure(data=[trace], layout=layout)
 
 
@@ -103,21 +107,23 @@ def read_tile(z, head: int, n_tokens: int, cols: int = 4) -> np.ndarray:
 
 
 def layer_heads_figure(weights: np.ndarray, tokens, *, layer: int, head: int, show_values: bool | None = None,
-                       width: int = LIVE_WIDTH, validate: bool = True) -> go.Figure:
+                       width: int = LIVE_WIDTH, validate: bool = True, theme: Theme | None = None) -> go.Figure:
     """Every head of one layer as a small tile (left), the chosen head large (right).
 
     ``layer`` and ``head`` count from 0; the figure names them from 1. The chosen
-    head's tile is outlined. Values are written in the large table while T <= 12.
+    head's tile is outlined. Values are written in the large table while T <= 12. A
+    sentence too long for every token label at the theme's size labels every second
+    (or third ...) token instead of shrinking the text.
 
     Shapes:
         weights: (H, T, T), one layer's weights, rows sum to 1
     """
+    theme = projector.resolve(theme)
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 3 or weights.shape[1:] != (len(tokens), len(tokens)):
         raise ValueError(f"weights must have shape (H, T, T) with T = {len(tokens)} tokens; got {weights.shape}")
     H, T, _ = weights.shape
-    if not 0 <= head < H:
-        raise ValueError(f"head={head} is out of range; valid heads are 0 to {H - 1}")
+    head = _validate.index(head, "head", H, "heads")
     cols = 4
     tokens = list(tokens)
     z = head_tiles(weights, cols)
@@ -132,9 +138,9 @@ def layer_heads_figure(weights: np.ndarray, tokens, *, layer: int, head: int, sh
     if show_values is None:
         show_values = T <= 12
     big = weights_heatmap_trace(
-        weights[head], tokens, tokens, xaxis="x2", yaxis="y2", colorbar_x=1.0,
+        weights[head], tokens, tokens, xaxis="x2", yaxis="y2", colorbar_x=1.0, theme=theme,
         hovertemplate=f"head {head + 1}: " + "query %{y} -> key %{x}: %{z:.2f}<extra></extra>",
-        textfont=dict(size=FONT_SIZE - 4),  # "0.00" fits a cell of an 8-token table
+        textfont=dict(size=theme.small_text_size),  # "0.00" fits a cell of an 8-token table
     )
     # Tokens repeat (two 'the's): position on the axis, the word as its label.
     big["x"], big["y"] = list(range(T)), list(range(T))
@@ -148,22 +154,25 @@ def layer_heads_figure(weights: np.ndarray, tokens, *, layer: int, head: int, sh
     for h in range(H):
         r0, c0 = tile_corner(h, T, cols)
         annotations.append(dict(text=f"H{h + 1}", x=c0 + (T - 1) / 2, y=r0 - gap / 2 - 0.5, xref="x", yref="y",
-                                showarrow=False, font=dict(size=FONT_SIZE - 2,
+                                showarrow=False, font=dict(size=theme.small_text_size,
                                                            color="black" if h == head else "#555")))
     r0, c0 = tile_corner(head, T, cols)
     outline = dict(type="rect", xref="x", yref="y", x0=c0 - 0.5, x1=c0 + T - 0.5, y0=r0 - 0.5, y1=r0 + T - 0.5,
                    line=dict(color=COLORS[5], width=3))
-    label_size = FONT_SIZE if T <= 12 else max(9, FONT_SIZE - (T - 12) // 2)
+    label_size = theme.font_size if T <= 12 else theme.dense_label_size
+    # The large table's axes: about 0.42 of the width across, 400 px down (less the margins).
+    step = tick_step(T, min(0.42 * (width - 40), 400), label_size)
+    shown = list(range(0, T, step))
     layout = base_layout(
         f"Layer {layer + 1}: its {H} heads (left) and head {head + 1} (right)",
-        width=width, height=480, margin=dict(l=20, r=20, t=60, b=20),
+        theme=theme, width=width, height=480, margin=dict(l=20, r=20, t=60, b=20),
         annotations=annotations, shapes=[outline],
         xaxis=dict(domain=[0.0, 0.33], showticklabels=False, showgrid=False, zeroline=False, constrain="domain"),
         yaxis=dict(domain=[0.18, 0.98], autorange="reversed", showticklabels=False, showgrid=False, zeroline=False,
                    scaleanchor="x", scaleratio=1, constrain="domain"),
-        xaxis2=dict(domain=[0.5, 0.92], anchor="y2", tickvals=list(range(T)), ticktext=tokens, tickangle=-60,
+        xaxis2=dict(domain=[0.5, 0.92], anchor="y2", tickvals=shown, ticktext=[tokens[i] for i in shown], tickangle=-60,
                     showgrid=False, zeroline=False, title=dict(text="key token"), tickfont=dict(size=label_size)),
-        yaxis2=dict(domain=[0.0, 1.0], anchor="x2", tickvals=list(range(T)), ticktext=tokens, autorange="reversed",
+        yaxis2=dict(domain=[0.0, 1.0], anchor="x2", tickvals=shown, ticktext=[tokens[i] for i in shown], autorange="reversed",
                     showgrid=False, zeroline=False, title=dict(text="query token"), tickfont=dict(size=label_size)),
     )
     return go.Figure(data=[tiles, big], layout=layout, _validate=validate)
@@ -172,12 +181,16 @@ def layer_heads_figure(weights: np.ndarray, tokens, *, layer: int, head: int, sh
 # --------------------------------------------------------------------------- 08, real half
 
 
-def head_similarity_figure(similarity: np.ndarray, order, names) -> go.Figure:
+def head_similarity_figure(similarity: np.ndarray, order, names, *, theme: Theme | None = None) -> go.Figure:
     """How alike every pair of heads attends (1 - Jensen-Shannon divergence), rows and columns in ``order``.
+
+    Every head is named on hover; the axes name every head that fits at the theme's
+    smallest text size (every second or third of 72), so no label shrinks below it.
 
     Shapes:
         similarity: (N, N) with N = L*H
     """
+    theme = projector.resolve(theme)
     similarity = np.asarray(similarity, dtype=float)
     order = list(order)
     names = [names[i] for i in order]
@@ -187,11 +200,15 @@ def head_similarity_figure(similarity: np.ndarray, order, names) -> go.Figure:
         colorbar=dict(title=dict(text="similarity", side="right")),
         hovertemplate="%{y} and %{x}: %{z:.2f}<extra></extra>",
     )
+    size = theme.min_text_size
+    step = tick_step(len(names), 800 - 70 - 70, size)  # the plot's 660 px
+    ticks = dict(tickvals=names[::step], ticktext=names[::step], tickfont=dict(size=size), showgrid=False,
+                 type="category")
     layout = base_layout(
         f"How alike the {len(order)} heads attend, similar heads side by side",
-        width=800, height=800, margin=dict(l=70, r=30, t=70, b=70),
-        xaxis=dict(tickfont=dict(size=9), tickangle=-90, showgrid=False, type="category"),
-        yaxis=dict(tickfont=dict(size=9), autorange="reversed", showgrid=False, type="category"),
+        theme=theme, width=800, height=800, margin=dict(l=70, r=30, t=70, b=70),
+        xaxis=dict(tickangle=-90, **ticks),
+        yaxis=dict(autorange="reversed", **ticks),
     )
     return go.Figure(data=[trace], layout=layout)
 
@@ -213,7 +230,7 @@ def _check_calibration(calibration) -> dict:
     return {kind: tuple(float(v) for v in band) for kind, band in calibration.items()}
 
 
-def calibration_marks(calibration, *, axis: str, transform=None, log: bool = False,
+def calibration_marks(calibration, *, axis: str, theme: Theme, transform=None, log: bool = False,
                       label_place: float | None = None) -> tuple[list, list]:
     """Shapes and annotations marking each calibration band along ``axis`` ("x" or "y").
 
@@ -233,15 +250,16 @@ def calibration_marks(calibration, *, axis: str, transform=None, log: bool = Fal
         if axis == "x":
             shapes.append(dict(type="rect", xref="x", x0=a, x1=b, yref="paper", y0=0, y1=1, fillcolor=colour,
                                opacity=0.15, line=dict(width=0), layer="below"))
-            line, _ = reference_line(transform(mean), label, axis="x", color=colour, dash="dot")
+            line, _ = reference_line(transform(mean), label, theme=theme, axis="x", color=colour, dash="dot")
             notes.append(dict(text=label, xref="x", x=place(transform(mean)), xanchor="center", yref="y",
-                              y=label_place, showarrow=False, font=dict(size=FONT_SIZE - 3, color="black"),
+                              y=label_place, showarrow=False, font=dict(size=theme.small_text_size, color="black"),
                               bgcolor="rgba(255,255,255,0.8)"))
         else:
             shapes.append(dict(type="rect", yref="y", y0=a, y1=b, xref="paper", x0=0, x1=1, fillcolor=colour,
                                opacity=0.15, line=dict(width=0), layer="below"))
-            line, note = reference_line(transform(mean), label, axis="y", color=colour, dash="dot", label_at="start")
-            note.update(y=place(transform(mean)), font=dict(size=FONT_SIZE - 3, color="black"))
+            line, note = reference_line(transform(mean), label, theme=theme, axis="y", color=colour, dash="dot",
+                                        label_at="start")
+            note.update(y=place(transform(mean)), font=dict(size=theme.small_text_size, color="black"))
             notes.append(note)
         line["layer"] = "below"
         shapes.append(line)
@@ -256,7 +274,7 @@ def cosine_floor(*values) -> float:
 
 def pruning_step_figure(cosines: np.ndarray, labels, *, n_removed: int, threshold: float, ranking_accuracy: float,
                         ranking_accuracy_full: float, calibration=None, width: int = LIVE_WIDTH,
-                        validate: bool = True) -> go.Figure:
+                        validate: bool = True, theme: Theme | None = None) -> go.Figure:
     """Each held-out sentence's cosine to the full model's embedding, after ``n_removed`` heads are off.
 
     One dot per sentence on an axis from a cosine of 0 (unrelated) to 1 (unchanged), with
@@ -266,6 +284,7 @@ def pruning_step_figure(cosines: np.ndarray, labels, *, n_removed: int, threshol
     Shapes:
         cosines: (N,), one per held-out sentence
     """
+    theme = projector.resolve(theme)
     cosines = np.asarray(cosines, dtype=float)
     calibration = _check_calibration(calibration)
     N = len(cosines)
@@ -278,21 +297,21 @@ def pruning_step_figure(cosines: np.ndarray, labels, *, n_removed: int, threshol
     title = (f"{n_removed} heads off: held-out mean {cosines.mean():.3f}, worst {cosines.min():.3f}; "
              f"pairs {ranking_accuracy:.0%} (all heads {ranking_accuracy_full:.0%})")
     band_row = N + 0.6  # a row below the sentences, for the calibration labels
-    shapes, annotations = calibration_marks(calibration, axis="x", label_place=band_row)
-    line, note = reference_line(threshold, f"threshold {threshold}", axis="x", label_at="end")
+    shapes, annotations = calibration_marks(calibration, axis="x", theme=theme, label_place=band_row)
+    line, note = reference_line(threshold, f"threshold {threshold}", theme=theme, axis="x", label_at="end")
     shapes.append(line)
     annotations.append(note)
     annotations.append(dict(text="<b>cosine</b>", xref="paper", x=1.0, xanchor="left", yref="y", y=-1,
-                            showarrow=False, font=dict(size=FONT_SIZE - 3)))
+                            showarrow=False, font=dict(size=theme.small_text_size)))
     annotations += [dict(text=f"{c:.3f}", xref="paper", x=1.0, xanchor="left", yref="y", y=i, showarrow=False,
-                         font=dict(size=FONT_SIZE - 3, color=COLORS[5] if b else "black"))
+                         font=dict(size=theme.small_text_size, color=COLORS[5] if b else "black"))
                     for i, (c, b) in enumerate(zip(cosines, below))]
     layout = base_layout(
-        title, width=width, height=560, margin=dict(l=300, r=70, t=80, b=60), showlegend=False,
+        title, theme=theme, width=width, height=560, margin=dict(l=300, r=70, t=80, b=60), showlegend=False,
         xaxis=dict(range=[lo, 1.02], title_text="cosine to the full model's embedding (1 = unchanged)",
                    showgrid=True, zeroline=False),
         yaxis=dict(range=[band_row + 0.6, -1.5], tickvals=list(range(N)), ticktext=[_short(t) for t in labels],
-                   tickfont=dict(size=FONT_SIZE - 3), showgrid=False, zeroline=False),
+                   tickfont=dict(size=theme.small_text_size), showgrid=False, zeroline=False),
         shapes=shapes, annotations=annotations,
     )
     return go.Figure(data=[dots], layout=layout, _validate=validate)
@@ -303,7 +322,7 @@ def _short(text: str, n: int = 36) -> str:
 
 
 def pruning_curve_figure(n_removed, tuning_mean, held_out_mean, held_out_worst, *, threshold: float,
-                         calibration=None) -> go.Figure:
+                         calibration=None, theme: Theme | None = None) -> go.Figure:
     """Mean cosine on the tuning sentences (what the search saw) and on held-out ones, per head removed.
 
     The y axis runs from a cosine of 0 (or below, if a band goes there) to 1, with the
@@ -312,6 +331,7 @@ def pruning_curve_figure(n_removed, tuning_mean, held_out_mean, held_out_worst, 
     Shapes:
         n_removed, tuning_mean, held_out_mean, held_out_worst: (K+1,)
     """
+    theme = projector.resolve(theme)
     calibration = _check_calibration(calibration)
     fig = go.Figure()
     for y, name, colour, dash in ((tuning_mean, "tuning, mean (chosen on these)", COLORS[0], "solid"),
@@ -319,14 +339,14 @@ def pruning_curve_figure(n_removed, tuning_mean, held_out_mean, held_out_worst, 
                                   (held_out_worst, "held out, worst sentence", COLORS[5], "dot")):
         fig.add_trace(go.Scatter(x=list(n_removed), y=list(y), name=name, mode="lines+markers",
                                  line=dict(color=colour, dash=dash, width=3)))
-    shapes, annotations = calibration_marks(calibration, axis="y")
-    line, note = reference_line(threshold, f"threshold {threshold}", axis="y", label_at="start")
+    shapes, annotations = calibration_marks(calibration, axis="y", theme=theme)
+    line, note = reference_line(threshold, f"threshold {threshold}", theme=theme, axis="y", label_at="start")
     note["yanchor"] = "top"  # below the line: the curves run just above it
     shapes.append(line)
     annotations.append(note)
     lo = cosine_floor(held_out_worst, *[band[0] for band in calibration.values()])
     fig.update_layout(**base_layout("Embedding cosine to the full model as heads are switched off, greedily",
-                                    height=500, legend=dict(orientation="h", x=0, y=-0.2, xanchor="left", yanchor="top"),
+                                    theme=theme, height=500, legend=dict(orientation="h", x=0, y=-0.2, xanchor="left", yanchor="top"),
                                     margin=dict(l=90, r=30, t=70, b=130), shapes=shapes, annotations=annotations),
                       xaxis_title="heads switched off (of 72)", yaxis=dict(title_text="cosine", range=[lo, 1.03]))
     return fig
@@ -335,7 +355,8 @@ def pruning_curve_figure(n_removed, tuning_mean, held_out_mean, held_out_worst, 
 # --------------------------------------------------------------------------- 07: where a head looks, what it does
 
 
-def removal_effect_figure(on_words: np.ndarray, cosines: np.ndarray, *, named=(), calibration=None) -> go.Figure:
+def removal_effect_figure(on_words: np.ndarray, cosines: np.ndarray, *, named=(), calibration=None,
+                          theme: Theme | None = None) -> go.Figure:
     """Each head: its share of weight on words (x) against how much switching it off changes the embedding (y).
 
     The y axis is 1 - cosine (0 = unchanged) on a log scale, with the calibration bands
@@ -346,6 +367,7 @@ def removal_effect_figure(on_words: np.ndarray, cosines: np.ndarray, *, named=()
         on_words: (L, H), each head's mean share of weight on words
         cosines: (L, H), each head's mean cosine to the full embedding when it alone is off
     """
+    theme = projector.resolve(theme)
     on_words = np.asarray(on_words, dtype=float)
     cosines = np.asarray(cosines, dtype=float)
     if on_words.ndim != 2 or cosines.shape != on_words.shape:
@@ -363,15 +385,15 @@ def removal_effect_figure(on_words: np.ndarray, cosines: np.ndarray, *, named=()
                                        "<extra></extra>"))
     annotations = [dict(x=float(on_words[l, h]), y=float(np.log10(change[l, h])), xref="x", yref="y",
                         text=f"<b>{names[l, h]}</b>", showarrow=True, arrowhead=0, ax=0, ay=-26,
-                        font=dict(size=FONT_SIZE - 2), bgcolor="rgba(255,255,255,0.85)")
+                        font=dict(size=theme.small_text_size), bgcolor="rgba(255,255,255,0.85)")
                    for l, h in named]
-    shapes, notes = calibration_marks(calibration, axis="y", transform=lambda c: max(1.0 - c, 1e-6), log=True)
+    shapes, notes = calibration_marks(calibration, axis="y", theme=theme, transform=lambda c: max(1.0 - c, 1e-6), log=True)
     bands = _check_calibration(calibration)
     top = max([change.max()] + [1 - band[0] for band in bands.values()])
     y_range = [float(np.log10(change.min())) - 0.3, float(np.log10(top)) + 0.15]
     layout = base_layout(
         f"Where each of the {L * H} heads looks, against what switching it off changes",
-        height=520, margin=dict(l=90, r=30, t=70, b=120), shapes=shapes, annotations=annotations + notes,
+        theme=theme, height=520, margin=dict(l=90, r=30, t=70, b=120), shapes=shapes, annotations=annotations + notes,
         legend=dict(orientation="h", x=0, y=-0.18, xanchor="left", yanchor="top"),
         xaxis=dict(title_text="share of the head's weight on words (not [CLS], [SEP], punctuation)", range=[0, 1],
                    zeroline=False),

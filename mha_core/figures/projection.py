@@ -1,6 +1,6 @@
 """Figures for notebook 04: concatenate the heads, then blend them with W_O.
 
-Builders are pure: arrays in, ``go.Figure`` out. The key picture: ``W_O`` is one
+Builders are pure: arrays and the theme (``theme``; None: the one in use now) in, ``go.Figure`` out. The key picture: ``W_O`` is one
 block of ``d_head`` rows per head, so the output is a sum of one part per head
 (plus the bias ``b_o``).
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ._style import COLORS, FONT_SIZE, WIDGET_HEIGHT, base_layout, head_blocks_figure
+from .. import _validate, projector
+from ..projector import Theme
+from ._style import COLORS, WIDGET_HEIGHT, base_layout, head_blocks_figure
 
 #: Hatch patterns, one per head, so the stacked parts differ without colour.
 HEAD_PATTERNS = ("", "/", ".", "x", "\\", "-", "|", "+")
@@ -22,7 +24,7 @@ def head_color(head: int) -> str:
     return COLORS[head % (len(COLORS) - 1)]  # the last colour (black) is kept for "all heads"
 
 
-def concat_figure(head_outputs: np.ndarray, *, token: str) -> go.Figure:
+def concat_figure(head_outputs: np.ndarray, *, token: str, theme: Theme | None = None) -> go.Figure:
     """One token's head outputs placed side by side: the concatenation, before ``W_O``.
 
     Shapes:
@@ -35,11 +37,11 @@ def concat_figure(head_outputs: np.ndarray, *, token: str) -> go.Figure:
         concat, H, along="columns", y_labels=[f"'{token}'"], decimals=1,
         title=f"The heads' outputs for '{token}', concatenated: H × d_head = {H} × {Dh} = {H * Dh} numbers",
         hovertemplate="feature %{x}: %{z:.2f}<extra></extra>", height=280,
-        axis_titles=("position in the concatenated vector", ""),
+        axis_titles=("position in the concatenated vector", ""), theme=theme,
     )
 
 
-def w_o_blocks_figure(w_o: np.ndarray, n_heads: int) -> go.Figure:
+def w_o_blocks_figure(w_o: np.ndarray, n_heads: int, *, theme: Theme | None = None) -> go.Figure:
     """``W_O`` as a heatmap with its per-head blocks of rows marked.
 
     Shapes:
@@ -55,18 +57,20 @@ def w_o_blocks_figure(w_o: np.ndarray, n_heads: int) -> go.Figure:
         block_label=lambda h, lo, hi: f"head {h + 1}'s block<br>rows {lo}-{hi}",
         hovertemplate="row %{y}, output feature %{x}: %{z:.2f}<extra>entry</extra>",
         height=WIDGET_HEIGHT, margin=dict(l=200, r=30, t=70, b=70), axis_titles=("output feature (0 to D-1)", ""),
+        theme=theme,
     )
 
 
 def contributions_figure(
     contributions: np.ndarray,
     b_o: np.ndarray | None,
-    heads_on,
+    heads_off,
     *,
     output: np.ndarray,
     output_all: np.ndarray,
     token: str,
     width: int | None = None,
+    theme: Theme | None = None,
 ) -> go.Figure:
     """The output vector of one token, built from one part per head.
 
@@ -80,24 +84,24 @@ def contributions_figure(
     Shapes:
         contributions: (H, D), head h's part of the output (before switching off)
         b_o: (D,) or None
-        heads_on: (H,) bools
-        output: (D,), the output with only the heads in ``heads_on``
+        heads_off: (H,) bool, True = off (or head indices, such as [0, 2])
+        output: (D,), the output with the heads in ``heads_off`` switched off
         output_all: (D,), the output with every head on
     """
-    return go.Figure(contributions_spec(contributions, b_o, heads_on, output=output, output_all=output_all, token=token,
-                                        width=width))
+    return go.Figure(contributions_spec(contributions, b_o, heads_off, output=output, output_all=output_all, token=token,
+                                        width=width, theme=theme))
 
 
-def contributions_spec(contributions: np.ndarray, b_o: np.ndarray | None, heads_on, *, output: np.ndarray,
-                       output_all: np.ndarray, token: str, width: int | None = None) -> dict:
+def contributions_spec(contributions: np.ndarray, b_o: np.ndarray | None, heads_off, *, output: np.ndarray,
+                       output_all: np.ndarray, token: str, width: int | None = None,
+                       theme: Theme | None = None) -> dict:
     """``contributions_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on
     every click (plotly's checks run where the control copies it into its ``FigureWidget``)."""
+    theme = projector.resolve(theme)
     contributions = np.asarray(contributions, dtype=float)
     H, D = contributions.shape
     b_o = np.zeros(D) if b_o is None else np.asarray(b_o, dtype=float)
-    on = np.asarray(heads_on, dtype=bool)
-    if on.shape != (H,):
-        raise ValueError(f"heads_on must hold one entry per head, shape ({H},); got shape {on.shape}")
+    on = ~_validate.heads_off(heads_off, H)  # (H,) bool, True = on
     parts = contributions * on[:, None]  # (H, D): an off head adds zeros
     output_now = np.asarray(output, dtype=float)  # (D,)
     output_all = np.asarray(output_all, dtype=float)  # (D,)
@@ -144,15 +148,16 @@ def contributions_spec(contributions: np.ndarray, b_o: np.ndarray | None, heads_
     distance = float(np.linalg.norm(output_now - output_all))
     axis_y = dict(range=y_range, zeroline=True, zerolinecolor="black", zerolinewidth=2, gridcolor="#dddddd")
     panel_title = dict(
-        xref="paper", yref="paper", x=0, xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE)
+        xref="paper", yref="paper", x=0, xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=theme.font_size)
     )
     layout = base_layout(
         f"Heads on: {which} ({len(names)} of {H}). Distance from the all-heads output: {distance:.2f}",
+        theme=theme,
         margin=dict(l=90, r=30, t=90, b=120),
         barmode="relative",
         height=WIDGET_HEIGHT,
         width=width,
-        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, font=dict(size=FONT_SIZE)),
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, font=dict(size=theme.font_size)),
         xaxis=dict(domain=[0, 1], anchor="y", tickvals=features, showticklabels=False),
         yaxis=dict(domain=[0.58, 1], anchor="x", title=dict(text="value"), **axis_y),
         xaxis2=dict(domain=[0, 1], anchor="y2", matches="x", tickvals=features, title=dict(text="output feature (0 to D-1)")),

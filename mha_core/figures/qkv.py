@@ -1,6 +1,6 @@
 """Notebook 01's figures: token vectors, their queries, keys and values, and raw scores.
 
-Every builder is pure: arrays in, ``go.Figure`` out. Signed numbers (vector entries,
+Every builder is pure: arrays and the theme (``theme``; None: the one in use now) in, ``go.Figure`` out. Signed numbers (vector entries,
 scores) use the diverging scale centred on 0, and every cell prints its number, so
 nothing depends on telling colours apart.
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ._style import COLORS, FONT_SIZE, WIDGET_HEIGHT, WIDGET_WIDTH, base_layout, panel_title, query_key_axes, signed_heatmap_trace, symmetric_max, wrap_title
+from .. import projector
+from ..projector import Theme
+from ._style import COLORS, WIDGET_HEIGHT, WIDGET_WIDTH, base_layout, panel_title, query_key_axes, signed_heatmap_trace, symmetric_max, wrap_title
 
 #: What each of q, k, v is for, shown next to the vectors in the explorer.
 ROLES = (
@@ -34,51 +36,55 @@ def entry_labels(n: int) -> list[str]:
     return [f"d{i + 1}" for i in range(n)]
 
 
-def token_vectors_figure(x: np.ndarray, tokens) -> go.Figure:
+def token_vectors_figure(x: np.ndarray, tokens, *, theme: Theme | None = None) -> go.Figure:
     """Each token's vector as one row of numbers.
 
     Shapes:
         x: (T, D)
     """
+    theme = projector.resolve(theme)
     x = np.asarray(x, dtype=float)
     T, D = x.shape
     layout = dict(
-        **base_layout(f"Token vectors x: one row of D = {D} numbers per token, shape (T, D) = ({T}, {D})"),
+        **base_layout(f"Token vectors x: one row of D = {D} numbers per token, shape (T, D) = ({T}, {D})", theme=theme),
         height=140 + 48 * T,
         xaxis=dict(title_text="feature"),
         yaxis=dict(autorange="reversed", title_text="token"),
     )
-    return go.Figure(data=[signed_heatmap_trace(x, feature_labels(D), tokens, zmax=symmetric_max(x))], layout=layout)
+    return go.Figure(data=[signed_heatmap_trace(x, feature_labels(D), tokens, zmax=symmetric_max(x), theme=theme)], layout=layout)
 
 
-def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens) -> go.Figure:
+def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, *, theme: Theme | None = None) -> go.Figure:
     """Q, K and V side by side: one row per token, Dh numbers each.
 
     Shapes:
         q, k, v: (T, Dh)
     """
+    theme = projector.resolve(theme)
     mats = [np.asarray(a, dtype=float) for a in (q, k, v)]
     T, Dh = mats[0].shape
     zmax = symmetric_max(*mats)
     gap = 0.05
     width = (1 - 2 * gap) / 3
     traces, annotations = [], []
-    layout = dict(**base_layout(f"Queries, keys and values: three (T, Dh) = ({T}, {Dh}) tables from the same tokens"))
+    layout = dict(**base_layout(f"Queries, keys and values: three (T, Dh) = ({T}, {Dh}) tables from the same tokens", theme=theme))
     for i, (mat, (letter, _, plural, _)) in enumerate(zip(mats, ROLES)):
         n = "" if i == 0 else str(i + 1)
         dom = [i * (width + gap), i * (width + gap) + width]
-        traces.append(signed_heatmap_trace(mat, entry_labels(Dh), tokens, zmax=zmax, xaxis=f"x{n}", yaxis=f"y{n}", name=letter))
+        traces.append(signed_heatmap_trace(mat, entry_labels(Dh), tokens, zmax=zmax, xaxis=f"x{n}", yaxis=f"y{n}", name=letter,
+                                           theme=theme))
         layout[f"xaxis{n}"] = dict(domain=dom, anchor=f"y{n}", title_text=f"entry of {letter} (d1-d{Dh})")
         layout[f"yaxis{n}"] = dict(
             domain=[0, 0.86], anchor=f"x{n}", autorange="reversed", showticklabels=i == 0,
             title_text="token" if i == 0 else None,
         )
-        annotations.append(panel_title(f"{letter.upper()} = x @ w_{letter} ({plural})", dom, 0.88))
+        annotations.append(panel_title(f"{letter.upper()} = x @ w_{letter} ({plural})", dom, 0.88, theme=theme))
     layout.update(height=180 + 48 * T, annotations=annotations)
     return go.Figure(data=traces, layout=layout)
 
 
-def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_index: int) -> go.Figure:
+def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_index: int, *,
+                     theme: Theme | None = None) -> go.Figure:
     """One token's q, k and v, every token's key, and the token's raw score against each key.
 
     The raw score of query token i against key token j is the dot product
@@ -89,10 +95,11 @@ def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_
         q, k, v: (T, Dh)
         token_index: an int in 0..T-1
     """
-    return go.Figure(token_qkv_spec(q, k, v, tokens, token_index))
+    return go.Figure(token_qkv_spec(q, k, v, tokens, token_index, theme=theme))
 
 
-def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_index: int) -> dict:
+def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_index: int, *,
+                   theme: Theme | None = None) -> dict:
     """``token_qkv_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
     press (plotly's checks run where the control copies it into its ``FigureWidget``).
 
@@ -100,6 +107,7 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
         q, k, v: (T, Dh)
         token_index: an int in 0..T-1
     """
+    theme = projector.resolve(theme)
     q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
     tokens = list(tokens)
     T, Dh = q.shape
@@ -121,8 +129,8 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
     pad = 0.35 * (hi - lo) + 1e-9
 
     traces = [
-        signed_heatmap_trace(strip, features, strip_rows, zmax=zmax, xaxis="x", yaxis="y", name="q, k, v"),
-        signed_heatmap_trace(k, features, tokens, zmax=zmax, xaxis="x2", yaxis="y2", name="K"),
+        signed_heatmap_trace(strip, features, strip_rows, zmax=zmax, xaxis="x", yaxis="y", name="q, k, v", theme=theme),
+        signed_heatmap_trace(k, features, tokens, zmax=zmax, xaxis="x2", yaxis="y2", name="K", theme=theme),
         dict(
             type="bar",
             x=scores,
@@ -131,7 +139,7 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
             marker=dict(color=bar_colors, line=dict(color="black", width=bar_line)),
             text=[f"{s:+.2f}" for s in scores],
             textposition="outside",
-            textfont=dict(size=FONT_SIZE),
+            textfont=dict(size=theme.font_size),
             cliponaxis=False,
             xaxis="x3",
             yaxis="y3",
@@ -142,7 +150,7 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
     # Wrapped to fit beside the bars: an annotation runs off the figure rather than wrap by itself.
     roles = "<br>".join(wrap_title(f"<b>{letter}</b>: {what}", 36) for letter, _, _, what in ROLES)
     layout = dict(
-        **base_layout(f"Token '{word}': its q, k, v, and its raw score q·k against every token"),
+        **base_layout(f"Token '{word}': its q, k, v, and its raw score q·k against every token", theme=theme),
         height=WIDGET_HEIGHT,
         width=WIDGET_WIDTH,
         showlegend=False,
@@ -155,11 +163,11 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
         yaxis3=dict(domain=bottom, anchor="x3", autorange="reversed"),
         annotations=[
             # Panel titles stay the same for every token, so a token change only touches numbers.
-            panel_title("q, k, v of the chosen token", left, top[1] + 0.04),
-            panel_title("k of every token (the rows of K)", left, bottom[1] + 0.01),
-            panel_title("its raw score against each key", right, bottom[1] + 0.01),
+            panel_title("q, k, v of the chosen token", left, top[1] + 0.04, theme=theme),
+            panel_title("k of every token (the rows of K)", left, bottom[1] + 0.01, theme=theme),
+            panel_title("its raw score against each key", right, bottom[1] + 0.01, theme=theme),
             dict(text=roles, x=right[0], y=(top[0] + top[1]) / 2, xref="paper", yref="paper",
-                 xanchor="left", yanchor="middle", align="left", showarrow=False, font=dict(size=FONT_SIZE)),
+                 xanchor="left", yanchor="middle", align="left", showarrow=False, font=dict(size=theme.font_size)),
         ],
         shapes=[
             # Outline the chosen token's own row of K, so it can be found without colour.
@@ -170,47 +178,52 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
     return {"data": traces, "layout": layout}
 
 
-def score_table_figure(scores: np.ndarray, query_tokens, key_tokens, *, title: str | None = None) -> go.Figure:
+def score_table_figure(scores: np.ndarray, query_tokens, key_tokens, *, title: str | None = None,
+                       theme: Theme | None = None) -> go.Figure:
     """A table of scores: one row per query token, one column per key token.
 
     Shapes:
         scores: (Tq, Tk)
     """
+    theme = projector.resolve(theme)
     scores = np.asarray(scores, dtype=float)
     Tq, Tk = scores.shape
-    trace = signed_heatmap_trace(scores, key_tokens, query_tokens, zmax=symmetric_max(scores))
+    trace = signed_heatmap_trace(scores, key_tokens, query_tokens, zmax=symmetric_max(scores), theme=theme)
     trace["hovertemplate"] = "query %{y} · key %{x} = %{z:.2f}<extra></extra>"
     layout = dict(
-        **base_layout(title or f"Raw scores Q @ K.T: shape (Tq, Tk) = ({Tq}, {Tk})"),
+        **base_layout(title or f"Raw scores Q @ K.T: shape (Tq, Tk) = ({Tq}, {Tk})", theme=theme),
         height=170 + 52 * Tq,
         **query_key_axes(),
     )
     return go.Figure(data=[trace], layout=layout)
 
 
-def meaning_figure(x: np.ndarray, scores: np.ndarray, tokens, features, query_token: str) -> go.Figure:
+def meaning_figure(x: np.ndarray, scores: np.ndarray, tokens, features, query_token: str, *,
+                   theme: Theme | None = None) -> go.Figure:
     """The hand-set example: what each token is (left) and whom one token's query finds (right).
 
     Shapes:
         x: (T, F), one named feature per column
         scores: (T,), the query token's score against each token's key
     """
+    theme = projector.resolve(theme)
     x, scores = np.asarray(x, dtype=float), np.asarray(scores, dtype=float)
     tokens, features = list(tokens), list(features)
     best = int(np.argmax(scores))
     left, right = [0.0, 0.46], [0.62, 1.0]
     traces = [
-        signed_heatmap_trace(x, features, tokens, zmax=symmetric_max(x), xaxis="x", yaxis="y", name="x"),
+        signed_heatmap_trace(x, features, tokens, zmax=symmetric_max(x), xaxis="x", yaxis="y", name="x",
+                             theme=theme),
         dict(
             type="bar", x=scores, y=tokens, orientation="h", xaxis="x2", yaxis="y2", name="scores",
             marker=dict(color=[COLORS[0] if j == best else "#bbbbbb" for j in range(len(tokens))]),
-            text=[f"{s:.1f}" for s in scores], textposition="outside", textfont=dict(size=FONT_SIZE),
+            text=[f"{s:.1f}" for s in scores], textposition="outside", textfont=dict(size=theme.font_size),
             cliponaxis=False, hovertemplate=f"q('{query_token}') · k(%{{y}}) = %{{x:.2f}}<extra></extra>",
         ),
     ]
     layout = dict(
         **base_layout(f"Set by hand: what each token is, and what '{query_token}' looks for",
-                      margin=dict(l=90, r=40, t=110, b=80)),
+                      margin=dict(l=90, r=40, t=110, b=80), theme=theme),
         height=170 + 48 * len(tokens),
         showlegend=False,
         xaxis=dict(domain=left, anchor="y", title_text="feature of x", side="bottom"),
@@ -218,7 +231,7 @@ def meaning_figure(x: np.ndarray, scores: np.ndarray, tokens, features, query_to
         xaxis2=dict(domain=right, anchor="y2", title_text=f"score of '{query_token}' against each key",
                     range=[min(0.0, float(scores.min())), 1.3 * float(scores.max()) + 1e-9]),
         yaxis2=dict(domain=[0, 0.86], anchor="x2", autorange="reversed", showticklabels=True),
-        annotations=[panel_title("x: one row per token", left, 0.9),
-                     panel_title(f"q('{query_token}') · k(token)", right, 0.9)],
+        annotations=[panel_title("x: one row per token", left, 0.9, theme=theme),
+                     panel_title(f"q('{query_token}') · k(token)", right, 0.9, theme=theme)],
     )
     return go.Figure(data=traces, layout=layout)

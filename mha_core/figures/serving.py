@@ -1,19 +1,20 @@
 """Figures for notebook 09: what heads cost when a model serves.
 
-Builders are pure: numbers in, ``go.Figure`` out. The numbers come from
-``mha_core.costs`` (``growth_rows``, ``calculator_rows``) or from a measurement made
+Builders are pure: numbers and the theme (``theme``; None: the one in use now) in,
+``go.Figure`` out. The numbers come from ``mha_core.tables`` (``growth_rows``,
+``calculator_rows``, gathered from ``mha_core.costs``) or from a measurement made
 beforehand (``mha_core.serving.HeadSweep``); no builder computes a cost itself.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import costs
-from ._style import COLORS, FONT_SIZE, base_layout
+from .. import projector
+from ..projector import Theme
+from ..tables import CalculatorRows, GrowthRows
+from ._style import COLORS, base_layout
 
 GiB = 2**30
 #: Live figures stay under this width (JupyterLab at 1280 x 800 with the file browser open).
@@ -42,31 +43,9 @@ def kv_kind(n_kv_heads: int, n_heads: int) -> str:
 # -- score tables (T^2) next to the KV cache (T) ---------------------------------------------
 
 
-@dataclass(frozen=True)
-class GrowthRows:
-    """For each length T: one layer's score-table bytes and the whole model's KV-cache bytes."""
-
-    model: str
-    n_heads: int
-    n_layers: int
-    bytes_per_value: int
-    token_counts: tuple[int, ...]
-    score_table_bytes: tuple[int, ...]  # one layer, H x T^2 x bytes
-    kv_cache_bytes: tuple[int, ...]  # every layer, T x per-token bytes
-
-
-def growth_rows(model: costs.ModelShape, token_counts, *, bytes_per_value: int = 2) -> GrowthRows:
-    token_counts = tuple(int(t) for t in token_counts)
-    return GrowthRows(
-        model=model.name, n_heads=model.n_heads, n_layers=model.n_layers, bytes_per_value=bytes_per_value,
-        token_counts=token_counts,
-        score_table_bytes=tuple(costs.score_table_bytes(model.n_heads, t, bytes_per_value=bytes_per_value) for t in token_counts),
-        kv_cache_bytes=tuple(model.kv_cache_bytes(t, bytes_per_value=bytes_per_value) for t in token_counts),
-    )
-
-
-def growth_figure(rows: GrowthRows) -> go.Figure:
+def growth_figure(rows: GrowthRows, *, theme: Theme | None = None) -> go.Figure:
     """Two panels against T: one layer's score tables (grow as T^2) and the KV cache (grows as T), in GiB."""
+    theme = projector.resolve(theme)
     x = list(rows.token_counts)
     panels = (
         (1, rows.score_table_bytes, "score tables", f"score tables of one layer:<br>{rows.n_heads} heads × T² × {rows.bytes_per_value} bytes", COLORS[1]),
@@ -79,18 +58,18 @@ def growth_figure(rows: GrowthRows) -> go.Figure:
              # The first point's label goes right of it: on its left it ran into the y axis and was cut.
              text=[bytes_text(v) if v >= max(y) / 8 else "" for v in y],
              textposition=["bottom right"] + ["top left"] * (len(y) - 1),
-             textfont=dict(size=FONT_SIZE - 2),
+             textfont=dict(size=theme.small_text_size),
              showlegend=False, hovertemplate="T = %{x:,}: %{text}<extra></extra>")
         for i, y, name, _, color in panels
     ]
     top = 1.15 * max(max(rows.score_table_bytes), max(rows.kv_cache_bytes)) / GiB
     layout = base_layout(
         f"{rows.model}, {8 * rows.bytes_per_value}-bit values: the score tables grow as T², the KV cache as T",
-        height=440, margin=dict(l=80, r=30, t=110, b=70),
+        theme=theme, height=440, margin=dict(l=80, r=30, t=110, b=70),
         annotations=[
             dict(text=title, xref="paper", yref="paper",
                  x=0.0 if i == 1 else 0.56, y=1.0, xanchor="left", yanchor="bottom", showarrow=False,
-                 font=dict(size=FONT_SIZE - 1), align="left")
+                 font=dict(size=theme.small_text_size), align="left")
             for i, _, _, title, _ in panels
         ],
     )
@@ -105,17 +84,19 @@ def growth_figure(rows: GrowthRows) -> go.Figure:
 # -- the head-count sweep: what stays flat, what moves -------------------------------------------
 
 
-def head_sweep_figure(sweep) -> go.Figure:
+def head_sweep_figure(sweep, *, theme: Theme | None = None) -> go.Figure:
     """Three panels against the head count at fixed d_model: KV bytes (flat), FLOPs (nearly flat), measured time.
 
     ``sweep``: a ``mha_core.serving.HeadSweep`` (measured beforehand, in a notebook cell).
     One line per sequence length T in the FLOPs and time panels.
     """
+    theme = projector.resolve(theme)
     x = [str(h) for h in sweep.head_counts]
     data = [
         dict(type="bar", x=x, y=np.array(sweep.kv_bytes_per_token, dtype=float), name="KV bytes per token",
              xaxis="x", yaxis="y", marker=dict(color=OTHER_COLOR), showlegend=False,
              text=[f"{int(b):,}" for b in sweep.kv_bytes_per_token], textposition="outside",
+             textfont=dict(size=theme.font_size),
              hovertemplate="H = %{x}: %{y:,} bytes<extra></extra>"),
     ]
     dashes = ("solid", "dash", "dot", "dashdot")
@@ -132,10 +113,10 @@ def head_sweep_figure(sweep) -> go.Figure:
     domains = ([0.0, 0.26], [0.37, 0.63], [0.74, 1.0])
     layout = base_layout(
         f"d_model = {sweep.d_model} fixed, head count H varied: what moves and what stays flat",
-        height=480, margin=dict(l=70, r=20, t=120, b=140),
-        legend=dict(orientation="h", x=0.74, y=-0.3, yanchor="top", font=dict(size=FONT_SIZE)),
+        theme=theme, height=480, margin=dict(l=70, r=20, t=120, b=140),
+        legend=dict(orientation="h", x=0.74, y=-0.3, yanchor="top", font=dict(size=theme.font_size)),
         annotations=[dict(text=t, xref="paper", yref="paper", x=d[0], y=1.0, xanchor="left", yanchor="bottom",
-                          showarrow=False, align="left", font=dict(size=FONT_SIZE - 1)) for t, d in zip(titles, domains)],
+                          showarrow=False, align="left", font=dict(size=theme.small_text_size)) for t, d in zip(titles, domains)],
     )
     kv_top = 1.3 * float(max(sweep.kv_bytes_per_token))
     for i, domain in enumerate(domains, start=1):
@@ -149,73 +130,20 @@ def head_sweep_figure(sweep) -> go.Figure:
 # -- the KV-cache calculator --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CalculatorRows:
-    """The calculator's numbers for one setting, for every key/value head count of the model.
-
-    ``kv_head_counts`` runs from H (MHA) down to 1 (MQA); the tuples have one entry each.
-    """
-
-    model: str
-    n_heads: int
-    n_layers: int
-    d_head: int
-    n_tokens: int
-    batch: int
-    bytes_per_value: int
-    memory_bytes: int
-    weights_bytes: int
-    #: The model's sliding window (None: it has none), whether the cache keeps only the
-    #: window, and the tokens each sequence's cache holds: min(T, W), or T.
-    sliding_window: int | None
-    windowed: bool
-    cached_tokens: int
-    kv_head_counts: tuple[int, ...]
-    bytes_per_token: tuple[int, ...]  # all layers
-    bytes_per_sequence: tuple[int, ...]
-    batch_bytes: tuple[int, ...]
-    sequences_that_fit: tuple[int, ...]
-
-
-def kv_head_choices(n_heads: int) -> list[int]:
-    """Key/value head counts a model with ``n_heads`` query heads can use: H (MHA), its divisors (GQA), 1 (MQA)."""
-    return costs.valid_head_counts(n_heads)[::-1]
-
-
-def calculator_rows(model: costs.ModelShape, *, n_tokens: int, batch: int, bytes_per_value: int,
-                    memory_bytes: int, windowed: bool = True) -> CalculatorRows:
-    """Look up every number of the calculator in ``mha_core.costs``.
-
-    ``windowed=False`` keeps every token even where the model has a sliding window (to
-    see what the window saves). An encoder keeps no cache: ``costs`` raises a ValueError.
-    """
-    kv_counts = tuple(kv_head_choices(model.n_heads))
-    weights = model.weights_bytes(bytes_per_value)
-    per_token = tuple(costs.kv_cache_bytes_per_token(model.n_layers, h, model.d_head, bytes_per_value) for h in kv_counts)
-    per_sequence = tuple(model.kv_cache_bytes(n_tokens, n_kv_heads=h, bytes_per_value=bytes_per_value, windowed=windowed)
-                         for h in kv_counts)
-    return CalculatorRows(
-        model=model.name, n_heads=model.n_heads, n_layers=model.n_layers, d_head=model.d_head,
-        n_tokens=int(n_tokens), batch=int(batch), bytes_per_value=int(bytes_per_value), memory_bytes=int(memory_bytes),
-        weights_bytes=weights, sliding_window=model.sliding_window, windowed=bool(windowed),
-        cached_tokens=model.cached_tokens(n_tokens, windowed=windowed), kv_head_counts=kv_counts, bytes_per_token=per_token,
-        bytes_per_sequence=per_sequence,
-        batch_bytes=tuple(p * int(batch) for p in per_sequence),
-        sequences_that_fit=tuple(costs.concurrent_sequences(memory_bytes, p, reserved_bytes=weights) for p in per_sequence),
-    )
-
-
-def calculator_figure(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH) -> go.Figure:
+def calculator_figure(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH,
+                      theme: Theme | None = None) -> go.Figure:
     """Two bar charts over the key/value head counts (H ... 1): the batch's KV cache, and how many sequences fit.
 
     The chosen count is drawn in another colour and labelled with its value; a dashed
     line marks the memory left for the cache once the weights are loaded.
     """
-    return go.Figure(calculator_spec(rows, n_kv_heads, width=width))
+    return go.Figure(calculator_spec(rows, n_kv_heads, width=width, theme=theme))
 
 
-def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH) -> dict:
+def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH,
+                    theme: Theme | None = None) -> dict:
     """``calculator_figure`` as a plain ``{"data", "layout"}`` dict, for the control that redraws it on every move."""
+    theme = projector.resolve(theme)
     x = [f"{h} {kv_kind(h, rows.n_heads)}" if h in (rows.n_heads, 1) else str(h) for h in rows.kv_head_counts]
     k = rows.kv_head_counts.index(n_kv_heads) if n_kv_heads in rows.kv_head_counts else None
     colors = [CHOSEN_COLOR if i == k else OTHER_COLOR for i in range(len(x))]
@@ -232,20 +160,20 @@ def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None 
     kept = f"<br>the window keeps the last {rows.cached_tokens:,}" if rows.cached_tokens < rows.n_tokens else ""
     annotations = [
         dict(text=f"KV cache of {rows.batch} × {rows.n_tokens:,} tokens (GiB){kept}", xref="paper", yref="paper", x=0.0, y=1.0,
-             xanchor="left", yanchor="bottom", showarrow=False, align="left", font=dict(size=FONT_SIZE - 1)),
+             xanchor="left", yanchor="bottom", showarrow=False, align="left", font=dict(size=theme.small_text_size)),
         dict(text=f"sequences of {rows.n_tokens:,} tokens that fit", xref="paper", yref="paper", x=0.56, y=1.0,
-             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE - 1)),
+             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=theme.small_text_size)),
         dict(text=f"memory left after the weights: {bytes_text(left)}" if left else "the weights alone fill the memory",
              xref="x domain", yref="y", x=1.0, y=left / GiB, xanchor="right", yanchor="bottom", showarrow=False,
-             font=dict(size=FONT_SIZE - 2)),
+             font=dict(size=theme.small_text_size)),
     ]
     if k is not None:
         # x=k, the bar's index: on a category axis a label such as "8" would be read as position 8, off the bars.
         annotations += [
             dict(text=f"<b>{bytes_text(rows.batch_bytes[k])}</b>", xref="x", yref="y", x=k, y=rows.batch_bytes[k] / GiB,
-                 yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)"),
+                 yanchor="bottom", showarrow=False, font=dict(size=theme.font_size), bgcolor="rgba(255,255,255,0.8)"),
             dict(text=f"<b>{rows.sequences_that_fit[k]:,}</b>", xref="x2", yref="y2", x=k, y=rows.sequences_that_fit[k],
-                 yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)"),
+                 yanchor="bottom", showarrow=False, font=dict(size=theme.font_size), bgcolor="rgba(255,255,255,0.8)"),
         ]
     shapes = [dict(type="line", xref="x domain", yref="y", x0=0, x1=1, y0=left / GiB, y1=left / GiB,
                    line=dict(color="black", width=2, dash="dash"))]
@@ -254,7 +182,7 @@ def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None 
         f"{rows.model}, {8 * rows.bytes_per_value}-bit, {bytes_text(rows.memory_bytes)} GPU{chosen}",
         # 356 px tall: with its controls, its readout (one line more for a sliding window) and a message
         # of two lines it still fits in the 679 px of notebook a 1280 x 800 screen shows (measured).
-        width=width, height=356, margin=dict(l=70, r=20, t=84, b=56), bargap=0.25,
+        theme=theme, width=width, height=356, margin=dict(l=70, r=20, t=84, b=56), bargap=0.25,
         annotations=annotations, shapes=shapes,
     )
     top_bytes = 1.25 * max(max(rows.batch_bytes), left) / GiB

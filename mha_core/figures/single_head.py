@@ -1,6 +1,6 @@
 """Notebook 02's figures: softmax, the division by sqrt(d_head), and masks.
 
-The builders are pure: arrays in, ``go.Figure`` out. The numbers of the scaling figure
+The builders are pure: arrays and the theme (``theme``; None: the one in use now) in, ``go.Figure`` out. The numbers of the scaling figure
 come from ``mha_core.analysis.scaling_experiment``, computed once, so a slider only
 looks them up.
 """
@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import projector
 from ..analysis import ScalingData, ScalingGradients
+from ..projector import Theme
 from ._style import (
     COLORS,
-    FONT_SIZE,
     WIDGET_HEIGHT,
     WIDGET_WIDTH,
     base_layout,
@@ -46,7 +47,7 @@ def unique_labels(tokens) -> list[str]:
 # --- softmax: scores in, weights out ----------------------------------------------
 
 
-def softmax_spread_figure(rows: dict, key_labels) -> go.Figure:
+def softmax_spread_figure(rows: dict, key_labels, *, theme: Theme | None = None) -> go.Figure:
     """Grouped bars: the weights softmax makes of each row of scores, one colour and pattern per row.
 
     ``rows`` maps a legend name (for example "softmax(s)") to that row's weights.
@@ -54,6 +55,7 @@ def softmax_spread_figure(rows: dict, key_labels) -> go.Figure:
     Shapes:
         each value of rows: (Tk,), sums to 1
     """
+    theme = projector.resolve(theme)
     styles = [SCALED_STYLE, UNSCALED_STYLE, dict(color=COLORS[2], pattern=".")]
     traces = []
     for (name, weights), style in zip(rows.items(), styles):
@@ -62,12 +64,12 @@ def softmax_spread_figure(rows: dict, key_labels) -> go.Figure:
             type="bar", x=list(key_labels), y=weights, name=name,
             marker=dict(color=style["color"], pattern=dict(shape=style["pattern"], fillmode="overlay", fgcolor="white",
                                                           size=10, solidity=0.3)),
-            text=[f"{w:.3f}" for w in weights], textposition="outside", textfont=dict(size=FONT_SIZE),
+            text=[f"{w:.3f}" for w in weights], textposition="outside", textfont=dict(size=theme.font_size),
             cliponaxis=False, hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>",
         ))
     layout = dict(
         **base_layout("Same order of scores, spread wider: the softmax piles the weight onto the top score",
-                      margin=dict(l=90, r=30, t=110, b=70)),
+                      margin=dict(l=90, r=30, t=110, b=70), theme=theme),
         height=440,
         barmode="group",
         legend=dict(orientation="h", x=0, y=1.03, xanchor="left", yanchor="bottom"),
@@ -78,32 +80,34 @@ def softmax_spread_figure(rows: dict, key_labels) -> go.Figure:
 
 
 
-def scores_and_weights_figure(scores: np.ndarray, weights: np.ndarray, tokens) -> go.Figure:
+def scores_and_weights_figure(scores: np.ndarray, weights: np.ndarray, tokens, *, theme: Theme | None = None) -> go.Figure:
     """Scaled scores (left) and the weights softmax makes of them (right), side by side.
 
     Shapes:
         scores: (T, T)
         weights: (T, T), rows sum to 1
     """
+    theme = projector.resolve(theme)
     scores = np.asarray(scores, dtype=float)
     weights = np.asarray(weights, dtype=float)
     T = scores.shape[0]
     labels = unique_labels(tokens)
     left, right = [0.0, 0.44], [0.52, 0.96]
     traces = [
-        signed_heatmap_trace(scores, labels, labels, zmax=symmetric_max(scores), xaxis="x", yaxis="y", name="scores"),
-        weights_heatmap_trace(weights, labels, labels, xaxis="x2", yaxis="y2", colorbar_x=0.98),
+        signed_heatmap_trace(scores, labels, labels, zmax=symmetric_max(scores), xaxis="x", yaxis="y", name="scores",
+                             theme=theme),
+        weights_heatmap_trace(weights, labels, labels, xaxis="x2", yaxis="y2", colorbar_x=0.98, theme=theme),
     ]
     layout = dict(
-        **base_layout("Each row of scores (left) becomes a row of weights that sums to 1 (right)"),
+        **base_layout("Each row of scores (left) becomes a row of weights that sums to 1 (right)", theme=theme),
         height=200 + 52 * T,
         xaxis=dict(domain=left, anchor="y", title_text="key token"),
         yaxis=dict(domain=[0, 0.88], anchor="x", autorange="reversed", title_text="query token"),
         xaxis2=dict(domain=right, anchor="y2", title_text="key token"),
         yaxis2=dict(domain=[0, 0.88], anchor="x2", autorange="reversed", showticklabels=False),
         annotations=[
-            panel_title("scores = q·k / √d_head", left, 0.9),
-            panel_title("weights = softmax(scores), row by row", right, 0.9),
+            panel_title("scores = q·k / √d_head", left, 0.9, theme=theme),
+            panel_title("weights = softmax(scores), row by row", right, 0.9, theme=theme),
         ],
     )
     return go.Figure(data=traces, layout=layout)
@@ -112,16 +116,17 @@ def scores_and_weights_figure(scores: np.ndarray, weights: np.ndarray, tokens) -
 # --- why divide by sqrt(d_head) ------------------------------------------------------
 
 
-def scaling_figure(data: ScalingData, d_head: int) -> go.Figure:
+def scaling_figure(data: ScalingData, d_head: int, *, theme: Theme | None = None) -> go.Figure:
     """Left: one query's weights over six keys, without and with the division by sqrt(d_head).
     Right: how far the scores spread as d_head grows, with the current d_head marked.
     """
-    return go.Figure(scaling_spec(data, d_head))
+    return go.Figure(scaling_spec(data, d_head, theme=theme))
 
 
-def scaling_spec(data: ScalingData, d_head: int) -> dict:
+def scaling_spec(data: ScalingData, d_head: int, *, theme: Theme | None = None) -> dict:
     """``scaling_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
     move (plotly's checks run where the control copies it into its ``FigureWidget``)."""
+    theme = projector.resolve(theme)
     i = data.index(d_head)
     keys = list(data.key_labels)
     d = [int(v) for v in data.d_head_values]  # plain ints: a FigureWidget sends int64 arrays badly
@@ -133,7 +138,7 @@ def scaling_spec(data: ScalingData, d_head: int) -> dict:
         return dict(
             type="bar", x=keys, y=weights, name=name, xaxis="x", yaxis="y",
             marker=dict(color=style["color"], pattern=dict(shape=style["pattern"], fillmode="overlay", fgcolor="white", size=10, solidity=0.3)),
-            text=[f"{w:.2f}" for w in weights], textposition="outside", textfont=dict(size=FONT_SIZE - 2),
+            text=[f"{w:.2f}" for w in weights], textposition="outside", textfont=dict(size=theme.small_text_size),
             cliponaxis=False, hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>",
         )
 
@@ -164,7 +169,7 @@ def scaling_spec(data: ScalingData, d_head: int) -> dict:
         **base_layout(
             f"d_head = {d_head}: a query's largest weight is {data.unscaled_top[i]:.2f} without scaling, "
             f"{data.scaled_top[i]:.2f} with it (mean of {data.n_queries} queries)",
-            margin=dict(l=80, r=30, t=90, b=150),
+            margin=dict(l=80, r=30, t=90, b=150), theme=theme,
         ),
         height=min(540, WIDGET_HEIGHT),
         width=WIDGET_WIDTH,
@@ -177,12 +182,12 @@ def scaling_spec(data: ScalingData, d_head: int) -> dict:
                     title_text="d_head (log scale)"),
         yaxis2=dict(domain=[0, 0.9], anchor="x2", range=[0, y_top], title_text="std of the scores"),
         annotations=[
-            panel_title("one query's weights over six keys", left, 0.92),
-            panel_title("spread (std) of the scores", right, 0.92),
+            panel_title("one query's weights over six keys", left, 0.92, theme=theme),
+            panel_title("spread (std) of the scores", right, 0.92, theme=theme),
             dict(text=(f"at d_head = {d_head} (√d_head = {np.sqrt(d_head):.1f}):<br>"
                        f"std of q·k: {data.unscaled_std[i]:.1f}<br>std of q·k / √d_head: {data.scaled_std[i]:.1f}"),
                  x=right[0] + 0.01, y=0.86, xref="paper", yref="paper", xanchor="left", yanchor="top",
-                 align="left", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.85)"),
+                 align="left", showarrow=False, font=dict(size=theme.font_size), bgcolor="rgba(255,255,255,0.85)"),
         ],
     )
     return {"data": traces, "layout": layout}
@@ -191,7 +196,7 @@ def scaling_spec(data: ScalingData, d_head: int) -> dict:
 # --- masks ------------------------------------------------------------------------------
 
 
-def saturation_figure(grads: ScalingGradients) -> go.Figure:
+def saturation_figure(grads: ScalingGradients, *, theme: Theme | None = None) -> go.Figure:
     """Two panels over d_head, without the scale and with it: each query's largest weight
     (box plots, left) and the mean size of the softmax's Jacobian (right, from 0).
 
@@ -199,6 +204,7 @@ def saturation_figure(grads: ScalingGradients) -> go.Figure:
         grads.raw_largest, grads.scaled_largest: (S, Nq)
         grads.raw_norm, grads.scaled_norm: (S,)
     """
+    theme = projector.resolve(theme)
     sizes = [str(int(d)) for d in grads.d_head]
     traces = []
     for name, largest, norm, style in (
@@ -217,7 +223,7 @@ def saturation_figure(grads: ScalingGradients) -> go.Figure:
         ))
     layout = dict(
         **base_layout(f"{grads.n_queries} random queries, 6 keys: unscaled scores saturate the softmax and its "
-                      "gradient shrinks", margin=dict(l=80, r=30, t=120, b=80)),
+                      "gradient shrinks", margin=dict(l=80, r=30, t=120, b=80), theme=theme),
         height=480,
         boxmode="group",
         legend=dict(orientation="h", x=0, y=1.02, xanchor="left", yanchor="bottom"),
@@ -230,22 +236,26 @@ def saturation_figure(grads: ScalingGradients) -> go.Figure:
     return go.Figure(data=traces, layout=layout)
 
 
-def masked_weights_figure(weights: np.ndarray, query_tokens, key_tokens, blocked: np.ndarray, *, title: str) -> go.Figure:
+def masked_weights_figure(weights: np.ndarray, query_tokens, key_tokens, blocked: np.ndarray, *, title: str,
+                          theme: Theme | None = None) -> go.Figure:
     """Attention weights with blocked cells written as 'blocked' (their weight is exactly 0).
 
     Shapes:
         weights: (Tq, Tk), rows sum to 1 (0 for a fully blocked row)
         blocked: (Tq, Tk) bool, True = blocked
     """
-    return go.Figure(masked_weights_spec(weights, query_tokens, key_tokens, blocked, title=title))
+    return go.Figure(masked_weights_spec(weights, query_tokens, key_tokens, blocked, title=title, theme=theme))
 
 
-def masked_weights_spec(weights: np.ndarray, query_tokens, key_tokens, blocked: np.ndarray, *, title: str) -> dict:
+def masked_weights_spec(weights: np.ndarray, query_tokens, key_tokens, blocked: np.ndarray, *, title: str,
+                        theme: Theme | None = None) -> dict:
     """``masked_weights_figure`` as a plain ``{"data", "layout"}`` dict, for a control (see ``scaling_spec``)."""
+    theme = projector.resolve(theme)
     weights = np.asarray(weights, dtype=float)
     blocked = np.broadcast_to(np.asarray(blocked, dtype=bool), weights.shape)
     Tq = weights.shape[0]
     text = np.where(blocked, "blocked", np.char.mod("%.2f", weights))
-    trace = weights_heatmap_trace(weights, unique_labels(query_tokens), unique_labels(key_tokens), text=text)
-    layout = dict(**base_layout(title), height=min(170 + 48 * Tq, WIDGET_HEIGHT), width=WIDGET_WIDTH, **query_key_axes())
+    trace = weights_heatmap_trace(weights, unique_labels(query_tokens), unique_labels(key_tokens), text=text,
+                                  theme=theme)
+    layout = dict(**base_layout(title, theme=theme), height=min(170 + 48 * Tq, WIDGET_HEIGHT), width=WIDGET_WIDTH, **query_key_axes())
     return {"data": [trace], "layout": layout}

@@ -1,19 +1,20 @@
 """Figures for notebook 05: how big is a head, and what grows with the head count.
 
-Builders are pure: numbers in, ``go.Figure`` out. ``sizing_rows`` gathers the
-numbers from ``mha_core.costs`` so a figure never computes a cost itself.
+Builders are pure: numbers and the theme (``theme``; None: the one in use now) in,
+``go.Figure`` out. ``mha_core.tables.sizing_rows`` gathers the numbers from
+``mha_core.costs`` so a figure never computes a cost itself.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import costs
-from ._style import COLORS, FONT_SIZE, WIDGET_HEIGHT, base_layout
+from .. import costs, projector
+from ..projector import Theme
+from ..tables import SizingRows
+from ._style import COLORS, WIDGET_HEIGHT, base_layout
 
 #: Vaswani et al. 2017, "Attention Is All You Need", Table 3 rows (A): the base model
 #: (d_model = 512) with only the head count changed, and the head size with it (the
@@ -31,41 +32,6 @@ CURRENT_COLOR = COLORS[5]  # vermillion band: the head count you picked
 OTHER_COLOR = COLORS[0]  # blue bars
 
 
-@dataclass(frozen=True)
-class SizingRows:
-    """Costs of one attention layer for each head count, at fixed d_model and T.
-
-    Every field but ``head_counts`` is an int array with one entry per head count.
-    """
-
-    d_model: int
-    n_tokens: int
-    head_counts: tuple[int, ...]
-    d_head: np.ndarray
-    parameters: np.ndarray
-    score_entries: np.ndarray
-    flops_projections: np.ndarray  # Q, K, V and output projections
-    flops_products: np.ndarray  # q k^T and weights @ v
-    flops_softmax: np.ndarray  # scale and softmax, per score entry
-
-
-def sizing_rows(d_model: int, n_tokens: int, head_counts) -> SizingRows:
-    """Look up every cost in ``mha_core.costs`` for each head count (each must divide d_model)."""
-    head_counts = tuple(int(h) for h in head_counts)
-    flops = [costs.attention_flops(d_model, h, n_tokens) for h in head_counts]
-    return SizingRows(
-        d_model=d_model,
-        n_tokens=n_tokens,
-        head_counts=head_counts,
-        d_head=np.array([costs.d_head(d_model, h) for h in head_counts]),
-        parameters=np.array([costs.attention_parameters(d_model, h) for h in head_counts]),
-        score_entries=np.array([costs.score_table_entries(h, n_tokens) for h in head_counts]),
-        flops_projections=np.array([f["projections"] for f in flops]),
-        flops_products=np.array([f["scores"] + f["mix"] for f in flops]),
-        flops_softmax=np.array([f["softmax"] for f in flops]),
-    )
-
-
 #: The four panels of the sizing figure: (row, col) domain corners on a 2 x 2 grid.
 _PANELS = {
     1: ([0.0, 0.44], [0.6, 1.0]),
@@ -75,7 +41,7 @@ _PANELS = {
 }
 
 
-def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None) -> go.Figure:
+def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None, theme: Theme | None = None) -> go.Figure:
     """Four bar charts against the head count: d_head, parameters, score-table entries, FLOPs.
 
     The column of ``n_heads`` is marked in every panel by a shaded, outlined band and
@@ -84,12 +50,13 @@ def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None) -
     the layout, not the bars.) ``width`` fixes the width in pixels (for a
     ``FigureWidget``, which does not follow its container).
     """
-    return go.Figure(sizing_spec(rows, n_heads=n_heads, width=width))
+    return go.Figure(sizing_spec(rows, n_heads=n_heads, width=width, theme=theme))
 
 
-def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None) -> dict:
+def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None, theme: Theme | None = None) -> dict:
     """``sizing_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
     move (plotly's checks run where the control copies it into its ``FigureWidget``)."""
+    theme = projector.resolve(theme)
     x = [str(h) for h in rows.head_counts]
     matmul = rows.flops_projections + rows.flops_products  # (n,) flat in H
     total = matmul + rows.flops_softmax
@@ -117,7 +84,7 @@ def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None) -> 
     }
     annotations = [
         dict(text=panel_titles[i], xref="paper", yref="paper", x=_PANELS[i][0][0], y=_PANELS[i][1][1],
-             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE))
+             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=theme.font_size))
         for i in _PANELS
     ]
     shapes = []
@@ -131,15 +98,16 @@ def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None) -> 
             )
             annotations.append(
                 dict(text=f"<b>{label(int(y[k]))}</b>", xref=_ref("x", i), yref=_ref("y", i), x=k, y=float(y[k]),
-                     yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE), bgcolor="rgba(255,255,255,0.8)")
+                     yanchor="bottom", showarrow=False, font=dict(size=theme.font_size), bgcolor="rgba(255,255,255,0.8)")
             )
     layout = base_layout(
         _sizing_title(rows, n_heads),
+        theme=theme,
         height=WIDGET_HEIGHT,
         width=width,
         margin=dict(l=80, r=20, t=100, b=120),
         barmode="relative",
-        legend=dict(orientation="h", x=0, y=-0.27, yanchor="top", font=dict(size=FONT_SIZE)),
+        legend=dict(orientation="h", x=0, y=-0.27, yanchor="top", font=dict(size=theme.font_size)),
         annotations=annotations,
         shapes=shapes,
     )
@@ -185,13 +153,14 @@ def _sizing_title(rows: SizingRows, n_heads: int) -> str:
             f"H = {n_heads} does not divide {rows.d_model}, so no bar is marked")
 
 
-def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
+def vaswani_figure(rows=VASWANI_2017_TABLE3_A, *, theme: Theme | None = None) -> go.Figure:
     """Translation quality against head count at fixed d_model = 512 (Vaswani et al. 2017, Table 3 (A)).
 
     The axes start at each measure's natural floor (BLEU 0, perplexity 1, a perfect score), so a
     difference of a few tenths looks as small as it is next to the whole score. The paper reports
     one number per setting and no spread between training runs.
     """
+    theme = projector.resolve(theme)
     x = [f"H={r['n_heads']}<br>d_head={r['d_head']}" for r in rows]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=("BLEU (higher is better), from 0", "perplexity (lower is better), from 1"))
@@ -202,7 +171,7 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=x, y=y, mode="lines+markers+text", text=[format(v, fmt) for v in y], textposition=positions,
-                textfont=dict(size=FONT_SIZE), line=dict(color=COLORS[0], width=3),
+                textfont=dict(size=theme.font_size), line=dict(color=COLORS[0], width=3),
                 marker=dict(size=[18 if v == best else 11 for v in y], color=COLORS[0],
                             symbol=["star" if v == best else "circle" for v in y]),
                 showlegend=False, hovertemplate="%{x}: %{y}<extra></extra>",
@@ -212,10 +181,10 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
     fig.update_layout(
         **base_layout("Vaswani et al. 2017, Table 3 rows (A): d_model = 512, only the head count changes "
                       "(one training run per setting)",
-                      margin=dict(l=80, r=30, t=100, b=100)),
+                      margin=dict(l=80, r=30, t=100, b=100), theme=theme),
         height=460,
     )
-    fig.update_annotations(font=dict(size=FONT_SIZE))
+    fig.update_annotations(font=dict(size=theme.font_size))
     fig.update_xaxes(title_text="heads H and head size d_head", gridcolor="#dddddd")
     fig.update_yaxes(gridcolor="#dddddd")
     fig.update_xaxes(range=[-0.4, len(rows) - 0.6])  # room for the labels at both ends
@@ -224,11 +193,12 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A) -> go.Figure:
     return fig
 
 
-def model_shapes_figure(shapes) -> go.Figure:
+def model_shapes_figure(shapes, *, theme: Theme | None = None) -> go.Figure:
     """A table of real models' attention shapes, with d_model / heads checked against d_head.
 
     ``shapes``: ``costs.ModelShape`` objects.
     """
+    theme = projector.resolve(theme)
     shapes = list(shapes)
     columns = {
         "model": [s.name for s in shapes],
@@ -248,14 +218,14 @@ def model_shapes_figure(shapes) -> go.Figure:
         go.Table(
             # Pixels at the ~805 px a table gets at 1280 x 800 with the file browser open (plotly scales them).
             columnwidth=[138, 50, 80, 55, 70, 80, 52, 100, 185],
-            header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=FONT_SIZE - 2), align="left",
+            header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=theme.small_text_size), align="left",
                         fill_color="#e8eef4", height=34),
-            cells=dict(values=list(columns.values()), font=dict(size=FONT_SIZE), align="left", height=32),
+            cells=dict(values=list(columns.values()), font=dict(size=theme.font_size), align="left", height=32),
         )
     )
     fig.update_layout(
         **base_layout("Attention shapes of real models, from each model's published config",
-                      margin=dict(l=20, r=20, t=60, b=10)),
+                      margin=dict(l=20, r=20, t=60, b=10), theme=theme),
         height=110 + 72 * (len(shapes) + 1),  # rows of up to three lines (the source)
     )
     return fig

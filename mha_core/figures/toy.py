@@ -1,6 +1,7 @@
 """Figures for notebooks 06 and 08: a toy model's heads while it trains, once trained, and when they fail.
 
-Builders are pure: arrays and plain lists in, ``go.Figure`` out. They take numbers
+Builders are pure: arrays, plain lists and the theme (``theme``; None: the one in use
+now) in, ``go.Figure`` out. They take numbers
 (histories, score tables, accuracies), never a model, so they need no torch.
 
 Builders that controls call with ``validate=False`` spell nested properties out
@@ -14,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ._style import COLORS, FONT_SIZE, SIGNED_COLORSCALE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout
+from .. import projector
+from ..projector import Theme
+from ._style import COLORS, SIGNED_COLORSCALE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout
 
 #: Live figures stay under the width of a notebook's output area at 1280 x 800.
 TOY_WIDTH = 800
@@ -24,13 +27,14 @@ def _relation_colour(r: int) -> str:
     return COLORS[r % len(COLORS)]
 
 
-def example_targets_figure(tokens, target_positions, relations) -> go.Figure:
+def example_targets_figure(tokens, target_positions, relations, *, theme: Theme | None = None) -> go.Figure:
     """One example sequence and, per relation, the positions a head should look at.
 
     Shapes:
         tokens: (T,)
         target_positions: (R, T, T) bool, [r, query, key]
     """
+    theme = projector.resolve(theme)
     tokens = [int(t) for t in tokens]
     pos = np.asarray(target_positions, dtype=bool)
     R, T, _ = pos.shape
@@ -44,7 +48,7 @@ def example_targets_figure(tokens, target_positions, relations) -> go.Figure:
             hovertemplate=f"{relations[r]}: query %{{y}} looks at key %{{x}}<extra></extra>",
         ))
     ticktext = [f"{t}: {tok}" for t, tok in enumerate(tokens)]
-    layout = base_layout(
+    layout = base_layout(theme=theme, title=
         "Where each relation points, for one sequence (position: token)",
         height=520, width=TOY_WIDTH, legend=dict(orientation="h", y=-0.18),
         xaxis=dict(title_text="key position: token", tickvals=list(range(T)), ticktext=ticktext, range=[-0.5, T - 0.5],
@@ -56,13 +60,14 @@ def example_targets_figure(tokens, target_positions, relations) -> go.Figure:
 
 
 def role_history_figure(steps, role_scores, relations, *, max_steps: int | None = None, title: str | None = None,
-                        validate: bool = True) -> go.Figure:
+                        validate: bool = True, theme: Theme | None = None) -> go.Figure:
     """Each head's role scores over the training steps: one panel per head, one line per relation.
 
     Shapes:
         steps: (N,)
         role_scores: (N, H, R), each in 0..1
     """
+    theme = projector.resolve(theme)
     steps = np.asarray(steps, dtype=float)
     scores = np.asarray(role_scores, dtype=float)
     N, H, R = scores.shape
@@ -85,8 +90,8 @@ def role_history_figure(steps, role_scores, relations, *, max_steps: int | None 
         layout_axes[f"yaxis{suffix}"] = dict(range=[0, 1.02], anchor=f"x{suffix}", gridcolor="#eee",
                                              showticklabels=h == 0, title=dict(text="share of weight" if h == 0 else ""))
     annotations = [dict(text=f"head {h + 1}", x=h * (width + gap) + width / 2, y=1.0, xref="paper", yref="paper",
-                        yanchor="bottom", showarrow=False, font=dict(size=FONT_SIZE)) for h in range(H)]
-    layout = base_layout(
+                        yanchor="bottom", showarrow=False, font=dict(size=theme.font_size)) for h in range(H)]
+    layout = base_layout(theme=theme, title=
         title or f"Share of each head's weight on each relation's targets, H = {H}",
         height=420, width=TOY_WIDTH, annotations=annotations,
         # below the "step" titles, not on top of them (a bottom-anchored legend covered head 1's)
@@ -96,20 +101,21 @@ def role_history_figure(steps, role_scores, relations, *, max_steps: int | None 
     return go.Figure(data=data, layout=layout, _validate=validate)
 
 
-def role_table_figure(role_scores, relations, *, roles=None, title: str | None = None) -> go.Figure:
+def role_table_figure(role_scores, relations, *, roles=None, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """The role table: each head's share of weight on each relation's targets, as a heatmap.
 
     Shapes:
         role_scores: (H, R)
     """
+    theme = projector.resolve(theme)
     scores = np.asarray(role_scores, dtype=float)
     H, R = scores.shape
     rows = [f"head {h + 1}" + (f" ({roles[h]})" if roles else "") for h in range(H)]
     trace = dict(type="heatmap", z=scores, x=list(relations), y=rows, zmin=WEIGHTS_RANGE[0], zmax=WEIGHTS_RANGE[1],
                  colorscale=WEIGHTS_COLORSCALE, text=np.char.mod("%.2f", scores), texttemplate="%{text}",
-                 textfont=dict(size=FONT_SIZE), xgap=2, ygap=2, colorbar=dict(title=dict(text="share")),
+                 textfont=dict(size=theme.cell_text_size), xgap=2, ygap=2, colorbar=dict(title=dict(text="share")),
                  hovertemplate="%{y}, %{x}: %{z:.2f}<extra></extra>")
-    layout = base_layout(title or "Share of each head's weight on each relation's targets",
+    layout = base_layout(theme=theme, title=title or "Share of each head's weight on each relation's targets",
                          height=200 + 50 * H, width=TOY_WIDTH,
                          yaxis=dict(autorange="reversed", type="category"), xaxis=dict(type="category", side="top"))
     return go.Figure(data=[trace], layout=layout)
@@ -137,7 +143,7 @@ def baseline_traces(baselines: dict | None, relations) -> list[dict]:
 
 
 def accuracy_comparison_figure(accuracies: dict, relations, *, baselines: dict | None = None,
-                               title: str | None = None) -> go.Figure:
+                               title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Per-relation accuracy of several models side by side (``{"1 head": acc, "3 heads": acc}``).
 
     ``baselines`` (``{"label": (R,)}``) adds one labelled line per baseline, such as chance.
@@ -145,6 +151,7 @@ def accuracy_comparison_figure(accuracies: dict, relations, *, baselines: dict |
     Shapes:
         each accuracy: (R,)
     """
+    theme = projector.resolve(theme)
     data = []
     for i, (name, acc) in enumerate(accuracies.items()):
         acc = np.asarray(acc, dtype=float)
@@ -152,19 +159,20 @@ def accuracy_comparison_figure(accuracies: dict, relations, *, baselines: dict |
                          text=[f"{a:.2f}" for a in acc], textposition="outside",
                          hovertemplate=f"{name}, %{{x}}: %{{y:.3f}}<extra></extra>"))
     data += baseline_traces(baselines, relations)
-    layout = base_layout(title or "Accuracy per relation", barmode="group", height=460, width=TOY_WIDTH,
+    layout = base_layout(theme=theme, title=title or "Accuracy per relation", barmode="group", height=460, width=TOY_WIDTH,
                          yaxis=dict(range=[0, 1.12], title=dict(text="accuracy")), xaxis=dict(type="category"),
                          legend=dict(orientation="h", y=-0.18, yanchor="top"), margin=dict(l=90, r=30, t=70, b=120))
     return go.Figure(data=data, layout=layout)
 
 
-def steps_to_target_figure(table: dict, *, budget: int | None = None, title: str | None = None) -> go.Figure:
+def steps_to_target_figure(table: dict, *, budget: int | None = None, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Training steps each head count needed to reach the target on every relation, per seed (log scale).
 
     ``table`` is what ``mha_core.models.steps_to_target.steps_table`` returns; a run that
     did not reach the target is drawn at the table's budget and labelled "not by ...".
     ``budget`` draws a dashed line at a step count (notebook 06's 300 steps).
     """
+    theme = projector.resolve(theme)
     seeds = list(table["seeds"])
     data = []
     for i, H in enumerate(sorted({row["n_heads"] for row in table["rows"]})):
@@ -183,7 +191,7 @@ def steps_to_target_figure(table: dict, *, budget: int | None = None, title: str
         data.append(dict(type="scatter", mode="lines", name=f"notebook budget: {budget:,} steps", x=[None], y=[None],
                          line=dict(color="#444444", width=2, dash="dash"), hoverinfo="skip"))
     target = table.get("target_accuracy", 0.99)
-    layout = base_layout(
+    layout = base_layout(theme=theme, title=
         title or f"Training steps until every relation is right at {target:.0%} of positions",
         barmode="group", height=460, width=TOY_WIDTH, shapes=shapes, annotations=annotations,
         yaxis=dict(type="log", range=[1, np.log10(top) + 0.45], title=dict(text="steps (log scale)"),
@@ -194,7 +202,7 @@ def steps_to_target_figure(table: dict, *, budget: int | None = None, title: str
     return go.Figure(data=data, layout=layout)
 
 
-def share_and_removal_figure(role_scores, removal_cost, relations, *, title: str | None = None) -> go.Figure:
+def share_and_removal_figure(role_scores, removal_cost, relations, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Two ways to find a head's role, side by side: where it looks, and what breaks without it.
 
     Left: each head's share of weight on each relation's targets. Right: the accuracy
@@ -203,6 +211,7 @@ def share_and_removal_figure(role_scores, removal_cost, relations, *, title: str
     Shapes:
         role_scores, removal_cost: (H, R), each in 0..1
     """
+    theme = projector.resolve(theme)
     from plotly.subplots import make_subplots
 
     share = np.asarray(role_scores, dtype=float)
@@ -214,66 +223,73 @@ def share_and_removal_figure(role_scores, removal_cost, relations, *, title: str
     for col, (z, name) in enumerate(((share, "share"), (cost, "lost")), start=1):
         # one colour bar for both tables: they share the 0..1 scale
         fig.add_trace(go.Heatmap(z=z, x=list(relations), y=heads, zmin=0, zmax=1, colorscale=WEIGHTS_COLORSCALE,
-                                 text=np.char.mod("%.2f", z), texttemplate="%{text}", textfont=dict(size=FONT_SIZE),
+                                 text=np.char.mod("%.2f", z), texttemplate="%{text}", textfont=dict(size=theme.cell_text_size),
                                  xgap=2, ygap=2, showscale=col == 2, colorbar=dict(title=dict(text="0 to 1"), len=0.8),
                                  hovertemplate=f"%{{y}}, %{{x}}: {name} %{{z:.2f}}<extra></extra>"), row=1, col=col)
-    fig.update_layout(**base_layout(title or "Where a head looks, and what switching it off costs",
+    fig.update_layout(**base_layout(theme=theme, title=title or "Where a head looks, and what switching it off costs",
                                     height=260 + 50 * H, width=TOY_WIDTH, margin=dict(l=80, r=30, t=110, b=90)))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", tickangle=-20)
     for a in fig.layout.annotations:
-        a.font = dict(size=FONT_SIZE)
+        a.font = dict(size=theme.font_size)
     return fig
 
 
-def key_similarity_figure(similarity, token: int, *, title: str | None = None) -> go.Figure:
+def key_similarity_figure(similarity, token: int, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """How close every token's key is to ``token``'s key, through each head (cosine similarity).
 
     Shapes:
         similarity: (H, V), in -1..1
     """
+    theme = projector.resolve(theme)
     s = np.asarray(similarity, dtype=float)
     H, V = s.shape
     trace = dict(type="heatmap", z=s, x=[str(v) for v in range(V)], y=[f"head {h + 1}" for h in range(H)],
                  zmin=-1, zmax=1, colorscale=SIGNED_COLORSCALE, text=np.char.mod("%.1f", s), texttemplate="%{text}",
-                 textfont=dict(size=FONT_SIZE - 2), xgap=2, ygap=2, colorbar=dict(title=dict(text="cosine")),
+                 textfont=dict(size=theme.small_text_size), xgap=2, ygap=2, colorbar=dict(title=dict(text="cosine")),
                  hovertemplate="%{y}: key of token %{x} vs key of token " + str(token) + ": %{z:.2f}<extra></extra>")
-    layout = base_layout(title or f"Token {token}'s key next to every token's key, through each head",
+    layout = base_layout(theme=theme, title=title or f"Token {token}'s key next to every token's key, through each head",
                          height=200 + 50 * H, width=TOY_WIDTH,
                          xaxis=dict(type="category", title_text="token"), yaxis=dict(type="category", autorange="reversed"))
     return go.Figure(data=[trace], layout=layout)
 
 
-def similarity_matrix_figure(similarity, *, title: str | None = None) -> go.Figure:
+def similarity_matrix_figure(similarity, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Mean Jensen-Shannon divergence between every pair of heads' patterns (0 = identical).
 
     Shapes:
         similarity: (H, H), in 0..1
     """
+    theme = projector.resolve(theme)
     s = np.asarray(similarity, dtype=float)
     H = len(s)
     names = [f"head {h + 1}" for h in range(H)]
     trace = dict(type="heatmap", z=s, x=names, y=names, zmin=0, zmax=1, colorscale="Cividis",
-                 text=np.char.mod("%.2f", s), texttemplate="%{text}", textfont=dict(size=FONT_SIZE), xgap=2, ygap=2,
+                 text=np.char.mod("%.2f", s), texttemplate="%{text}", textfont=dict(size=theme.cell_text_size), xgap=2, ygap=2,
                  colorbar=dict(title=dict(text="divergence")), hovertemplate="%{y} vs %{x}: %{z:.2f}<extra></extra>")
-    layout = base_layout(title or "How differently each pair of heads attends (0 = the same pattern)",
+    layout = base_layout(theme=theme, title=title or "How differently each pair of heads attends (0 = the same pattern)",
                          height=220 + 60 * H, width=min(TOY_WIDTH, 320 + 80 * H),
                          xaxis=dict(type="category"), yaxis=dict(type="category", autorange="reversed"))
     return go.Figure(data=[trace], layout=layout)
 
 
-def ablation_figure(accuracy, relations, heads_on, *, baseline=None, baselines: dict | None = None,
-                    title: str | None = None, validate: bool = True) -> go.Figure:
+def ablation_figure(accuracy, relations, heads_off, *, baseline=None, baselines: dict | None = None,
+                    title: str | None = None, validate: bool = True, theme: Theme | None = None) -> go.Figure:
     """Per-relation accuracy with some heads switched off (bars), beside all heads on (markers).
 
     ``baselines`` (``{"label": (R,)}``) adds one labelled line per baseline, such as chance.
 
     Shapes:
         accuracy, baseline: (R,)
-        heads_on: (H,) bool
+        heads_off: (H,) bool, True = off (the package's one encoding; the widget passes it)
     """
+    theme = projector.resolve(theme)
     acc = np.asarray(accuracy, dtype=float)
-    on = [bool(x) for x in heads_on]
+    switched_off = np.asarray(heads_off)
+    if switched_off.dtype != bool or switched_off.ndim != 1:
+        raise TypeError(f"heads_off must be an (H,) bool array, True = off; got dtype {switched_off.dtype}, "
+                        f"shape {switched_off.shape}")
+    on = [not x for x in switched_off]
     off = [str(h + 1) for h, flag in enumerate(on) if not flag]
     label = "every head on" if not off else ("every head off" if len(off) == len(on) else f"head{'s' if len(off) > 1 else ''} {', '.join(off)} off")
     data = [dict(type="bar", name=label, x=list(relations), y=acc, marker=dict(color=COLORS[0]),
@@ -285,19 +301,20 @@ def ablation_figure(accuracy, relations, heads_on, *, baseline=None, baselines: 
                                                                           line=dict(width=3, color="black")),
                          hovertemplate="all heads on, %{x}: %{y:.3f}<extra></extra>"))
     data += baseline_traces(baselines, relations)
-    layout = base_layout(title or f"Accuracy per relation, {label}", height=420, width=TOY_WIDTH,
+    layout = base_layout(theme=theme, title=title or f"Accuracy per relation, {label}", height=420, width=TOY_WIDTH,
                          yaxis=dict(range=[0, 1.12], title=dict(text="accuracy")), xaxis=dict(type="category"),
                          legend=dict(orientation="h", y=-0.2))
     return go.Figure(data=data, layout=layout, _validate=validate)
 
 
-def removal_figure(single, greedy, relations, *, title: str | None = None) -> go.Figure:
+def removal_figure(single, greedy, relations, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Left: accuracy with each head off alone. Right: accuracy as heads are removed greedily.
 
     Shapes:
         single: (H, R)
         greedy: list of (heads off, accuracy (R,)), from none off to all off
     """
+    theme = projector.resolve(theme)
     from plotly.subplots import make_subplots
 
     single = np.asarray(single, dtype=float)
@@ -316,7 +333,7 @@ def removal_figure(single, greedy, relations, *, title: str | None = None) -> go
                                  legendgroup=relations[r], showlegend=False, line=dict(color=colour, width=3),
                                  customdata=labels, hovertemplate=f"%{{customdata}} off, {relations[r]}: %{{y:.2f}}<extra></extra>"),
                       row=1, col=2)
-    fig.update_layout(**base_layout(title or "What switching heads off costs", height=480, width=TOY_WIDTH,
+    fig.update_layout(**base_layout(theme=theme, title=title or "What switching heads off costs", height=480, width=TOY_WIDTH,
                                     barmode="group", legend=dict(orientation="h", y=-0.3),
                                     margin=dict(l=80, r=20, t=100, b=150)))
     fig.update_xaxes(tickangle=-35, row=1, col=1)
@@ -325,16 +342,17 @@ def removal_figure(single, greedy, relations, *, title: str | None = None) -> go
     fig.update_xaxes(tickvals=list(range(H + 1)), ticktext=labels, tickangle=-35, title_text="heads off (in order)",
                      row=1, col=2)
     for a in fig.layout.annotations:
-        a.font = dict(size=FONT_SIZE)
+        a.font = dict(size=theme.font_size)
     return fig
 
 
-def bottleneck_figure(sweep: dict, *, title: str | None = None) -> go.Figure:
+def bottleneck_figure(sweep: dict, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Accuracy against head count at a fixed d_model: every seed as a dot, the mean as a line.
 
     ``sweep`` is what ``mha_core.models.bottleneck_sweep`` returns (rows of n_heads,
     d_head, accuracy per seed, mean, min, max).
     """
+    theme = projector.resolve(theme)
     rows = sweep["rows"]
     labels = [f"{r['n_heads']}<br>d_head {r['d_head']}" for r in rows]
     mean = [r["mean"] for r in rows]
@@ -348,7 +366,7 @@ def bottleneck_figure(sweep: dict, *, title: str | None = None) -> go.Figure:
     data.append(dict(type="scatter", mode="markers", name="one seed", x=xs, y=ys,
                      marker=dict(size=8, color=COLORS[1], symbol="circle-open", line=dict(width=2)),
                      hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
-    layout = base_layout(
+    layout = base_layout(theme=theme, title=
         title or f"Accuracy on 'last match' against head count, d_model = {sweep['d_model']} fixed",
         height=460, width=TOY_WIDTH, legend=dict(orientation="h", y=-0.32),
         xaxis=dict(type="category", title_text="heads H (and d_head = d_model / H)"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .. import _validate
 from .tasks import IGNORE
 
 #: A head serves a relation when at least this share of its weight lands on the relation's targets.
@@ -123,20 +124,17 @@ def duplicate_pairs(similarity, threshold: float = DUPLICATE_THRESHOLD) -> list[
     return sorted(pairs, key=lambda p: p[2])
 
 
-def ablation_accuracy(model, batch, heads_off=()) -> np.ndarray:
-    """Per-relation accuracy with the heads in ``heads_off`` (0-based) switched off.
+def ablation_accuracy(model, batch, heads_off=None) -> np.ndarray:
+    """Per-relation accuracy with the heads in ``heads_off`` switched off.
+
+    ``heads_off``: (H,) bool, True = off, or head indices counted from 0, such as ``[0, 2]``.
 
     Shapes:
         returns: (R,)
     """
-    H = model.n_heads
-    bad = [h for h in heads_off if not 0 <= int(h) < H]
-    if bad:
-        raise ValueError(f"heads_off holds {bad}; heads are numbered 0..{H - 1}")
-    heads_on = np.ones(H, dtype=bool)
-    heads_on[list(heads_off)] = False
+    off = _validate.heads_off(heads_off, model.n_heads)  # (H,) bool; names a head that does not exist
     with torch.no_grad():
-        logits, _ = model(batch.tokens, heads_on=heads_on)
+        logits, _ = model(batch.tokens, heads_off=off)
     return accuracy(logits, batch.targets)
 
 

@@ -68,7 +68,7 @@ class Task:
         """``batch_size`` random sequences and their targets, from ``seed`` or ``generator`` (not the global RNG)."""
         batch_size = _validate.positive_int(batch_size, "batch_size")
         if generator is None:
-            generator = torch.Generator().manual_seed(check_seed(seed if seed is not None else 0))
+            generator = torch.Generator().manual_seed(_validate.seed_int(seed if seed is not None else 0))
         tokens = torch.randint(0, self.vocab_size, (batch_size, self.seq_len), generator=generator)  # (B, T)
         targets, positions = self.make(tokens)
         return Batch(tokens, targets, positions)
@@ -98,11 +98,6 @@ class Task:
             raise ValueError(f"tokens must lie in 0..{self.vocab_size - 1} (the task's vocab_size={self.vocab_size}); "
                              f"got values {low}..{high}")
         return tokens
-
-
-def check_seed(seed) -> int:
-    """``seed`` as an int from 0 to 2**32 - 1, or a TypeError/ValueError naming ``seed`` (``_validate.seed_int``)."""
-    return _validate.seed_int(seed)
 
 
 def _relations(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

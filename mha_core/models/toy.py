@@ -9,7 +9,7 @@ The attention layer is the package's own ``mha_core.TorchMultiHeadAttention``.
 
 Switching heads off. A head's output reaches the rest of the model only through its
 block of W_O (notebook 04: the output is a sum of one term per head). ``forward(...,
-heads_on=...)`` therefore computes the per-head outputs itself from the layer's
+heads_off=...)`` therefore computes the per-head outputs itself from the layer's
 public parts - the per-head weights the layer returns with ``need_weights=True``,
 and the value rows of its fused projection ``w_qkv`` - zeroes the heads that are off,
 and applies the layer's output projection (``w_out``, ``b_out``). With every head on this
@@ -26,7 +26,7 @@ from torch import nn
 
 from .. import _validate
 from ..torch_attention import TorchMultiHeadAttention
-from .tasks import check_seed, get_task
+from .tasks import get_task
 
 D_MODEL = 48
 
@@ -53,7 +53,7 @@ class ToyModel(nn.Module):
     def __init__(self, n_heads: int, *, d_model: int = D_MODEL, task="relations", seed: int = 0):
         super().__init__()
         d_model, n_heads, _ = _validate.head_counts(d_model, n_heads)
-        seed = check_seed(seed)
+        seed = _validate.seed_int(seed)
         self.task = get_task(task)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         V, T, C, R = self.task.vocab_size, self.task.seq_len, self.task.n_classes, len(self.task.relations)
@@ -68,19 +68,19 @@ class ToyModel(nn.Module):
         T = self.task.check_tokens(tokens).shape[1]  # a token past the vocabulary is named, not an IndexError
         return self.token_embedding(tokens) + self.position_embedding.weight[:T]  # (B, T, D)
 
-    def forward(self, tokens: torch.Tensor, *, heads_on=None, need_weights: bool = False) -> ToyOutput:
-        """Logits for every relation; ``heads_on`` (H bools) switches heads off.
+    def forward(self, tokens: torch.Tensor, *, heads_off=None, need_weights: bool = False) -> ToyOutput:
+        """Logits for every relation; ``heads_off`` (H bools, True = off; or head indices) switches heads off.
 
         Shapes:
             tokens: (B, T) int64
-            heads_on: (H,) bool, or None for all heads on
+            heads_off: (H,) bool, or None for every head on
             returns: ToyOutput(logits (R, B, T, C), weights (B, H, T, T) or None)
         """
         x = self.embed(tokens)  # (B, T, D)
-        if heads_on is None:
+        if heads_off is None:
             attn, weights = self.attention(x, is_causal=True, need_weights=need_weights)  # (B, T, D), (B, H, T, T)
         else:
-            attn, weights = self.attention_with_heads(x, heads_on)
+            attn, weights = self.attention_with_heads(x, heads_off)
         h = x + attn  # (B, T, D): the residual path keeps x even with every head off
         logits = torch.stack([readout(h) for readout in self.readouts])  # (R, B, T, C)
         return ToyOutput(logits, weights)
@@ -101,17 +101,15 @@ class ToyModel(nn.Module):
         v = v.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
         return weights @ v, weights  # (B, H, T, Dh), (B, H, T, T)
 
-    def attention_with_heads(self, x: torch.Tensor, heads_on) -> tuple[torch.Tensor, torch.Tensor]:
-        """The attention layer's output with the heads in ``heads_on`` kept and the others zeroed.
+    def attention_with_heads(self, x: torch.Tensor, heads_off) -> tuple[torch.Tensor, torch.Tensor]:
+        """The attention layer's output with the heads in ``heads_off`` zeroed and the others kept.
 
         Shapes:
             x: (B, T, D)
-            heads_on: (H,) bool
+            heads_off: (H,) bool, True = off (or head indices, such as [0, 2])
             returns: output (B, T, D), weights (B, H, T, T) (of every head, on or off)
         """
-        on = torch.as_tensor(heads_on, dtype=torch.bool).reshape(-1)
-        if on.numel() != self.n_heads:
-            raise ValueError(f"heads_on must hold one flag per head ({self.n_heads}); got {on.numel()}")
+        on = torch.from_numpy(~_validate.heads_off(heads_off, self.n_heads))  # (H,) bool, True = on
         B, T, D = x.shape
         head_outputs, weights = self.head_outputs(x)  # (B, H, T, Dh), (B, H, T, T)
         head_outputs = head_outputs * on.to(x.dtype).view(1, -1, 1, 1)  # (B, H, T, Dh): heads off give zeros

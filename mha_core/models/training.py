@@ -29,8 +29,6 @@ interrupted run is never put in ``trained``'s cache.
 from __future__ import annotations
 
 import contextlib
-import math
-import numbers
 import signal
 import threading
 from dataclasses import dataclass, field, replace
@@ -42,7 +40,7 @@ import torch.nn.functional as F
 
 from .. import _validate
 from .analysis import accuracy, role_scores
-from .tasks import IGNORE, Batch, check_seed, get_task
+from .tasks import IGNORE, Batch, get_task
 from .toy import D_MODEL, ToyModel
 
 #: The evaluation batch is the same for every run: the same sequences score every model.
@@ -67,24 +65,13 @@ class TrainConfig:
     def __post_init__(self):
         _validate.head_counts(self.d_model, self.n_heads)
         get_task(self.task)
-        for name in ("max_steps", "batch_size", "eval_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise TypeError(f"{name} must be a whole number of at least 1; got {value!r} ({type(value).__name__})")
-            if value < 1:
-                raise ValueError(f"{name}={value} is too small; {name} must be a whole number of at least 1")
-        for name, valid, fits in (("lr", "a finite number above 0, such as 3e-3", lambda v: math.isfinite(v) and v > 0),
-                                  ("target_accuracy", "a number above 0 and at most 1, such as 0.99", lambda v: 0 < v <= 1)):
-            value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-                raise TypeError(f"{name} must be {valid}; got {value!r} ({type(value).__name__})")
-            if not fits(value):
-                raise ValueError(f"{name}={value!r} is out of range; {name} must be {valid}")
-            object.__setattr__(self, name, float(value))
         # Plain ints and floats (np.int64(3) becomes 3): torch's generators take nothing else.
-        object.__setattr__(self, "seed", check_seed(self.seed))
         for name in ("n_heads", "d_model", "max_steps", "batch_size", "eval_every"):
-            object.__setattr__(self, name, int(getattr(self, name)))
+            object.__setattr__(self, name, _validate.positive_int(getattr(self, name), name))
+        object.__setattr__(self, "lr", _validate.positive_number(self.lr, "lr", example="3e-3"))
+        object.__setattr__(self, "target_accuracy", _validate.real_number(
+            self.target_accuracy, "target_accuracy", "a number above 0 and at most 1, such as 0.99", lambda v: 0 < v <= 1))
+        object.__setattr__(self, "seed", _validate.seed_int(self.seed))
 
     def memory_bytes(self) -> int:
         """About how many bytes training this config holds at once (float32); ``train`` checks it first.

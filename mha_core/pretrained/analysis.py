@@ -17,10 +17,13 @@ are counted from 0 here; ``encoder.head_name`` gives the names people read (``"L
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Hashable, Iterable
 
 import numpy as np
+
+from .. import _validate
 
 #: Tokens that mark the sentence rather than carry a word.
 SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]"})
@@ -148,6 +151,38 @@ class Neighbours:
                 if self.words[self.labels.index(label)] in words:
                     hits.append((l, h, label, cosine))
         return sorted(hits, key=lambda hit: -hit[3])
+
+    def nearest_in_every_head(self, *, exclude_words=()) -> tuple[np.ndarray, np.ndarray]:
+        """Each head's nearest candidate (ignoring ``exclude_words``): its label and its cosine.
+
+        Shapes:
+            returns: labels (L, H) of str (object array), cosines (L, H)
+        """
+        L, H, _ = self.similarity.shape
+        labels = np.empty((L, H), dtype=object)
+        cosines = np.zeros((L, H))
+        for l in range(L):
+            for h in range(H):
+                labels[l, h], cosines[l, h] = self.nearest(l, h, 1, exclude_words=exclude_words)[0]
+        return labels, cosines
+
+    def nearest_counts(self, *, by: str = "word", exclude_words=()) -> Counter:
+        """In how many heads each candidate is the nearest: counted by ``word`` ("key") or by ``label`` ("key (4)")."""
+        _validate.choice(by, "by", ("word", "label"))
+        labels, _ = self.nearest_in_every_head(exclude_words=exclude_words)  # (L, H)
+        if by == "label":
+            return Counter(labels.ravel().tolist())
+        return Counter(self.words[self.labels.index(label)] for label in labels.ravel())
+
+    def nearest_length_ratios(self) -> np.ndarray:
+        """Per head: ``length_ratio`` of its nearest candidate, |k| of that candidate over |k| of the query token.
+
+        Shapes:
+            returns: (L, H)
+        """
+        labels, _ = self.nearest_in_every_head()  # (L, H)
+        L, H = labels.shape
+        return np.array([[self.length_ratio(l, h, labels[l, h]) for h in range(H)] for l in range(L)])  # (L, H)
 
 
 def key_neighbours(model, encodings, *, sentence: int = 0, word: str = "key") -> Neighbours:
@@ -354,8 +389,7 @@ class EmbeddingKeeper:
     def __init__(self, model, texts):
         self.model = model
         self.x, self.padding = model.layer_inputs(list(texts))  # (N, T, D), (N, T)
-        on = np.ones((model.n_layers, model.n_heads))
-        self.reference = model.pool(model.run_from(self.x, self.padding, 0, on)[-1], self.padding)  # (N, D)
+        self.reference = model.pool(model.run_from(self.x, self.padding, 0)[-1], self.padding)  # (N, D)
         self._inputs: list[np.ndarray] | None = None
         self._removed: frozenset = frozenset()
 
@@ -365,13 +399,11 @@ class EmbeddingKeeper:
         Shapes:
             returns: (N,)
         """
-        on = self.model.heads_on(sorted(removed))
-        pruned = self.model.pool(self.model.run_from(self.x, self.padding, 0, on)[-1], self.padding)  # (N, D)
+        pruned = self.model.pool(self.model.run_from(self.x, self.padding, 0, removed)[-1], self.padding)  # (N, D)
         return (pruned * self.reference).sum(axis=-1)
 
     def prepare(self, removed: frozenset) -> None:
-        on = self.model.heads_on(sorted(removed))
-        self._inputs = [self.x] + self.model.run_from(self.x, self.padding, 0, on)[:-1]  # input of each layer
+        self._inputs = [self.x] + self.model.run_from(self.x, self.padding, 0, removed)[:-1]  # input of each layer
         self._removed = frozenset(removed)
 
     def __call__(self, removed: frozenset) -> float:
@@ -379,8 +411,7 @@ class EmbeddingKeeper:
         if self._inputs is None or not self._removed <= removed or not new:
             return float(self.cosines(removed).mean())
         start = min(layer for layer, _ in new)
-        on = self.model.heads_on(sorted(removed))
-        last = self.model.run_from(self._inputs[start], self.padding, start, on)[-1]  # (N, T, D)
+        last = self.model.run_from(self._inputs[start], self.padding, start, removed)[-1]  # (N, T, D)
         return float((self.model.pool(last, self.padding) * self.reference).sum(axis=-1).mean())
 
 
@@ -412,12 +443,11 @@ def single_head_removal(model, texts, heads=None) -> np.ndarray:
     keeper.prepare(frozenset())
     L, H = model.n_layers, model.n_heads
     heads = [(l, h) for l in range(L) for h in range(H)] if heads is None else [tuple(p) for p in heads]
-    model.heads_on(heads)  # the one check of every pair
+    _validate.heads_off(heads, H, L)  # the one check of every pair, before any work
     cosines = np.full((L, H, len(keeper.reference)), np.nan)
     for layer, head in heads:
         start_input = keeper._inputs[layer]  # (N, T, D): the input of this layer, every head on below
-        on = model.heads_on([(layer, head)])
-        last = model.run_from(start_input, keeper.padding, layer, on)[-1]  # (N, T, D)
+        last = model.run_from(start_input, keeper.padding, layer, [(layer, head)])[-1]  # (N, T, D)
         cosines[layer, head] = (model.pool(last, keeper.padding) * keeper.reference).sum(axis=-1)  # (N,)
     return cosines
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import numbers
 import re
 import warnings
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _validate
 from ..attention import AttentionResult, MultiHeadAttention, output_projection, project, split_heads
 from ..blocks import BERT_LAYER_NORM_EPS, gelu, layer_norm
 from . import loader
@@ -78,6 +78,7 @@ class Encoding:
         hidden_states: (L+1, T, D)    the embeddings, then each layer's output
         embedding: (D,)               mean over tokens of the last layer, L2-normalised
         layers: L AttentionResults    each layer's attention, step by step (q, k, v, scores, ...)
+        heads_off: (L, H) bool        the heads switched off for this run, True = off
     """
 
     text: str
@@ -87,7 +88,7 @@ class Encoding:
     hidden_states: np.ndarray
     embedding: np.ndarray
     layers: tuple[AttentionResult, ...]
-    heads_off: frozenset
+    heads_off: np.ndarray
     n_word_pieces: int
 
     @property
@@ -123,19 +124,19 @@ class EncoderLayer:
     norm_2: tuple[np.ndarray, np.ndarray]
     eps: float = BERT_LAYER_NORM_EPS
 
-    def __call__(self, x: np.ndarray, *, key_padding_mask=None, heads_on=None) -> tuple[np.ndarray, AttentionResult]:
-        """Run the layer; ``heads_on`` (H,) zeroes the heads that are off before the output projection.
+    def __call__(self, x: np.ndarray, *, key_padding_mask=None, heads_off=None) -> tuple[np.ndarray, AttentionResult]:
+        """Run the layer; ``heads_off`` (H,) bool (True = off) zeroes those heads before the output projection.
 
         Shapes:
             x: (B, T, D)
             key_padding_mask: (B, T) bool, True = padding; or None
-            heads_on: (H,) or None
+            heads_off: (H,) bool, or None for every head on
             returns: (B, T, D), and the layer's AttentionResult (output with the heads off)
         """
         attended = self.attention(x, key_padding_mask=key_padding_mask)
-        if heads_on is not None:
+        if heads_off is not None:
             # The core's own switch: a head that is off contributes nothing; the output bias stays.
-            output = output_projection(attended.head_outputs, self.attention.w_o, self.attention.b_o, heads_on=heads_on)
+            output = output_projection(attended.head_outputs, self.attention.w_o, self.attention.b_o, heads_off=heads_off)
             attended = dataclasses.replace(attended, output=output)  # (B, T, D)
         x = layer_norm(x + attended.output, *self.norm_1, eps=self.eps)
         x = layer_norm(x + self.feed_forward(x), *self.norm_2, eps=self.eps)
@@ -147,8 +148,8 @@ class MiniLM:
 
     Build it with ``load_minilm()``. ``encode(text)`` runs one text and keeps every
     intermediate; ``embed(texts)`` runs many at once and keeps only their embeddings.
-    Both take ``heads_off``: heads to switch off, as (layer, head) pairs counted from 0
-    or a bool array of shape (L, H) (True = off).
+    Both take ``heads_off``: heads to switch off, as a bool array of shape (L, H)
+    (True = off) or as (layer, head) pairs counted from 0.
     """
 
     def __init__(self, *, config: dict, weights: dict[str, np.ndarray], tokenizer, max_tokens: int = MAX_TOKENS):
@@ -181,7 +182,7 @@ class MiniLM:
         self.layers: list[EncoderLayer] = []
         for i in range(self.n_layers):
             p = f"encoder.layer.{i}."
-            attention = MultiHeadAttention.from_weights(
+            attention = MultiHeadAttention.from_parameters(
                 w_q=t(p + "attention.self.query.weight"),  # (D, H*Dh)
                 w_k=t(p + "attention.self.key.weight"),  # (D, H*Dh)
                 w_v=t(p + "attention.self.value.weight"),  # (D, H*Dh)
@@ -207,6 +208,11 @@ class MiniLM:
             f"MiniLM({MODEL_NAME}: {self.n_layers} layers x {self.n_heads} heads, d_model={self.d_model}, "
             f"d_head={self.d_head}, d_ff={self.d_ff}, vocab={self.vocab_size}, max_tokens={self.max_tokens})"
         )
+
+    @property
+    def n_heads_total(self) -> int:
+        """Every head of the model, all layers together: layers x heads per layer (6 x 12 = 72 for MiniLM)."""
+        return self.n_layers * self.n_heads
 
     @property
     def head_names(self) -> list[str]:
@@ -277,45 +283,18 @@ class MiniLM:
         x = x + self.position_embeddings[:T] + self.token_type_embedding  # (..., T, D)
         return layer_norm(x, *self.embedding_norm, eps=self.eps)
 
-    # -- heads switched off -------------------------------------------------------------
-
-    def heads_on(self, heads_off=None) -> np.ndarray:
-        """Turn ``heads_off`` into a (L, H) array of 1.0 (on) and 0.0 (off).
-
-        ``heads_off``: None, (layer, head) pairs counted from 0, or a bool array (L, H), True = off.
-
-        Shapes:
-            returns: (L, H)
-        """
-        L, H = self.n_layers, self.n_heads
-        on = np.ones((L, H))
-        if heads_off is None:
-            return on
-        if isinstance(heads_off, np.ndarray) and heads_off.dtype == bool:
-            if heads_off.shape != (L, H):
-                raise ValueError(f"heads_off as a bool array must have shape (L, H) = ({L}, {H}); got {heads_off.shape}")
-            return np.where(heads_off, 0.0, 1.0)
-        if isinstance(heads_off, (str, bytes)) or not hasattr(heads_off, "__iter__"):
-            raise TypeError(f"heads_off must be (layer, head) pairs or a bool array of shape ({L}, {H}); got {heads_off!r:.60}")
-        for pair in heads_off:
-            if not (isinstance(pair, (tuple, list)) and len(pair) == 2
-                    and all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in pair)):
-                raise TypeError(f"heads_off holds (layer, head) pairs of whole numbers; got {pair!r}")
-            layer, head = int(pair[0]), int(pair[1])
-            if not (0 <= layer < L and 0 <= head < H):
-                raise ValueError(f"heads_off has {(layer, head)}; valid layers are 0 to {L - 1} and heads 0 to {H - 1} (counted from 0)")
-            on[layer, head] = 0.0
-        return on
-
     # -- the forward pass ---------------------------------------------------------------
 
-    def _run(self, x: np.ndarray, key_padding_mask, heads_on: np.ndarray, keep: bool):
-        """All layers on (B, T, D) inputs; returns hidden states (L+1 entries) and attention results."""
+    def _run(self, x: np.ndarray, key_padding_mask, heads_off: np.ndarray, keep: bool):
+        """All layers on (B, T, D) inputs; returns hidden states (L+1 entries) and attention results.
+
+        ``heads_off``: (L, H) bool, True = off.
+        """
         hidden, results = [x], []
         with one_blas_thread():
             for i, layer in enumerate(self.layers):
-                switch = None if heads_on[i].all() else heads_on[i]
-                x, attended = layer(x, key_padding_mask=key_padding_mask, heads_on=switch)
+                switch = heads_off[i] if heads_off[i].any() else None
+                x, attended = layer(x, key_padding_mask=key_padding_mask, heads_off=switch)
                 hidden.append(x)
                 if keep:
                     results.append(attended)
@@ -337,12 +316,11 @@ class MiniLM:
                 UserWarning,
                 stacklevel=2,
             )
-        on = self.heads_on(heads_off)
+        off = _validate.heads_off(heads_off, self.n_heads, self.n_layers)  # (L, H) bool
         x = self.embed_tokens(ids[None])  # (1, T, D)
-        hidden, results = self._run(x, None, on, keep=True)
+        hidden, results = self._run(x, None, off, keep=True)
         hidden_states = np.stack([h[0] for h in hidden])  # (L+1, T, D)
         pooled = hidden_states[-1].mean(axis=0)  # (D,)
-        off = frozenset((int(l), int(h)) for l, h in zip(*np.nonzero(on == 0)))
         return Encoding(
             text=text,
             tokens=tokens,
@@ -369,9 +347,9 @@ class MiniLM:
         if not texts:
             raise ValueError("texts is empty; give at least one text")
         pieces = [self.tokenize(t)[1] for t in texts]
-        on = self.heads_on(heads_off)
+        off = _validate.heads_off(heads_off, self.n_heads, self.n_layers)  # (L, H) bool
         ids, padding = self._pad(pieces)  # (N, T), (N, T)
-        hidden, _ = self._run(self.embed_tokens(ids), padding, on, keep=False)
+        hidden, _ = self._run(self.embed_tokens(ids), padding, off, keep=False)
         return self.pool(hidden[-1], padding)
 
     def layer_inputs(self, texts) -> tuple[np.ndarray, np.ndarray]:
@@ -383,20 +361,22 @@ class MiniLM:
         ids, padding = self._pad([self.tokenize(t)[1] for t in texts])
         return self.embed_tokens(ids), padding
 
-    def run_from(self, x: np.ndarray, key_padding_mask: np.ndarray, start: int, heads_on: np.ndarray) -> list[np.ndarray]:
+    def run_from(self, x: np.ndarray, key_padding_mask: np.ndarray, start: int, heads_off=None) -> list[np.ndarray]:
         """Run layers ``start`` to L-1 on ``x`` (the input of layer ``start``); return each layer's output.
 
-        Lets a search that switches off a head in layer l reuse layers 0 to l-1.
+        Lets a search that switches off a head in layer l reuse layers 0 to l-1. ``heads_off``
+        as for ``encode``: (L, H) bool, True = off, or (layer, head) pairs.
 
         Shapes:
-            x: (N, T, D); key_padding_mask: (N, T); heads_on: (L, H)
+            x: (N, T, D); key_padding_mask: (N, T); heads_off: (L, H) bool or None
             returns: L - start arrays of shape (N, T, D)
         """
+        off = _validate.heads_off(heads_off, self.n_heads, self.n_layers)  # (L, H) bool
         outputs = []
         with one_blas_thread():
             for i in range(start, self.n_layers):
-                switch = None if heads_on[i].all() else heads_on[i]
-                x, _ = self.layers[i](x, key_padding_mask=key_padding_mask, heads_on=switch)
+                switch = off[i] if off[i].any() else None
+                x, _ = self.layers[i](x, key_padding_mask=key_padding_mask, heads_off=switch)
                 outputs.append(x)
         return outputs
 
@@ -432,8 +412,7 @@ class MiniLM:
         Shapes:
             returns: (H, T, Dh)
         """
-        if not (isinstance(layer, numbers.Integral) and 0 <= layer < self.n_layers):
-            raise ValueError(f"layer={layer!r}; valid layers are 0 to {self.n_layers - 1} (counted from 0)")
+        layer = _validate.index(layer, "layer", self.n_layers, "layers")
         attention = self.layers[layer].attention
         x = encoding.hidden_states[layer][None]  # (1, T, D): the input of this layer
         k = project(x, attention.w_k, attention.b_k if bias else None)  # (1, T, H*Dh)
@@ -447,4 +426,4 @@ def load_minilm(path: str | Path | None = None) -> MiniLM:
     package when it is missing.
     """
     folder = loader.model_dir(path)
-    return MiniLM(config=loader.read_config(folder), weights=loader.read_weights(folder), tokenizer=loader.read_tokenizer(folder))
+    return MiniLM(config=loader.read_config(folder), weights=loader.read_parameters(folder), tokenizer=loader.read_tokenizer(folder))

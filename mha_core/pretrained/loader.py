@@ -66,7 +66,7 @@ def read_config(folder: Path) -> dict:
     return config
 
 
-def read_weights(folder: Path) -> dict[str, np.ndarray]:
+def read_parameters(folder: Path) -> dict[str, np.ndarray]:
     """Every tensor in ``model.safetensors`` as a NumPy array, as stored (float32), keyed by name."""
     try:
         from safetensors.numpy import load_file

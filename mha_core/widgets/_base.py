@@ -10,7 +10,7 @@ import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import projector
+from .. import _validate, projector
 from ..figures._style import WIDGET_WIDTH
 
 
@@ -195,36 +195,24 @@ def static_mode() -> bool:
     return os.environ.get(STATIC_ENV, "") not in ("", "0")
 
 
-#: Control text at 16 px, readable from the back of a room (ipywidgets' default is 13 px).
-LARGE_CONTROLS_CSS = (
-    "<style>.mha-large-controls .widget-toggle-button, .mha-large-controls .widget-label,"
-    " .mha-large-controls .widget-readout { font-size: 16px; }</style>"
-)
+def large_controls_css(theme: projector.Theme) -> str:
+    """Control text at the theme's control size (16 px on a laptop; ipywidgets' default is 13 px)."""
+    return ("<style>.mha-large-controls .widget-toggle-button, .mha-large-controls .widget-label,"
+            f" .mha-large-controls .widget-readout {{ font-size: {theme.control_font_size}px; }}</style>")
 
 
-def large_controls_box(*children) -> widgets.VBox:
-    """A VBox whose buttons, labels and readouts use 16 px text."""
-    box = widgets.VBox([widgets.HTML(LARGE_CONTROLS_CSS), *children])
+def large_controls_box(*children, theme: projector.Theme | None = None) -> widgets.VBox:
+    """A VBox whose buttons, labels and readouts use the theme's control text size (None: the theme in use)."""
+    box = widgets.VBox([widgets.HTML(large_controls_css(projector.resolve(theme))), *children])
     box.add_class("mha-large-controls")
     return box
 
 
 def check_choice(value, name: str, choices, *, kind: type | tuple = ()) -> object:
-    """``value`` if it is one of ``choices``; else a ValueError (TypeError for the wrong type)
-    naming ``name``, what was given and the valid choices. A control built from a bad
-    setting would otherwise fail deep inside ipywidgets ("Invalid selection") or clamp it
+    """``value`` if it is one of ``choices``; else a clear error (``_validate.choice``). A control built
+    from a bad setting would otherwise fail deep inside ipywidgets ("Invalid selection") or clamp it
     without a word."""
-    choices = list(choices)
-    listed = ", ".join(repr(c) if isinstance(c, str) else str(c) for c in choices)
-    if kind and (not isinstance(value, kind) or isinstance(value, bool)):
-        raise TypeError(f"{name} must be one of {listed}; got {value!r} ({type(value).__name__})")
-    try:
-        ok = value in choices
-    except TypeError:
-        ok = False
-    if not ok:
-        raise ValueError(f"{name}={value!r} is not a valid choice; valid values are {listed}")
-    return value
+    return _validate.choice(value, name, choices, kind=kind)
 
 
 def message_box() -> widgets.HTML:
@@ -232,8 +220,11 @@ def message_box() -> widgets.HTML:
     return widgets.HTML(value="", layout=widgets.Layout(min_height="1.6em"))
 
 
-def show_message(box: widgets.HTML, text: str, *, kind: str = "warning") -> None:
-    """Show ``text`` (plain text, escaped) in ``box``; ``kind`` is 'warning' or 'info'."""
+def show_message(box: widgets.HTML, text: str, *, kind: str = "warning", theme: projector.Theme | None = None) -> None:
+    """Show ``text`` (plain text, escaped) in ``box``; ``kind`` is 'warning' or 'info'.
+
+    The text uses ``theme``'s control size (None: the theme in use now).
+    """
     colour = {"warning": "#8a4b00", "info": "#1b4f72"}.get(kind, "#333")
-    px = projector.theme().control_font_size
+    px = projector.resolve(theme).control_font_size
     box.value = f'<div style="font-size:{px}px;color:{colour}" role="status">{html.escape(text)}</div>' if text else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .. import _validate
+from .. import _validate, projector
 from ..costs import valid_head_counts
 from ..examples import TOKENS, head_weights
 from ..figures._style import WIDGET_WIDTH
@@ -26,6 +26,7 @@ class HeadGrid(ControlGroup):
     def __init__(self, d_model: int = 16, n_heads: int = 4, *, seed: int = 0):
         d_model, n_heads, _ = _validate.head_counts(d_model, n_heads)  # names the valid head counts
         self.d_model, self.seed = d_model, seed
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         options = valid_head_counts(d_model)
         self.head_count = widgets.ToggleButtons(
             options=[(str(h), h) for h in options], value=n_heads, description="heads H",
@@ -41,7 +42,8 @@ class HeadGrid(ControlGroup):
             f"Attention weights of each head: H = {n_heads} {'head' if n_heads == 1 else 'heads'} of d_head = {self.d_model // n_heads} "
             f"(d_model = {self.d_model}); outlined: each query's largest weight"
         )
-        return head_grid_spec(head_weights(self.d_model, n_heads, seed=self.seed), TOKENS, title=title, width=WIDGET_WIDTH)
+        return head_grid_spec(head_weights(self.d_model, n_heads, seed=self.seed), TOKENS, title=title, width=WIDGET_WIDTH,
+                              theme=self.theme)
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build(change["new"]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from .. import projector
 from ..examples import RUNNING_SENTENCE
 from ..figures.pretrained import LIVE_WIDTH, layer_heads_figure, pruning_step_figure
 from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
@@ -32,6 +33,17 @@ def text_problem(model, text: str) -> str | None:
     return None
 
 
+def unknown_note(model, tokens) -> str:
+    """A line saying what ``[UNK]`` is when ``tokens`` hold any, else ""."""
+    n = sum(t == "[UNK]" for t in tokens)
+    if not n:
+        return ""
+    return (f"{n} of these {len(tokens)} tokens {'is' if n == 1 else 'are'} [UNK], 'unknown': the model's "
+            f"vocabulary of {model.vocab_size:,} word pieces has none for what you typed there (most emoji and "
+            "Chinese characters, for example), so the model sees one [UNK] token in its place and cannot tell "
+            "which character it was.")
+
+
 class LayerHeadExplorer(ControlGroup):
     """Layer and head selectors and a text box, over one ``FigureWidget``.
 
@@ -42,6 +54,7 @@ class LayerHeadExplorer(ControlGroup):
 
     def __init__(self, model, text: str = RUNNING_SENTENCE, *, layer: int = 0, head: int = 0):
         self.model = model
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         problem = text_problem(model, text)
         if problem:
             raise ValueError(f"text={text!r}: {problem}")
@@ -71,7 +84,8 @@ class LayerHeadExplorer(ControlGroup):
     def _build(self):
         layer = self.layer.value
         weights = self.encoding.attentions[layer]  # (H, T, T)
-        return layer_heads_figure(weights, self.encoding.tokens, layer=layer, head=self.head.value, validate=False)
+        return layer_heads_figure(weights, self.encoding.tokens, layer=layer, head=self.head.value, validate=False,
+                                  theme=self.theme)
 
     def _redraw(self, change=None):
         update_in_place(self.figure, self._build())
@@ -79,10 +93,10 @@ class LayerHeadExplorer(ControlGroup):
     def _on_text(self, change):
         problem = text_problem(self.model, change["new"])
         if problem:
-            show_message(self.message, problem + f" Still showing: '{self.encoding.text}'.")
+            show_message(self.message, problem + f" Still showing: '{self.encoding.text}'.", theme=self.theme)
             return
         self.encoding = self.model.encode(change["new"])
-        show_message(self.message, "")
+        show_message(self.message, unknown_note(self.model, self.encoding.tokens), kind="info", theme=self.theme)
         self._redraw()
 
     @property
@@ -107,6 +121,7 @@ class PruningExplorer(ControlGroup):
     def __init__(self, record: dict, *, n_off: int | None = None, calibration=None):
         self.record = record
         self.calibration = calibration
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         steps = record["steps"]
         last = len(steps) - 1
         self.n_off = widgets.IntSlider(
@@ -119,25 +134,26 @@ class PruningExplorer(ControlGroup):
         self.n_off.observe(self._on_change, names="value")
 
     def _build(self, n_off: int):
-        return pruning_step(self.record, n_off, self.calibration)
+        return pruning_step(self.record, n_off, self.calibration, theme=self.theme)
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build(change["new"]))
         names = self.record["removed_names"][: change["new"]]
-        show_message(self.message, f"Off: {', '.join(names)}" if names else "Every head is on.", kind="info")
+        show_message(self.message, f"Off: {', '.join(names)}" if names else "Every head is on.", kind="info",
+                     theme=self.theme)
 
     @property
     def box(self) -> widgets.VBox:
         return widgets.VBox([self.n_off, self.message, self.figure])
 
 
-def pruning_step(record: dict, n_off: int, calibration=None):
+def pruning_step(record: dict, n_off: int, calibration=None, *, theme: projector.Theme | None = None):
     """The figure for ``n_off`` heads off, from the script's record (used by the widget and its checks)."""
     step = record["steps"][n_off]
     return pruning_step_figure(
         step["held_out_cosines"], record["held_out"], n_removed=n_off, threshold=record["threshold"],
         ranking_accuracy=step["pair_accuracy"], ranking_accuracy_full=record["steps"][0]["pair_accuracy"],
-        calibration=calibration, validate=False,
+        calibration=calibration, validate=False, theme=theme,
     )
 
 

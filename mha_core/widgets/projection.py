@@ -2,7 +2,8 @@
 
 The output for a token is ``b_o`` plus one part per head, ``head_outputs[h] @
 w_o_block(h)``, computed by ``analysis.token_parts``. Each checkbox keeps or drops one
-head's part; the output itself is computed by ``attention.output_projection(..., heads_on=...)``.
+head's part (a ticked box is a head that is on); the output itself is computed by
+``attention.output_projection(..., heads_off=...)``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import numpy as np
 
+from .. import projector
 from ..analysis import token_parts
 from ..examples import TOKENS, demo_layer, token_vectors
 from ..figures._style import WIDGET_WIDTH
@@ -30,6 +32,7 @@ class HeadSwitches(ControlGroup):
         check_choice(token, "token", TOKENS, kind=str)
         layer = demo_layer(d_model, n_heads, seed=seed)
         self.token = token
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         self.parts = token_parts(layer, token_vectors(d_model, seed=seed), TOKENS.index(token))
         self._output_all = self.parts.output()
         self.switches = [
@@ -40,31 +43,34 @@ class HeadSwitches(ControlGroup):
         for box in self.switches:
             box.add_class("mha-head-switch")
         self.message = message_box()
-        self.figure = figure_widget(self._build(self.heads_on))
+        self.figure = figure_widget(self._build(self.heads_off))
         for box in self.switches:
             box.observe(self._on_change, names="value")
 
     @property
-    def heads_on(self) -> np.ndarray:
-        return np.array([box.value for box in self.switches], dtype=bool)
+    def heads_off(self) -> np.ndarray:
+        """(H,) bool, True = off: the boxes that are not ticked."""
+        return np.array([not box.value for box in self.switches], dtype=bool)
 
-    def _build(self, heads_on: np.ndarray) -> dict:
+    def _build(self, heads_off: np.ndarray) -> dict:
         return contributions_spec(
-            self.parts.contributions, self.parts.layer.b_o, heads_on,
-            output=self.parts.output(heads_on), output_all=self._output_all, token=self.token, width=WIDGET_WIDTH,
+            self.parts.contributions, self.parts.layer.b_o, heads_off,
+            output=self.parts.output(heads_off), output_all=self._output_all, token=self.token, width=WIDGET_WIDTH,
+            theme=self.theme,
         )
 
     def _on_change(self, change):
-        heads_on = self.heads_on
-        update_in_place(self.figure, self._build(heads_on))
-        if not heads_on.any():
-            show_message(self.message, "Every head is off: what is left is the bias b_o (all zeros in this layer).", kind="info")
+        heads_off = self.heads_off
+        update_in_place(self.figure, self._build(heads_off))
+        if heads_off.all():
+            show_message(self.message, "Every head is off: what is left is the bias b_o (all zeros in this layer).", kind="info",
+                         theme=self.theme)
         else:
-            show_message(self.message, "")
+            show_message(self.message, "", theme=self.theme)
 
     @property
     def box(self) -> widgets.VBox:
-        label = widgets.HTML('<span style="font-size:16px">Heads switched on:</span>')
+        label = widgets.HTML(f'<span style="font-size:{self.theme.control_font_size}px">Heads switched on:</span>')
         # Wraps onto a second line when there are more heads than fit across the output area.
         row = widgets.HBox([label, *self.switches], layout=widgets.Layout(flex_flow="row wrap"))
         return widgets.VBox([row, self.message, self.figure])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import numpy as np
 
+from .. import _validate, projector
 from ..figures.qkv import token_qkv_spec
 from ._base import ControlGroup, figure_widget, large_controls_box, update_in_place
 
@@ -24,11 +25,8 @@ class TokenExplorer(ControlGroup):
                 f"q, k and v must each have shape (T, Dh) with T = {len(self.tokens)} tokens; "
                 f"got q {self.q.shape}, k {self.k.shape}, v {self.v.shape}"
             )
-        if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
-            raise TypeError(f"token must be a token index, 0 to {len(self.tokens) - 1}; got {token!r} ({type(token).__name__})")
-        if token not in range(len(self.tokens)):
-            raise ValueError(f"token={token!r} is not a token index; valid indices are 0 to {len(self.tokens) - 1}")
-        token = int(token)
+        token = _validate.index(token, "token", len(self.tokens), "tokens")
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         self.token = widgets.ToggleButtons(
             options=[(word, i) for i, word in enumerate(self.tokens)],
             value=token,
@@ -40,14 +38,14 @@ class TokenExplorer(ControlGroup):
         self.token.observe(self._on_change, names="value")
 
     def _build(self, token: int):
-        return token_qkv_spec(self.q, self.k, self.v, self.tokens, token)
+        return token_qkv_spec(self.q, self.k, self.v, self.tokens, token, theme=self.theme)
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build(change["new"]))
 
     @property
     def box(self) -> widgets.VBox:
-        return large_controls_box(self.token, self.figure)
+        return large_controls_box(self.token, self.figure, theme=self.theme)
 
 
 def token_explorer(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, *, token: int = 1) -> TokenExplorer:

@@ -4,19 +4,22 @@ Model, context length, batch, number format, GPU memory, the key/value head coun
 (from H, ordinary multi-head attention, through grouped-query to 1, multi-query) and,
 for a model with a sliding window, whether the cache keeps only the window, redraw one
 figure in place. Every number comes from ``mha_core.costs`` through
-``figures.serving.calculator_rows``; nothing here runs a model or times anything.
+``tables.calculator_rows``; nothing here runs a model or times anything.
 The presets are the models that generate text: an encoder (BERT, MiniLM) reads its
 whole input at once and keeps no KV cache.
 """
 
 from __future__ import annotations
 
+import numbers
+
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from .. import costs
-from ..figures.serving import bytes_text, calculator_rows, calculator_spec, kv_head_choices, kv_kind
-from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
+from .. import _validate, costs, projector
+from ..figures.serving import bytes_text, calculator_spec, kv_kind
+from ..tables import calculator_rows, kv_head_choices
+from ._base import ControlGroup, check_choice, figure_widget, message_box, show_message, update_in_place
 
 TOKEN_CHOICES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -30,8 +33,9 @@ WINDOW_CHOICES = (("the window", True), ("every token", False))
 CALCULATOR_MODELS = tuple(name for name, shape in costs.MODEL_SHAPES.items() if shape.generates)
 
 
-def calculator_readout(rows, n_kv_heads: int) -> str:
-    """The numbers of one setting as short HTML lines (all read from ``rows``, i.e. from ``mha_core.costs``)."""
+def calculator_readout(rows, n_kv_heads: int, *, theme: projector.Theme | None = None) -> str:
+    """The numbers of one setting as short HTML lines (all read from ``rows``, i.e. from ``mha_core.costs``),
+    in ``theme``'s control size (None: the theme in use now)."""
     k = rows.kv_head_counts.index(n_kv_heads)
     mha = rows.kv_head_counts.index(rows.n_heads)
     per_token = rows.bytes_per_token[k]
@@ -49,7 +53,8 @@ def calculator_readout(rows, n_kv_heads: int) -> str:
         f"sequences of {rows.n_tokens:,} tokens that fit: <b>{rows.sequences_that_fit[k]:,}</b> with {kind}"
         + ("" if k == mha else f" (with every head's own K and V, MHA: {rows.sequences_that_fit[mha]:,})"),
     ]
-    return '<div style="font-size:16px;line-height:1.5">' + "<br>".join(line for line in lines if line) + "</div>"
+    px = projector.resolve(theme).control_font_size
+    return f'<div style="font-size:{px}px;line-height:1.5">' + "<br>".join(line for line in lines if line) + "</div>"
 
 
 def window_line(rows, n_kv_heads: int) -> str:
@@ -115,19 +120,16 @@ class KVCacheCalculator(ControlGroup):
                              f"valid models are {', '.join(CALCULATOR_MODELS)}")
         if model not in CALCULATOR_MODELS:
             raise ValueError(f"model={model!r} is not a known shape; valid models are {', '.join(CALCULATOR_MODELS)}")
-        if not isinstance(windowed, bool):
-            raise TypeError(f"windowed must be True or False; got {windowed!r} ({type(windowed).__name__})")
+        windowed = _validate.flag(windowed, "windowed")
         for name, value, choices in (("n_tokens", n_tokens, TOKEN_CHOICES), ("batch", batch, BATCH_CHOICES),
                                      ("bytes_per_value", bytes_per_value, [b for _, b in DTYPE_CHOICES]),
                                      ("memory_gib", memory_gib, MEMORY_CHOICES_GIB)):
-            if isinstance(value, bool) or value not in choices:
-                raise ValueError(f"{name}={value!r} is not one of the choices; valid values are {', '.join(map(str, choices))}")
+            check_choice(value, name, choices, kind=numbers.Integral)
         shape = costs.MODEL_SHAPES[model]
         n_kv_heads = shape.n_kv_heads if n_kv_heads is None else n_kv_heads
+        n_kv_heads = _validate.kv_head_count(n_kv_heads, shape.n_heads, of=f"{model}'s n_heads")
         kv_choices = kv_head_choices(shape.n_heads)
-        if isinstance(n_kv_heads, bool) or n_kv_heads not in kv_choices:
-            raise ValueError(f"n_kv_heads={n_kv_heads!r} does not divide {model}'s {shape.n_heads} query heads; "
-                             f"valid key/value head counts are {', '.join(map(str, kv_choices))}")
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         style = {"description_width": "initial"}
         self.model = widgets.Dropdown(options=list(CALCULATOR_MODELS), value=model, description="model",
                                       style=style, layout=widgets.Layout(width="260px"))
@@ -164,7 +166,7 @@ class KVCacheCalculator(ControlGroup):
         return costs.MODEL_SHAPES[self.model.value]
 
     def rows(self):
-        """The calculator's numbers for the current setting (``figures.serving.CalculatorRows``)."""
+        """The calculator's numbers for the current setting (``tables.CalculatorRows``)."""
         return calculator_rows(self.shape, n_tokens=self.n_tokens.value, batch=self.batch.value,
                                bytes_per_value=self.dtype.value, memory_bytes=self.memory.value * 2**30,
                                windowed=self.window.value)
@@ -172,13 +174,13 @@ class KVCacheCalculator(ControlGroup):
     def _build(self, rows=None):
         # A go.Figure, which update_in_place reads; where _base takes a builder's plain spec,
         # passing calculator_spec(...) itself saves plotly's checks (about 5 ms a move).
-        return go.Figure(calculator_spec(rows or self.rows(), self.n_kv_heads.value))
+        return go.Figure(calculator_spec(rows or self.rows(), self.n_kv_heads.value, theme=self.theme))
 
     def _show_numbers(self, rows=None):
         rows = rows or self.rows()
-        self.readout.value = calculator_readout(rows, self.n_kv_heads.value)
+        self.readout.value = calculator_readout(rows, self.n_kv_heads.value, theme=self.theme)
         text, kind = calculator_message(rows, self.n_kv_heads.value, self.shape.context, self.shape.positions)
-        show_message(self.message, text, kind=kind)
+        show_message(self.message, text, kind=kind, theme=self.theme)
 
     def _redraw(self):
         rows = self.rows()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import numpy as np
 
+from .. import projector
 from ..analysis import D_HEAD_VALUES, MASK_MODES, masked_attention, scaling_experiment
 from ..figures.single_head import masked_weights_spec, scaling_spec
 from ._base import ControlGroup, check_choice, figure_widget, large_controls_box, update_in_place
@@ -25,6 +26,7 @@ class ScalingExplorer(ControlGroup):
     def __init__(self, d_head: int = 4, *, d_head_values=D_HEAD_VALUES, seed: int = 0):
         self.data = scaling_experiment(d_head_values, seed=seed)
         self.data.index(d_head)  # a clear error for a d_head that was not computed
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         self.d_head = widgets.SelectionSlider(
             options=[int(d) for d in self.data.d_head_values],
             value=int(d_head),
@@ -34,15 +36,15 @@ class ScalingExplorer(ControlGroup):
             layout=widgets.Layout(width="480px"),
         )
         self.d_head.add_class("mha-d-head-slider")
-        self.figure = figure_widget(scaling_spec(self.data, d_head))
+        self.figure = figure_widget(scaling_spec(self.data, d_head, theme=self.theme))
         self.d_head.observe(self._on_change, names="value")
 
     def _on_change(self, change):
-        update_in_place(self.figure, scaling_spec(self.data, change["new"]))
+        update_in_place(self.figure, scaling_spec(self.data, change["new"], theme=self.theme))
 
     @property
     def box(self) -> widgets.VBox:
-        return large_controls_box(self.d_head, self.figure)
+        return large_controls_box(self.d_head, self.figure, theme=self.theme)
 
 
 def scaling_explorer(d_head: int = 4, *, seed: int = 0) -> ScalingExplorer:
@@ -66,6 +68,7 @@ class MaskExplorer(ControlGroup):
         self.w_q, self.w_k, self.w_v = w_q, w_k, w_v
         self.tokens = tuple(tokens)
         self.n_pad = int(n_pad)
+        self.theme = projector.theme()
         self.mode = widgets.ToggleButtons(
             options=list(MASK_MODES), value=mode, description="mask",
             style={"button_width": "auto", "description_width": "initial"},
@@ -76,14 +79,14 @@ class MaskExplorer(ControlGroup):
 
     def _build(self, mode: str) -> dict:
         case = masked_attention(self.x, self.w_q, self.w_k, self.w_v, self.tokens, mode, n_pad=self.n_pad)
-        return masked_weights_spec(case.weights, case.tokens, case.tokens, case.blocked, title=MASK_TITLES[mode])
+        return masked_weights_spec(case.weights, case.tokens, case.tokens, case.blocked, title=MASK_TITLES[mode], theme=self.theme)
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build(change["new"]))
 
     @property
     def box(self) -> widgets.VBox:
-        return large_controls_box(self.mode, self.figure)
+        return large_controls_box(self.mode, self.figure, theme=self.theme)
 
 
 def mask_explorer(x: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, tokens, *, mode: str = "none") -> MaskExplorer:

@@ -11,9 +11,10 @@ import numbers
 
 import ipywidgets as widgets
 
-from .. import costs
+from .. import _validate, costs, projector
 from ..figures._style import WIDGET_WIDTH
-from ..figures.sizing import sizing_rows, sizing_spec
+from ..figures.sizing import sizing_spec
+from ..tables import sizing_rows
 from ._base import ControlGroup, check_choice, figure_widget, message_box, show_message, update_in_place
 
 D_MODEL_CHOICES = (16, 64, 128, 256, 384, 512, 768, 1024, 4096)
@@ -37,8 +38,8 @@ def impossible_split_message(d_model: int, n_heads: int) -> str:
     )
 
 
-def sizing_readout(d_model: int, n_heads: int, n_tokens: int) -> str:
-    """The numbers for one setting, as short HTML lines (all from ``mha_core.costs``)."""
+def sizing_readout(d_model: int, n_heads: int, n_tokens: int, *, theme: projector.Theme | None = None) -> str:
+    """The numbers for one setting, as short HTML lines (all from ``mha_core.costs``), in ``theme``'s control size."""
     Dh = costs.d_head(d_model, n_heads)
     params = costs.attention_parameters(d_model, n_heads)
     entries = costs.score_table_entries(n_heads, n_tokens)
@@ -51,7 +52,8 @@ def sizing_readout(d_model: int, n_heads: int, n_tokens: int) -> str:
         f"FLOPs per layer: matrix products <b>{products:,}</b> (the same for every head count) "
         f"+ scale and softmax <b>{flops['softmax']:,}</b> (grows with the head count)",
     ]
-    return '<div style="font-size:16px;line-height:1.6">' + "<br>".join(lines) + "</div>"
+    px = projector.resolve(theme).control_font_size
+    return f'<div style="font-size:{px}px;line-height:1.6">' + "<br>".join(lines) + "</div>"
 
 
 class HeadSizing(ControlGroup):
@@ -64,13 +66,10 @@ class HeadSizing(ControlGroup):
     def __init__(self, d_model: int = 768, n_heads: int = 12, n_tokens: int = 1024):
         check_choice(d_model, "d_model", D_MODEL_CHOICES, kind=numbers.Integral)
         check_choice(n_tokens, "n_tokens", TOKEN_CHOICES, kind=numbers.Integral)
-        if isinstance(n_heads, bool) or not isinstance(n_heads, numbers.Integral):
-            raise TypeError(f"n_heads must be a whole number from 1 to {MAX_HEADS}; got {n_heads!r} ({type(n_heads).__name__})")
-        if not 1 <= n_heads <= MAX_HEADS:
-            raise ValueError(f"n_heads={n_heads} is outside the slider; valid values are whole numbers from 1 to {MAX_HEADS} "
-                             f"(the valid head counts of d_model={d_model} among them: "
-                             f"{', '.join(map(str, shown_head_counts(d_model)))})")
+        _validate.slider_value(n_heads, "n_heads", 1, MAX_HEADS, note=f" (the valid head counts of d_model={d_model} among "
+                               f"them: {', '.join(map(str, shown_head_counts(d_model)))})")
         d_model, n_heads, n_tokens = int(d_model), int(n_heads), int(n_tokens)
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         style = {"description_width": "initial"}
         self.d_model = widgets.Dropdown(options=D_MODEL_CHOICES, value=d_model, description="d_model",
                                         style=style, layout=widgets.Layout(width="200px"))
@@ -94,15 +93,15 @@ class HeadSizing(ControlGroup):
     def _build(self):
         D, T = self.d_model.value, self.n_tokens.value
         rows = sizing_rows(D, T, shown_head_counts(D))
-        return sizing_spec(rows, n_heads=self.n_heads.value, width=WIDGET_WIDTH)
+        return sizing_spec(rows, n_heads=self.n_heads.value, width=WIDGET_WIDTH, theme=self.theme)
 
     def _show_numbers(self):
         D, H, T = self.d_model.value, self.n_heads.value, self.n_tokens.value
         if self.valid:
-            show_message(self.message, "")
-            self.readout.value = sizing_readout(D, H, T)
+            show_message(self.message, "", theme=self.theme)
+            self.readout.value = sizing_readout(D, H, T, theme=self.theme)
         else:
-            show_message(self.message, impossible_split_message(D, H))
+            show_message(self.message, impossible_split_message(D, H), theme=self.theme)
             self.readout.value = ""
 
     def _on_change(self, change):

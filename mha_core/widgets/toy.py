@@ -22,6 +22,7 @@ import itertools
 import ipywidgets as widgets
 import numpy as np
 
+from .. import _validate, projector
 from ..figures.toy import ablation_figure, role_history_figure
 from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
 
@@ -46,14 +47,12 @@ def check_budget(max_steps) -> None:
 
 def parse_seed(text) -> int:
     """A seed typed into the text box, as an int; TypeError/ValueError naming ``seed`` otherwise."""
-    from ..models.tasks import check_seed
-
     text = str(text).strip()
     try:
         value = int(text)
     except ValueError:
-        raise TypeError(f"seed must be a whole number (0, 1, 2, ...); got {text!r}") from None
-    return check_seed(value)
+        value = text  # not a whole number: seed_int's TypeError quotes the text
+    return _validate.seed_int(value)
 
 
 def history_arrays(result):
@@ -64,10 +63,10 @@ def history_arrays(result):
     return steps, scores
 
 
-def history_figure(result, relations, *, max_steps: int):
-    """The live figure for a (partial) history: what ``LiveTraining`` shows."""
+def history_figure(result, relations, *, max_steps: int, theme: projector.Theme | None = None):
+    """The live figure for a (partial) history: what ``LiveTraining`` shows, in ``theme``'s sizes."""
     steps, scores = history_arrays(result)
-    return role_history_figure(steps, scores, relations, max_steps=max_steps, validate=False)
+    return role_history_figure(steps, scores, relations, max_steps=max_steps, validate=False, theme=theme)
 
 
 def status_text(result, relations) -> str:
@@ -95,6 +94,7 @@ class LiveTraining(ControlGroup):
         self.relations = RELATIONS.relations
         default = TrainConfig()
         max_steps = default.max_steps if max_steps is None else max_steps
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         style = {"description_width": "initial"}
         self.seed = widgets.Text(value=str(seed), description="seed", continuous_update=False, style=style,
                                  layout=widgets.Layout(width="150px"))
@@ -113,7 +113,7 @@ class LiveTraining(ControlGroup):
         self.figure = None
         config = self.config()
         self.figure = figure_widget(role_history_figure(np.zeros(1), np.zeros((1, n_heads, len(self.relations))),
-                                                        self.relations, max_steps=config.max_steps))
+                                                        self.relations, max_steps=config.max_steps, theme=self.theme))
         for control in (self.seed, self.n_heads, self.max_steps):
             control.observe(self._on_change, names="value")
 
@@ -127,7 +127,7 @@ class LiveTraining(ControlGroup):
 
     def _show_status(self, text: str, *, busy: bool = False) -> None:
         colour = "#8a4b00" if busy else "#1b4f72"
-        self.status.value = f'<div style="font-size:16px;color:{colour}">{text}</div>'
+        self.status.value = f'<div style="font-size:{self.theme.control_font_size}px;color:{colour}">{text}</div>'
 
     def train(self) -> None:
         """Train (or fetch from the cache) the current setting and show it."""
@@ -136,9 +136,9 @@ class LiveTraining(ControlGroup):
         try:
             config = self.config()
         except (TypeError, ValueError) as error:
-            show_message(self.message, f"{error}. The figure still shows the last model trained.")
+            show_message(self.message, f"{error}. The figure still shows the last model trained.", theme=self.theme)
             return
-        show_message(self.message, "")
+        show_message(self.message, "", theme=self.theme)
         self.progress.max = config.max_steps
         if training.is_cached(config):
             self._show(training.trained(config), config, cached=True)
@@ -152,7 +152,8 @@ class LiveTraining(ControlGroup):
             if len(partial) == 1 or p.step % REDRAW_EVERY == 0 or p.done:
                 acc = ", ".join(f"{a:.2f}" for a in p.accuracy)
                 self._show_status(f"training... step {p.step} / {config.max_steps}, accuracy {acc}", busy=True)
-                update_in_place(self.figure, history_figure(partial, self.relations, max_steps=config.max_steps))
+                update_in_place(self.figure, history_figure(partial, self.relations, max_steps=config.max_steps,
+                                                            theme=self.theme))
 
         # Kernel > Interrupt stops the run after the step under way and keeps it (not cached).
         result = training.trained(config, callback=report, interruptible=True)
@@ -161,7 +162,8 @@ class LiveTraining(ControlGroup):
     def _show(self, result, config, *, cached: bool) -> None:
         self.result = result
         self.progress.value = result.steps
-        update_in_place(self.figure, history_figure(result, self.relations, max_steps=config.max_steps))
+        update_in_place(self.figure, history_figure(result, self.relations, max_steps=config.max_steps,
+                                                    theme=self.theme))
         prefix = "(from the cache) " if cached else ("" if result.interrupted else "trained: ")
         self._show_status(prefix + status_text(result, self.relations))
 
@@ -192,6 +194,7 @@ class HeadSwitches(ControlGroup):
         from ..models.training import evaluation_batch, one_thread
 
         self.result = result
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         self.baselines = baselines  # {"label": (R,)}: lines drawn on the figure, such as chance
         model = result.model
         self.relations = model.task.relations
@@ -212,24 +215,24 @@ class HeadSwitches(ControlGroup):
             s.observe(self._on_change, names="value")
 
     @property
-    def heads_on(self) -> np.ndarray:
-        return np.array([s.value for s in self.switches])
+    def heads_off(self) -> np.ndarray:
+        """(H,) bool, True = off: the boxes that are not ticked."""
+        return np.array([not s.value for s in self.switches], dtype=bool)
 
     def accuracy(self) -> np.ndarray:
-        off = tuple(h for h, on in enumerate(self.heads_on) if not on)
-        return self.table[off]
+        return self.table[tuple(int(h) for h in np.flatnonzero(self.heads_off))]  # keyed by the heads off, in order
 
     def _build(self):
-        return ablation_figure(self.accuracy(), self.relations, self.heads_on, baseline=self.table[()],
-                               baselines=self.baselines, validate=False)
+        return ablation_figure(self.accuracy(), self.relations, self.heads_off, baseline=self.table[()],
+                               baselines=self.baselines, validate=False, theme=self.theme)
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build())
-        if not self.heads_on.any():
+        if self.heads_off.all():
             show_message(self.message, "Every head is off: only the residual path (token + position) reaches the read-outs.",
-                         kind="info")
+                         kind="info", theme=self.theme)
         else:
-            show_message(self.message, "")
+            show_message(self.message, "", theme=self.theme)
 
     @property
     def box(self) -> widgets.VBox:

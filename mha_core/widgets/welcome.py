@@ -5,10 +5,9 @@ If the bars move when you move the slider, widgets and plotly work in this Jupyt
 
 from __future__ import annotations
 
-import numbers
-
 import ipywidgets as widgets
 
+from .. import _validate, projector
 from ..examples import TOKENS, WELCOME_QUERY, welcome_weights
 from ..figures.welcome import weights_bar_figure
 from ._base import ControlGroup, figure_widget, update_in_place
@@ -18,23 +17,19 @@ SHARPNESS_RANGE = (0.0, 4.0)
 SHARPNESS_STEP = 0.25
 
 
-def static_figure(sharpness: float = 1.0):
+def static_figure(sharpness: float = 1.0, *, theme: projector.Theme | None = None):
     """The smoke check's bar chart as a plain ``go.Figure``: no control, nothing to update.
 
     Shown before the slider, it tells "plotly draws figures" apart from "widgets work",
     and the page has plotly.js before the first ``FigureWidget`` needs it.
     """
-    return weights_bar_figure(welcome_weights(sharpness), TOKENS, query_token=WELCOME_QUERY, sharpness=sharpness)
+    return weights_bar_figure(welcome_weights(sharpness), TOKENS, query_token=WELCOME_QUERY, sharpness=sharpness,
+                              theme=theme)
 
 
 def _check_sharpness(sharpness) -> float:
     low, high = SHARPNESS_RANGE
-    if isinstance(sharpness, bool) or not isinstance(sharpness, numbers.Real):
-        raise TypeError(f"sharpness must be a number from {low:g} to {high:g}; got {sharpness!r} ({type(sharpness).__name__})")
-    if not low <= sharpness <= high:
-        raise ValueError(f"sharpness={sharpness!r} is outside the slider; valid values are {low:g} to {high:g} "
-                         f"(in steps of {SHARPNESS_STEP:g})")
-    return float(sharpness)
+    return _validate.slider_value(sharpness, "sharpness", low, high, whole=False, note=f" (in steps of {SHARPNESS_STEP:g})")
 
 
 class SmokeCheck(ControlGroup):
@@ -45,17 +40,18 @@ class SmokeCheck(ControlGroup):
 
     def __init__(self, sharpness: float = 1.0):
         sharpness = _check_sharpness(sharpness)
+        self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         self.slider = widgets.FloatSlider(
             value=sharpness, min=SHARPNESS_RANGE[0], max=SHARPNESS_RANGE[1], step=SHARPNESS_STEP, description="sharpness",
             continuous_update=True, readout_format=".2f",
             style={"description_width": "initial"}, layout=widgets.Layout(width="420px"),
         )
         self.slider.add_class("mha-welcome-slider")
-        self.figure = figure_widget(static_figure(sharpness))
+        self.figure = figure_widget(static_figure(sharpness, theme=self.theme))
         self.slider.observe(self._on_change, names="value")
 
     def _on_change(self, change):
-        update_in_place(self.figure, static_figure(change["new"]))
+        update_in_place(self.figure, static_figure(change["new"], theme=self.theme))
 
     @property
     def box(self) -> widgets.VBox:

@@ -332,7 +332,7 @@ def head_count(page, lab) -> dict:
 
 
 def head_switches(page, lab) -> dict:
-    """04: switching heads off redraws the token's output from output_projection(heads_on=...) and each head's part."""
+    """04: switching heads off redraws the token's output from output_projection(heads_off=...) and each head's part."""
     from mha_core.analysis import token_parts
     from mha_core.examples import TOKENS, demo_layer, token_vectors
     from mha_core.figures.projection import contributions_figure
@@ -341,8 +341,8 @@ def head_switches(page, lab) -> dict:
     output_all = parts.output()  # (D,)
 
     def build(ticked):
-        heads_on = np.array([ticked[f"head {h + 1}"] for h in range(4)])  # (H,) bool
-        return contributions_figure(parts.contributions, parts.layer.b_o, heads_on, output=parts.output(heads_on),
+        heads_off = np.array([not ticked[f"head {h + 1}"] for h in range(4)])  # (H,) bool, True = off
+        return contributions_figure(parts.contributions, parts.layer.b_o, heads_off, output=parts.output(heads_off),
                                     output_all=output_all, token="changed")
 
     return checkbox_check(page, ".mha-head-switch", build, clicks=["head 2", "head 1", "head 2"],
@@ -355,7 +355,8 @@ def head_switches(page, lab) -> dict:
 def sizing_controls(page, lab) -> dict:
     """05: head count (arrow keys, through an impossible split), d_model (dropdown) and T (arrow keys)
     redraw the cost bars; an impossible split shows the plain message with the nearest valid counts."""
-    from mha_core.figures.sizing import sizing_figure, sizing_rows
+    from mha_core.figures.sizing import sizing_figure
+    from mha_core.tables import sizing_rows
     from mha_core.widgets.sizing import impossible_split_message, shown_head_counts
 
     def build(D, H, T):
@@ -393,7 +394,8 @@ def serving_calculator(page, lab) -> dict:
     """09: the KV-cache calculator. Key/value heads (arrow keys), model and memory (drop-downs), number format
     (buttons) and tokens (arrow keys) redraw the bars from mha_core.costs; weights that do not fit show a plain message."""
     from mha_core import costs
-    from mha_core.figures.serving import calculator_figure, calculator_rows
+    from mha_core.figures.serving import calculator_figure
+    from mha_core.tables import calculator_rows
 
     def build(model, T, B, b, memory, Hkv):
         rows = calculator_rows(costs.MODEL_SHAPES[model], n_tokens=T, batch=B, bytes_per_value=b, memory_bytes=memory * 2**30)
@@ -535,10 +537,10 @@ def toy_head_switches(page, lab) -> dict:
         baseline = ablation_accuracy(result.model, batch, [])
 
     def build(ticked):
-        on = [ticked[f"head {h + 1}"] for h in range(6)]
+        heads_off = np.array([not ticked[f"head {h + 1}"] for h in range(6)])  # (H,) bool, True = off
         with one_thread():
-            acc = ablation_accuracy(result.model, batch, [h for h in range(6) if not on[h]])
-        return ablation_figure(acc, relations, on, baseline=baseline)
+            acc = ablation_accuracy(result.model, batch, heads_off)
+        return ablation_figure(acc, relations, heads_off, baseline=baseline)
 
     return checkbox_check(page, ".mha-toy-head-switch", build, clicks=["head 1", "head 6", "head 1"],
                           name="08 toy head switches (click)")

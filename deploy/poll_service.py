@@ -629,29 +629,34 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
         def store_body(self, user_name: str, body: bytes) -> None:
             self.store.record_verdict(user_name, *parse_verdict(body))
 
-    class Counts(Base):
-        def get(self, question_id):
+    class CountsBase(Base):
+        """GET: the instructor's counts (``count(key, window_s)``); 403 for a learner, 400 for a bad key or window."""
+
+        what = "answers"
+
+        def count(self, key, window_s):
+            raise NotImplementedError
+
+        def get(self, key):
             if self.user(READ_SCOPE) is None:  # 403 for a learner: only the role instructor holds it
                 return
             try:
-                result = self.store.counts(question_id, self.get_argument("window_s", str(DEFAULT_WINDOW_S)))
+                result = self.count(key, self.get_argument("window_s", str(DEFAULT_WINDOW_S)))
             except PollError as exc:
                 return self.send_json(400, {"error": str(exc)})
             except sqlite3.Error as exc:
-                return self.send_json(503, {"error": f"the poll cannot read its answers just now ({exc})"})
+                return self.send_json(503, {"error": f"the poll cannot read its {self.what} just now ({exc})"})
             self.send_json(200, result)
 
-    class VerdictCounts(Base):
-        def get(self, exercise):
-            if self.user(READ_SCOPE) is None:  # 403 for a learner: only the role instructor holds it
-                return
-            try:
-                result = self.store.verdict_counts(exercise, self.get_argument("window_s", str(DEFAULT_WINDOW_S)))
-            except PollError as exc:
-                return self.send_json(400, {"error": str(exc)})
-            except sqlite3.Error as exc:
-                return self.send_json(503, {"error": f"the poll cannot read its verdicts just now ({exc})"})
-            self.send_json(200, result)
+    class Counts(CountsBase):
+        def count(self, question_id, window_s):
+            return self.store.counts(question_id, window_s)
+
+    class VerdictCounts(CountsBase):
+        what = "verdicts"
+
+        def count(self, exercise, window_s):
+            return self.store.verdict_counts(exercise, window_s)
 
     class Health(Base):
         def get(self):

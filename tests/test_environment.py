@@ -526,3 +526,14 @@ def test_quiz_bank_is_found_from_an_installed_copy(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert int(run.stdout.strip().splitlines()[-1]) > 0
+
+
+def test_the_readme_layout_names_every_module_and_folder_of_the_package():
+    block = (ROOT / "README.md").read_text().split("## Layout", 1)[1].split("```", 2)[1]
+    package = ROOT / "mha_core"
+    names = sorted(p.name for p in package.iterdir()
+                   if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and (p / "__init__.py").exists()))
+    missing = [n for n in names if (n if n.endswith(".py") else n + "/") not in block]
+    assert not missing, f"README's layout does not name {missing}"
+    for folder in ("notebooks/", "data/", "tests/", "benchmarks/", "scripts/", "binder/", "docs/", "deploy/", ".ci/run"):
+        assert folder in block, folder

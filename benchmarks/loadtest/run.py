@@ -36,6 +36,7 @@ at the end) and the hub's environment (``deploy/start.sh --build-only``).
 from __future__ import annotations
 
 import argparse
+import grp
 import http.client
 import json
 import os
@@ -466,6 +467,7 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
     names = [f"mhalt{n:02d}x{i:02d}" for i in range(n)]
     teacher = f"mhalt{n:02d}teach"
     result = {"learners": n, "changes_per_learner": changes, "pace_s": pace, "failures": []}
+    had_group, had_service_user = _exists(grp.getgrnam, LEARNER_GROUP), _exists(pwd.getpwnam, SERVICE_USER)
     with Hub(f"n{n}", instructors=[teacher]) as hub:
         homes = hub.state / "homes"
         learners = [Learner(hub, name, i, notebooks, protocol) for i, name in enumerate(names)]
@@ -554,7 +556,7 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
             except Exception:
                 pass
         result["per_learner"] = [ln.result for ln in learners]
-    remove_accounts(names + [teacher])
+    remove_accounts(names + [teacher], had_group=had_group, had_service_user=had_service_user)
     return result
 
 
@@ -572,15 +574,35 @@ def _room_view_during(client: KernelClient, row: dict, repeats: int, pause_s: fl
         row["lockstep_error"] = f"{type(exc).__name__}: {exc}"
 
 
-def remove_accounts(names: list[str]) -> None:
+#: Where the spawner makes each learner's kernel-socket folder (deploy/course_spawner.py's RUNTIME_ROOT).
+RUNTIME_ROOT = Path("/run/mha-hub")
+#: What the hub makes once for every class (deploy/course_spawner.py): removed after the run if it made them.
+LEARNER_GROUP, SERVICE_USER = "mha-learners", "mha-hub-svc"
+
+
+def _exists(getter, name: str) -> bool:
+    try:
+        getter(name)
+        return True
+    except KeyError:
+        return False
+
+
+def remove_accounts(names: list[str], *, had_group: bool = True, had_service_user: bool = True) -> None:
+    """Remove the run's accounts, their runtime folders (before a later account can get the same uid) and,
+    if this run made them, the hub's learner group and service account."""
+    import grp
+
     for name in names:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            continue
-        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
-        subprocess.run(["userdel", name], capture_output=True)
-        subprocess.run(["rm", "-rf", f"/tmp/mha-hub-run/{name}"], capture_output=True)
+        if _exists(pwd.getpwnam, name):
+            subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+            subprocess.run(["userdel", name], capture_output=True)
+        subprocess.run(["rm", "-rf", "--", str(RUNTIME_ROOT / name)], capture_output=True)
+    if not had_service_user and _exists(pwd.getpwnam, SERVICE_USER):
+        subprocess.run(["pkill", "-KILL", "-u", SERVICE_USER], capture_output=True)
+        subprocess.run(["userdel", SERVICE_USER], capture_output=True)
+    if not had_group and _exists(grp.getgrnam, LEARNER_GROUP):
+        subprocess.run(["groupdel", LEARNER_GROUP], capture_output=True)
 
 
 def summarise(run: dict) -> dict:

@@ -413,19 +413,26 @@ class PollStore:
                 (question_id, self._learner(user_name), json.dumps(clean), self._clock()),
             )
 
+    def _latest(self, table: str, key_column: str, key: str, since: float, columns: str) -> list[tuple]:
+        """``columns`` of each learner's latest row about ``key`` since ``since``: everyone counts once.
+
+        ``table``, ``key_column`` and ``columns`` are this module's own names, never a request's.
+        """
+        return self._db.execute(
+            f"""SELECT {columns} FROM {table} t
+                JOIN (SELECT learner, MAX(id) AS last FROM {table}
+                      WHERE {key_column} = ? AND created >= ? GROUP BY learner) l
+                ON t.id = l.last""",
+            (key, since),
+        ).fetchall()
+
     def counts(self, question_id, window_s=DEFAULT_WINDOW_S) -> dict:
         """Learners per choice among each learner's latest answer in the last ``window_s`` seconds."""
         question_id = self.questions.question(question_id).id
         window_s = parse_window(window_s)
         since = self._clock() - window_s
         with self._lock:
-            rows = self._db.execute(
-                """SELECT a.choices FROM answers a
-                   JOIN (SELECT learner, MAX(id) AS last FROM answers
-                         WHERE question_id = ? AND created >= ? GROUP BY learner) l
-                   ON a.id = l.last""",
-                (question_id, since),
-            ).fetchall()
+            rows = self._latest("answers", "question_id", question_id, since, "choices")
         counts: dict[str, int] = {}
         for (choices,) in rows:
             for choice in json.loads(choices):
@@ -447,13 +454,7 @@ class PollStore:
         window_s = parse_window(window_s)
         since = self._clock() - window_s
         with self._lock:
-            rows = self._db.execute(
-                """SELECT v.status, v.mistake FROM verdicts v
-                   JOIN (SELECT learner, MAX(id) AS last FROM verdicts
-                         WHERE exercise = ? AND created >= ? GROUP BY learner) l
-                   ON v.id = l.last""",
-                (exercise, since),
-            ).fetchall()
+            rows = self._latest("verdicts", "exercise", exercise, since, "status, mistake")
             (present,) = self._db.execute(
                 """SELECT COUNT(*) FROM (SELECT learner FROM answers WHERE created >= ?
                                          UNION SELECT learner FROM verdicts WHERE created >= ?)""",

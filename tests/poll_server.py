@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 import time
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,3 +193,31 @@ def wait_until(predicate, timeout_s: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return predicate()
+
+
+# --------------------------------------------------------------------------- fixtures the poll tests share
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A poll store on the course's quiz bank, in a throwaway file."""
+    from mha_core.quiz.bank import default_bank
+
+    s = service.PollStore(tmp_path / "poll.sqlite3", b"k" * 32, service.Questions.from_bank(default_bank()))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def poll_url(store):
+    """The poll service on a loopback port, serving ``store``, with the stand-in for the hub's auth."""
+    with serve_in_thread(store) as url:
+        yield url
+
+
+def as_learner(monkeypatch, url, token):
+    """This process's kernel, as the hub starts it: the poll's URL and the server's token in the environment."""
+    from mha_core.quiz import poll
+
+    monkeypatch.setenv(poll.URL_VAR, url)
+    monkeypatch.setenv(poll.TOKEN_VAR, token)

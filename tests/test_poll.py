@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from poll_server import ROOT, serve_in_thread, service, wait_until
+from poll_server import ROOT, as_learner, poll_url, service, store, wait_until  # noqa: F401 (poll_url, store: fixtures)
 
 from mha_core.quiz import poll
 from mha_core.quiz.bank import default_bank
@@ -30,34 +30,16 @@ NUMERIC = next(q for q in BANK.all_questions() if q.kind == "numeric" and q.answ
 MARGIN_S = 1.0
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = service.PollStore(tmp_path / "poll.sqlite3", b"k" * 32, service.Questions.from_bank(BANK))
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def poll_url(store):
-    with serve_in_thread(store) as url:
-        yield url
-
-
-def _as(monkeypatch, url, token):
-    monkeypatch.setenv(poll.URL_VAR, url)
-    monkeypatch.setenv(poll.TOKEN_VAR, token)
-
-
 # --------------------------------------------------------------------------- against the real service
 
 
 def test_learners_send_and_the_instructor_reads_what_they_sent(poll_url, monkeypatch):
-    _as(monkeypatch, poll_url, "learner-ada")
+    as_learner(monkeypatch, poll_url, "learner-ada")
     assert poll.available()
     assert poll.send(MULTI.id, [2]) is True
-    _as(monkeypatch, poll_url, "learner-bob")
+    as_learner(monkeypatch, poll_url, "learner-bob")
     assert poll.send(MULTI.id, ["0", "3"]) is True
-    _as(monkeypatch, poll_url, "teacher")
+    as_learner(monkeypatch, poll_url, "teacher")
     result = poll.counts(MULTI.id)
     assert result["answered"] == 2
     assert result["counts"] == {"2": 1, "0": 1, "3": 1}
@@ -65,13 +47,13 @@ def test_learners_send_and_the_instructor_reads_what_they_sent(poll_url, monkeyp
 
 def test_a_numeric_answer_is_sent_as_its_number(poll_url, monkeypatch):
     answer = int(NUMERIC.answer)
-    _as(monkeypatch, poll_url, "learner-ada")
+    as_learner(monkeypatch, poll_url, "learner-ada")
     assert poll.send(NUMERIC.id, answer) is True
-    _as(monkeypatch, poll_url, "learner-bob")
+    as_learner(monkeypatch, poll_url, "learner-bob")
     assert poll.send(NUMERIC.id, float(answer)) is True
-    _as(monkeypatch, poll_url, "learner-cy")
+    as_learner(monkeypatch, poll_url, "learner-cy")
     assert poll.send(NUMERIC.id, [f"{answer:,}"]) is True
-    _as(monkeypatch, poll_url, "teacher")
+    as_learner(monkeypatch, poll_url, "teacher")
     assert poll.counts(NUMERIC.id)["counts"] == {f"{answer:,}": 3}
 
 
@@ -79,7 +61,7 @@ def test_a_learners_token_cannot_read_the_counts(poll_url, monkeypatch):
     import urllib.error
     import urllib.request
 
-    _as(monkeypatch, poll_url, "learner-ada")
+    as_learner(monkeypatch, poll_url, "learner-ada")
     poll.send(SINGLE.id, ["1"])
     assert poll.counts(SINGLE.id) is None
     req = urllib.request.Request(poll_url + f"counts/{SINGLE.id}", headers={"Authorization": "token learner-ada"})
@@ -90,9 +72,9 @@ def test_a_learners_token_cannot_read_the_counts(poll_url, monkeypatch):
 
 
 def test_a_token_without_access_to_the_service_cannot_send(poll_url, monkeypatch, store):
-    _as(monkeypatch, poll_url, "no-access")
+    as_learner(monkeypatch, poll_url, "no-access")
     assert poll.send(SINGLE.id, ["1"]) is False
-    _as(monkeypatch, poll_url, "unknown-token")
+    as_learner(monkeypatch, poll_url, "unknown-token")
     assert poll.send(SINGLE.id, ["1"]) is False
     assert store.counts(SINGLE.id)["answered"] == 0
 
@@ -104,7 +86,7 @@ def test_a_token_without_access_to_the_service_cannot_send(poll_url, monkeypatch
     (NUMERIC.id, ["many"]),
 ])
 def test_an_answer_the_service_refuses_makes_send_say_false(poll_url, monkeypatch, store, question_id, choices):
-    _as(monkeypatch, poll_url, "learner-ada")
+    as_learner(monkeypatch, poll_url, "learner-ada")
     assert poll.send(question_id, choices) is False
     assert store.counts(SINGLE.id)["answered"] == 0
 
@@ -123,7 +105,7 @@ def test_an_unreachable_service_is_the_same_as_none(monkeypatch):
     sock = bind_sockets(0, "127.0.0.1")[0]
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
-    _as(monkeypatch, f"http://127.0.0.1:{port}/services/mha-poll", "learner-ada")
+    as_learner(monkeypatch, f"http://127.0.0.1:{port}/services/mha-poll", "learner-ada")
     assert poll.available() is True
     assert poll.send(SINGLE.id, ["1"]) is False
     assert poll.counts(SINGLE.id) is None
@@ -205,7 +187,7 @@ def stub(monkeypatch):
     def make(*args, token="teacher", **kwargs):
         server = StubServer(*args, **kwargs)
         servers.append(server)
-        _as(monkeypatch, server.url, token)
+        as_learner(monkeypatch, server.url, token)
         return server
 
     yield make
@@ -355,7 +337,7 @@ def test_a_window_the_service_accepts_is_sent(stub):
     ("http:///x/", "t"),
 ])
 def test_hub_variables_that_make_no_sense_are_no_hub(monkeypatch, url, token):
-    _as(monkeypatch, url, token)
+    as_learner(monkeypatch, url, token)
     assert poll.send(SINGLE.id, ["1"]) is False
     assert poll.counts(SINGLE.id) is None
 
@@ -371,13 +353,13 @@ def test_a_learners_check_reaches_the_instructors_classroom_view(poll_url, monke
     widget = _patched_widget()
     from mha_core.quiz.progress import ProgressStore
 
-    _as(monkeypatch, poll_url, "learner-ada")
+    as_learner(monkeypatch, poll_url, "learner-ada")
     quiz = widget.quick_check("03", show=False, store=ProgressStore(tmp_path / "p.sqlite3"))
     view = next(v for v in quiz.questions if v.question.kind == "single")
     view.choose("b")
     view.check()
     chosen = str(view.chosen()[0])
-    _as(monkeypatch, poll_url, "teacher")
+    as_learner(monkeypatch, poll_url, "teacher")
     room = widget.quick_check("03", classroom=True, show=False)
     shown = next(v for v in room.questions if v.question.id == view.question.id)
     assert shown.room_button is not None
@@ -422,9 +404,9 @@ def test_checks_on_the_hub_reach_the_instructors_view_with_their_named_mistakes(
     for token, fn in (("learner-ada", exercises.reference("split_heads")),
                       ("learner-bob", _planted("split_heads", "reshape_without_transpose")),
                       ("learner-cy", _stub_of("split_heads"))):
-        _as(monkeypatch, poll_url, token)
+        as_learner(monkeypatch, poll_url, token)
         exercises.check("split_heads", fn)
-    _as(monkeypatch, poll_url, "teacher")
+    as_learner(monkeypatch, poll_url, "teacher")
     want = {"passed": 1, "mistakes": {"reshape_without_transpose": 1}, "other": 0, "not_tried": 1, "present": 3}
     seen = {}
 
@@ -450,7 +432,7 @@ def test_a_check_never_waits_for_a_slow_poll(stub, monkeypatch, capsys):
 
 
 def test_a_learners_token_cannot_read_the_room_on_an_exercise(poll_url, monkeypatch):
-    _as(monkeypatch, poll_url, "learner-ada")
+    as_learner(monkeypatch, poll_url, "learner-ada")
     assert poll.send_verdict("split_heads", "passed") is True
     assert poll.verdict_counts("split_heads") is None
 
@@ -480,7 +462,7 @@ def test_verdict_counts_with_a_bad_name_or_window_asks_nothing(stub):
 
 
 def test_a_verdict_the_service_refuses_makes_send_verdict_say_false(poll_url, monkeypatch):
-    _as(monkeypatch, poll_url, "learner-ada")
+    as_learner(monkeypatch, poll_url, "learner-ada")
     assert poll.send_verdict("split_heads", "mistake", "mask_inverted") is False  # not a split_heads mistake
     assert poll.send_verdict("no_such_exercise", "passed") is False
 

@@ -10,31 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
-from poll_server import serve_in_thread, service
+from poll_server import as_learner, poll_url, store  # noqa: F401 (poll_url, store: fixtures)
 
 from mha_core.quiz import instructor, poll
 from mha_core.quiz.bank import default_bank
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "instructor_guide.md"
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = service.PollStore(tmp_path / "poll.sqlite3", b"k" * 32, service.Questions.from_bank(default_bank()))
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def poll_url(store):
-    with serve_in_thread(store) as url:
-        yield url
-
-
-def _as(monkeypatch, url, token):
-    monkeypatch.setenv(poll.URL_VAR, url)
-    monkeypatch.setenv(poll.TOKEN_VAR, token)
 
 
 # --------------------------------------------------------------------------- the guide's plans are the data
@@ -158,7 +140,7 @@ def test_the_instructor_sees_the_room_on_a_notebooks_exercises_and_refresh_redra
     store.record_verdict("ada", "split_heads", "passed")
     store.record_verdict("bob", "split_heads", "mistake", "reshape_without_transpose")
     store.record_verdict("cy", "merge_heads", "not_attempted")
-    _as(monkeypatch, poll_url, "teacher")
+    as_learner(monkeypatch, poll_url, "teacher")
     view = instructor.room_view("03", show=False)
     split = view.results["split_heads"]
     assert (split["passed"], split["mistakes"], split["not_tried"], split["present"]) == (1, {"reshape_without_transpose": 1}, 1, 3)
@@ -173,7 +155,7 @@ def test_the_instructor_sees_the_room_on_a_notebooks_exercises_and_refresh_redra
 
 def test_a_learners_account_gets_the_sentence_not_the_counts(poll_url, monkeypatch, store):
     store.record_verdict("ada", "split_heads", "passed")
-    _as(monkeypatch, poll_url, "learner-ada")
+    as_learner(monkeypatch, poll_url, "learner-ada")
     view = instructor.room_view("split_heads", show=False)
     assert view.results == {"split_heads": None} and "hub role instructor" in view.output.value
 
@@ -185,7 +167,7 @@ def test_the_panel_shows_the_room_for_the_current_parts_question_and_exercises(p
     right = question.correct_indices[0]
     store.record("ada", question.id, [str(right)])
     store.record_verdict("bob", "split_heads", "mistake", "reshape_without_transpose")
-    _as(monkeypatch, poll_url, "teacher")
+    as_learner(monkeypatch, poll_url, "teacher")
     t = FakeClock()
     p = instructor.Panel("A", clock=t)
     p.start_button.click()

@@ -108,31 +108,33 @@ def enabled() -> bool:
     return _current.projector
 
 
-def controls_css(current: Theme | None = None) -> str:
-    """The ``<style>`` block that sizes every ipywidgets control on the page for ``current``.
+def controls_css(current: Theme | None = None, scope: str = "body") -> str:
+    """The ``<style>`` block that sizes every ipywidgets control under ``scope`` for ``current``.
 
     ipywidgets 8 sizes its controls from CSS variables (``--jp-widgets-font-size``, ...)
-    set on ``:root``; setting them on ``body`` overrides them for every control on the
-    page. The explicit rules cover text whose size is set by a more specific rule
-    (a control group's own 16 px style, for example). Empty for the laptop theme.
+    set on ``:root``; setting them on ``scope`` (the page's ``body`` for ``presenter()``, a
+    control group's own box for a group built under the theme) overrides them for every
+    control inside it. The explicit rules cover text whose size is set by a more specific
+    rule (a control group's own 16 px style, for example). Empty for the laptop theme.
     """
     current = current or _current
     if not current.projector:
         return ""
     px = current.control_font_size
+    inside = ", ".join(f"{scope} {part}" for part in (
+        ".widget-label", ".widget-readout", ".widget-button", ".widget-toggle-button", ".widget-dropdown select",
+        ".widget-radio-box label", ".widget-checkbox label", ".widget-html-content", ".widget-text input"))
     return (
         "<style>"
-        "body {"
+        f"{scope} {{"
         f" --jp-widgets-font-size: {px}px;"
         f" --jp-widgets-inline-height: {current.control_height}px;"
         f" --jp-widgets-slider-handle-size: {current.slider_handle_size}px;"
         " --jp-widgets-slider-track-thickness: 6px;"
         " --jp-widgets-inline-label-width: 120px;"
         " }"
-        " .widget-label, .widget-readout, .widget-button, .widget-toggle-button,"
-        " .widget-dropdown select, .widget-radio-box label, .widget-checkbox label,"
-        f" .widget-html-content {{ font-size: {px}px !important; line-height: 1.4; }}"
-        " .widget-readout { min-width: 4em; }"
+        f" {inside} {{ font-size: {px}px !important; line-height: 1.4; }}"
+        f" {scope} .widget-readout {{ min-width: 4em; }}"
         "</style>"
     )
 

@@ -46,19 +46,37 @@ def test_changing_the_number_of_traces_replaces_the_trace_list():
     assert [t.type for t in target.data] == ["bar", "scatter"]
 
 
-def test_every_control_group_displays_its_box(monkeypatch):
+def test_every_control_group_displays_its_box_sized_by_the_theme_it_was_built_with(monkeypatch):
     import IPython.display
+    import ipywidgets as widgets
 
-    from mha_core.widgets._base import ControlGroup
+    from mha_core import projector
+    from mha_core.widgets._base import THEMED_CLASS, ControlGroup, large_controls_box
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    inner = widgets.VBox([widgets.IntSlider()])
 
     class Group(ControlGroup):
-        box = "the box"
+        box = inner
+        theme = projector.PROJECTOR  # built under the projector theme (the laptop one is in use now)
 
     Group()._ipython_display_()
-    assert shown == ["the box"]
+    (outer,) = shown
+    assert THEMED_CLASS in outer._dom_classes and outer.children[1] is inner
+    style = outer.children[0].value
+    assert "--jp-widgets-font-size: 20px" in style and f".{THEMED_CLASS} .widget-readout" in style, style
+
+    # A group whose box already carries the sizes is shown as it is, once.
+    already = large_controls_box(widgets.IntSlider(), theme=projector.LAPTOP)
+
+    class Sized(ControlGroup):
+        box = already
+        theme = projector.LAPTOP
+
+    Sized()._ipython_display_()
+    assert shown[1] is already
+    assert "--jp-widgets-font-size" not in already.children[0].value  # laptop: ipywidgets' own rows, 16 px text
 
 
 def every_control_group():

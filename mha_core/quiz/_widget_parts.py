@@ -12,16 +12,18 @@ import re
 
 import ipywidgets as widgets
 
+from .. import projector
 from .grading import Verdict
 
-FONT_PX = 18
+#: Quiz text on a laptop: a little larger than the controls, for reading questions.
+LAPTOP_FONT_PX = 18
 KEYS_HINT = "Keyboard: Tab moves to the next option or button, Space chooses an option, Enter presses Check."
 
-CSS = f"""
+_CSS = """
 <style>
-.mha-quiz {{ font-size: {FONT_PX}px; line-height: 1.45; max-width: 60em; }}
+.mha-quiz {{ font-size: {px}px; line-height: 1.45; max-width: 60em; }}
 .mha-quiz .widget-html-content, .mha-quiz .widget-radio-box label, .mha-quiz .widget-checkbox label,
-.mha-quiz .widget-checkbox span, .mha-quiz input, .mha-quiz button {{ font-size: {FONT_PX}px !important; }}
+.mha-quiz .widget-checkbox span, .mha-quiz input, .mha-quiz button {{ font-size: {px}px !important; }}
 .mha-quiz .widget-html-content {{ line-height: 1.45; white-space: normal; }}
 .mha-quiz .widget-radio-box {{ width: 100%; }}
 .mha-quiz .widget-radio-box label {{ white-space: normal; height: auto; line-height: 1.45; margin: 0.15em 0;
@@ -29,12 +31,22 @@ CSS = f"""
 .mha-quiz .widget-radio-box input {{ float: none; flex: 0 0 auto; margin-top: 0.35em; }}
 .mha-quiz .widget-checkbox {{ height: auto; width: 100%; }}
 .mha-quiz .widget-checkbox label {{ white-space: normal; height: auto; line-height: 1.45; }}
-.mha-quiz .widget-label {{ font-size: {FONT_PX}px !important; }}
+.mha-quiz .widget-label {{ font-size: {px}px !important; }}
 .mha-quiz .jupyter-button {{ flex: 0 0 auto; width: auto; min-width: 6em; height: auto; overflow: visible; margin-right: 0.6em; }}
 .mha-quiz .mha-quiz-question {{ border-top: 1px solid #bbb; padding-top: 0.5em; margin-top: 0.5em; }}
-.mha-quiz code {{ font-size: 0.95em; background: #f2f2f2; padding: 0 0.2em; }}
+.mha-quiz code {{ font-size: 1em; background: #f2f2f2; padding: 0 0.2em; }}
 </style>
 """
+
+
+def font_px(theme: projector.Theme | None = None) -> int:
+    """The quiz's text size: 18 px on a laptop, the theme's control size (20 px) on a projector."""
+    return max(LAPTOP_FONT_PX, projector.resolve(theme).control_font_size)
+
+
+def css(theme: projector.Theme | None = None) -> str:
+    """The quiz's ``<style>`` block at ``theme``'s size (None: the theme in use now)."""
+    return _CSS.format(px=font_px(theme))
 
 COLOURS = {"right": "#1a6b35", "wrong": "#8a4b00", "info": "#1b4f72"}
 
@@ -63,14 +75,14 @@ def verdict_html(verdict: Verdict) -> str:
 
 
 def html_widget(value: str = "", css_class: str | None = None) -> widgets.HTML:
-    w = widgets.HTML(value=value, style={"font_size": f"{FONT_PX}px"}, layout=widgets.Layout(width="100%"))
+    w = widgets.HTML(value=value, style={"font_size": f"{font_px()}px"}, layout=widgets.Layout(width="100%"))
     if css_class:
         w.add_class(css_class)
     return w
 
 
 def button(description: str, css_class: str, tooltip: str) -> widgets.Button:
-    b = widgets.Button(description=description, tooltip=tooltip, style={"font_size": f"{FONT_PX}px"},
+    b = widgets.Button(description=description, tooltip=tooltip, style={"font_size": f"{font_px()}px"},
                        layout=widgets.Layout(width="auto", height="auto", padding="0.2em 1em"))
     b.add_class(css_class)
     return b

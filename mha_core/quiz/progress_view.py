@@ -8,7 +8,7 @@ import time
 import ipywidgets as widgets
 
 from .._display import in_ipython
-from ._widget_parts import CSS, FONT_PX, Displayable, button, html_widget, message
+from ._widget_parts import Displayable, css, font_px, button, html_widget, message
 from .bank import Bank, default_bank
 from .progress import ProgressStore, default_store
 from .summary import progress_summary
@@ -35,7 +35,7 @@ class ProgressView(Displayable):
         self.reset_button.on_click(lambda _: self.ask_reset())
         self.confirm_button.on_click(lambda _: self.confirm_reset())
         self.cancel_button.on_click(lambda _: self.cancel_reset())
-        self.box = widgets.VBox([html_widget(CSS), self.table, widgets.HBox([self.reset_button, self.confirm_button, self.cancel_button]), self.message])
+        self.box = widgets.VBox([html_widget(css()), self.table, widgets.HBox([self.reset_button, self.confirm_button, self.cancel_button]), self.message])
         self.box.add_class("mha-quiz")
         self.refresh()
 
@@ -88,7 +88,7 @@ def progress_table_html(summary) -> str:
                 f"an answer to one of them counts in that notebook's row.</div>")
     # width:100% lets long topics wrap inside the output area (about 848 px at 1280 x 800 with the
     # file browser open) instead of running past it.
-    return (f'<table style="font-size:{FONT_PX}px;border-collapse:collapse;width:100%">'
+    return (f'<table style="font-size:{font_px()}px;border-collapse:collapse;width:100%">'
             f"<caption style=\"text-align:left;font-weight:bold\">Your quick-check progress</caption>"
             f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>{foot}")
 

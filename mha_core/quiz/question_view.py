@@ -9,7 +9,7 @@ import html
 
 import ipywidgets as widgets
 
-from ._widget_parts import COLOURS, FONT_PX, button, html_widget, message, plain_label, rich, verdict_html
+from ._widget_parts import COLOURS, button, font_px, html_widget, message, plain_label, rich, verdict_html
 from .bank import LETTERS, Question
 from .grading import Verdict, grade_choice, grade_numeric, option_labels, option_order
 from .numbers import format_number, parse_number
@@ -50,7 +50,7 @@ class QuestionView:
         else:
             self.options_widget = widgets.Text(
                 value="", placeholder="type the number in digits", description="Your answer:",
-                style={"description_width": "initial", "font_size": f"{FONT_PX}px"},
+                style={"description_width": "initial", "font_size": f"{font_px()}px"},
                 layout=widgets.Layout(width="24em"),
             )
             hint = "Type a number" + (f" (in {question.unit})." if question.unit else ".")

@@ -53,7 +53,7 @@ from .grading import Verdict, option_labels
 from .numbers import format_number
 from .._display import in_ipython
 from . import poll
-from ._widget_parts import CSS, KEYS_HINT, Displayable, button, html_widget, message
+from ._widget_parts import KEYS_HINT, Displayable, css, button, html_widget, message
 from .progress import ProgressStore, default_store
 from .summary import course_score, set_result
 from .progress_view import ProgressView, progress_table_html, show_progress
@@ -108,7 +108,7 @@ class QuickCheck(Displayable):
         ]
         mode = " (classroom mode: nothing is recorded)" if classroom else ""
         self.header = html_widget(
-            f'{CSS}<div style="font-size:1.15em"><b>Quick check {self.set_id}: {html.escape(title)}</b>{mode}</div>'
+            f'{css()}<div style="font-size:1.15em"><b>Quick check {self.set_id}: {html.escape(title)}</b>{mode}</div>'
             f"{self._review_note()}"
             f'<div style="color:#555;font-size:0.9em">{KEYS_HINT}</div>',
             "mha-quiz-title",

@@ -182,7 +182,8 @@ class ControlGroup:
             # A handout has no kernel to move a control: show the figure as it stands.
             display(go.Figure(self.figure), HTML(LIVE_NOTE))
         else:
-            display(self.box)
+            # The group's controls sized by the theme it was built with (its figure already is).
+            display(themed_box(self.box, getattr(self, "theme", None)))
 
 
 #: Set to 1 when notebooks are executed for static pages (``make handouts``).
@@ -195,17 +196,39 @@ def static_mode() -> bool:
     return os.environ.get(STATIC_ENV, "") not in ("", "0")
 
 
+#: The class of the box every control group is shown in (``themed_box``): its styles are scoped to it.
+THEMED_CLASS = "mha-large-controls"
+
+
 def large_controls_css(theme: projector.Theme) -> str:
-    """Control text at the theme's control size (16 px on a laptop; ipywidgets' default is 13 px)."""
-    return ("<style>.mha-large-controls .widget-toggle-button, .mha-large-controls .widget-label,"
-            f" .mha-large-controls .widget-readout {{ font-size: {theme.control_font_size}px; }}</style>")
+    """Every control size of ``theme`` for the controls inside a ``THEMED_CLASS`` box.
+
+    On a laptop: control text at 16 px (ipywidgets' default is 13 px). With the projector
+    theme: ``projector.controls_css`` for the box (20 px text, taller rows, larger handles),
+    so a group built under the theme is sized on the page whether the theme came from
+    ``presenter(True)`` or from ``MHA_COURSE_PRESENTER=1``. Either way the live figure's
+    mode bar stays hidden: it would appear over the end of the figure's title whenever the
+    pointer crossed the controls, and a live figure is read, not zoomed.
+    """
+    scope = f".{THEMED_CLASS}"
+    return (f"<style>{scope} .widget-toggle-button, {scope} .widget-label, {scope} .widget-readout"
+            f" {{ font-size: {theme.control_font_size}px; }}"
+            f" {scope} .modebar-container {{ display: none; }}</style>"
+            + projector.controls_css(theme, scope=scope))
 
 
 def large_controls_box(*children, theme: projector.Theme | None = None) -> widgets.VBox:
-    """A VBox whose buttons, labels and readouts use the theme's control text size (None: the theme in use)."""
+    """A VBox whose controls use ``theme``'s control sizes (None: the theme in use)."""
     box = widgets.VBox([widgets.HTML(large_controls_css(projector.resolve(theme))), *children])
-    box.add_class("mha-large-controls")
+    box.add_class(THEMED_CLASS)
     return box
+
+
+def themed_box(box: widgets.Widget, theme: projector.Theme | None = None) -> widgets.Widget:
+    """``box`` itself when it is already a ``large_controls_box``; else ``box`` inside one."""
+    if THEMED_CLASS in getattr(box, "_dom_classes", ()):
+        return box
+    return large_controls_box(box, theme=theme)
 
 
 def check_choice(value, name: str, choices, *, kind: type | tuple = ()) -> object:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _validate, projector
 from ..figures.toy import ablation_figure, role_history_figure
-from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
+from ._base import ControlGroup, figure_widget, message_box, show_message, themed_box, update_in_place
 
 #: The head counts the slider offers; those that do not divide d_model = 48 get a message.
 MAX_HEADS = 8
@@ -181,7 +181,7 @@ def live_training(n_heads: int = 3, seed: int = 0, max_steps: int | None = None)
     from IPython.display import display
 
     group = LiveTraining(n_heads, seed, max_steps)
-    display(group.box)
+    display(themed_box(group.box, group.theme))
     group.train()
     return group
 

@@ -34,6 +34,7 @@ _CSS = """
 .mha-quiz .widget-label {{ font-size: {px}px !important; }}
 .mha-quiz .jupyter-button {{ flex: 0 0 auto; width: auto; min-width: 6em; height: auto; overflow: visible; margin-right: 0.6em; }}
 .mha-quiz .mha-quiz-question {{ border-top: 1px solid #bbb; padding-top: 0.5em; margin-top: 0.5em; }}
+.mha-quiz .mha-quiz-hint {{ color: #555; font-size: {hint}px; }}
 .mha-quiz code {{ font-size: 1em; background: #f2f2f2; padding: 0 0.2em; }}
 </style>
 """
@@ -46,7 +47,10 @@ def font_px(theme: projector.Theme | None = None) -> int:
 
 def css(theme: projector.Theme | None = None) -> str:
     """The quiz's ``<style>`` block at ``theme``'s size (None: the theme in use now)."""
-    return _CSS.format(px=font_px(theme))
+    theme = projector.resolve(theme)
+    px = font_px(theme)
+    # Hints (how to answer, which keys) a little smaller than the questions, never below the theme's smallest text.
+    return _CSS.format(px=px, hint=max(round(0.9 * px), theme.min_text_size))
 
 COLOURS = {"right": "#1a6b35", "wrong": "#8a4b00", "info": "#1b4f72"}
 

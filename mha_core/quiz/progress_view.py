@@ -82,7 +82,7 @@ def progress_table_html(summary) -> str:
     header = "".join(f'<th style="text-align:left;vertical-align:bottom;padding:0.2em 0.5em">{h}</th>' for h in head)
     foot = ""
     if repeated:
-        foot = (f'<div class="mha-quiz-progress-note" style="color:#555;font-size:0.9em;margin-top:0.3em">'
+        foot = (f'<div class="mha-quiz-hint mha-quiz-progress-note" style="margin-top:0.3em">'
                 f"Each question counts once, in the notebook it belongs to, so the rows add up to the total. "
                 f"The review's quick check also repeats {repeated} questions of notebooks 01-09: "
                 f"an answer to one of them counts in that notebook's row.</div>")

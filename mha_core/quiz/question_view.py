@@ -57,7 +57,7 @@ class QuestionView:
         self.options_widget.add_class("mha-quiz-option")
         self.prompt = html_widget(
             f"<div><b>Question {number} of {total}.</b> {rich(question.text)}</div>"
-            f'<div style="color:#555;font-size:0.9em">{html.escape(hint)}</div>',
+            f'<div class="mha-quiz-hint">{html.escape(hint)}</div>',
             "mha-quiz-text",
         )
         self.check_button = button("Check", "mha-quiz-check", "Check your answer and show feedback")

@@ -110,7 +110,7 @@ class QuickCheck(Displayable):
         self.header = html_widget(
             f'{css()}<div style="font-size:1.15em"><b>Quick check {self.set_id}: {html.escape(title)}</b>{mode}</div>'
             f"{self._review_note()}"
-            f'<div style="color:#555;font-size:0.9em">{KEYS_HINT}</div>',
+            f'<div class="mha-quiz-hint">{KEYS_HINT}</div>',
             "mha-quiz-title",
         )
         self._update_score(stats)
@@ -151,7 +151,7 @@ class QuickCheck(Displayable):
                 "answer it again to check that you still know it.")
         if self.classroom:
             text = f"The first {repeated} questions repeat one question from each of notebooks 01 to {last}."
-        return f'<div style="color:#555;font-size:0.9em" class="mha-quiz-review-note">{html.escape(text)}</div>'
+        return f'<div class="mha-quiz-hint mha-quiz-review-note">{html.escape(text)}</div>'
 
     def _record(self, view: QuestionView, verdict: Verdict) -> int:
         """Called by a Check: record the try (classroom mode: see _classroom_check), refresh the score; returns tries so far."""

@@ -122,6 +122,7 @@ def write_report(run: dict) -> tuple[Path, Path, float | None]:
         "total_s": total,
         "budget_s": BUDGET_S,
         "notebooks": run["results"],
+        "presenting": run.get("presenting", []),
         "cleanup": run["cleanup"],
     }
     json_path, md_path = ARTIFACTS / "report.json", ARTIFACTS / "report.md"
@@ -147,7 +148,8 @@ def write_report(run: dict) -> tuple[Path, Path, float | None]:
             f"{_mb(r.get('ws_sent_bytes', 0))} | {r.get('counts', {}).get('plots', '-')} | {controls} | "
             f"{'feedback shown' if quiz else '-'} |"
         )
-    failures = [r for r in run["results"] if r.get("error")]
+    lines += readable_table(run)
+    failures = [r for r in run["results"] + run.get("presenting", []) if r.get("error")]
     if failures:
         lines += ["", "## Failures", ""] + [f"- {r['notebook']}: {r['error'][:600]}" for r in failures]
     missing = [r["notebook"] for r in run["results"] if not r.get("has_expectations", True)]
@@ -162,9 +164,29 @@ def write_report(run: dict) -> tuple[Path, Path, float | None]:
     return json_path, md_path, total
 
 
+def readable_table(run: dict) -> list[str]:
+    """Per notebook, in both layouts: the smallest text in its outputs and the tallest control group with its figure."""
+    laptop = {r["notebook"]: r for r in run["results"]}
+    presenting = {r["notebook"]: r for r in run.get("presenting", [])}
+    if not any(r.get("smallest_px") for r in [*laptop.values(), *presenting.values()]):
+        return []
+    px = lambda r, k: "-" if r.get(k) is None else f"{r[k]:g} px"  # noqa: E731
+    lines = ["", "## Readable from the back row", "",
+             "Smallest text in the cell outputs (figures, controls, tables, quick checks) and the tallest control "
+             "group with its figure, against the notebook's visible height.", "",
+             "| notebook | laptop 1280 x 800, file browser open: smallest | tallest / visible "
+             "| Presentation Mode 1280 x 720, projector theme: smallest | tallest / visible |",
+             "| --- | --- | --- | --- | --- |"]
+    for name in sorted(set(laptop) | set(presenting)):
+        a, b = laptop.get(name, {}), presenting.get(name, {})
+        lines.append(f"| {name} | {px(a, 'smallest_px')} | {px(a, 'tallest_group')} / {px(a, 'visible_height')} "
+                     f"| {px(b, 'smallest_px')} | {px(b, 'tallest_group')} / {px(b, 'visible_height')} |")
+    return lines
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     run = config.stash.get(RUN_KEY, None)
-    if not run or not run["results"]:
+    if not run or not (run["results"] or run.get("presenting")):
         return
     json_path, md_path, total = write_report(run)
     tr = terminalreporter

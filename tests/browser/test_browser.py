@@ -7,7 +7,8 @@ controls in ``notebook_checks.NOTEBOOKS`` rendered; move each live control the w
 person would and assert the figure in the page shows what ``mha_core`` computes;
 answer a quick check. The page is 1280 x 800 with JupyterLab's file browser open (a
 laptop or a projector): no figure, table or control may stick out of its output area,
-and each control and the figure it moves must fit on the screen together; then the
+each control and the figure it moves must fit on the screen together, and no text of an output may be under
+the laptop theme's 14 px, print over another or run past its figure (``page_text``); then the
 window is widened to 1920 x 1080 and nothing may stick out there either. A screenshot per notebook goes to artifacts/browser/, and the
 time to interactive and kernel-websocket bytes to the report (see conftest.py).
 
@@ -20,6 +21,7 @@ import hashlib
 import time
 import traceback
 
+import page_text
 import pytest
 from browser_config import ARTIFACTS, NOTEBOOK_DIR, SERVER_ROOT
 from lab_page import (
@@ -39,6 +41,8 @@ from lab_page import (
     wait_run_finished,
 )
 from notebook_checks import answer_quiz, expectation_for
+
+from mha_core.projector import LAPTOP
 
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
 
@@ -108,9 +112,15 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
 
         fit = fit_problems(page)
         result["fit"] = {k: fit[k] for k in ("output_width", "visible_height", "groups")}
+        text = page_text.text_problems(page, LAPTOP.min_text_size)
+        result.update(smallest_px=text["smallest"], texts=text["count"], visible_height=fit["visible_height"],
+                      tallest_group=max((g["height"] for g in fit["groups"]), default=None))
         screen = f"{VIEWPORT['width']} x {VIEWPORT['height']} with the file browser open"
         assert not fit["overflow"], f"at {screen}, outside the output area:\n" + "\n".join(fit["overflow"])
         assert not fit["too_tall"], f"at {screen}, a control and its figure do not fit on screen:\n" + "\n".join(fit["too_tall"])
+        unreadable = page_text.failures(text)
+        assert not unreadable, (f"at {screen}, text under {LAPTOP.min_text_size} px, printed over other text or cut off "
+                                f"({len(unreadable)}):\n" + "\n".join(unreadable[:40]))
         page.set_viewport_size(WIDE_VIEWPORT)
         page.wait_for_timeout(800)  # layout, and plotly's relayout on resize
         wide = fit_problems(page)

@@ -106,4 +106,5 @@ mkdir -p "$MHA_HUB_STATE"
 chmod 0711 "$MHA_HUB_STATE"
 export PATH="$HUB_VENV/bin:$HERE/node_modules/.bin:$PATH"
 cd "$MHA_HUB_STATE"
-exec "$HUB_VENV/bin/jupyterhub" -f "$HERE/jupyterhub_config.py" "${@}"
+# MHA_HUB_CONFIG: another configuration that loads this one (deploy/cluster/jupyterhub_config.py).
+exec "$HUB_VENV/bin/jupyterhub" -f "${MHA_HUB_CONFIG:-$HERE/jupyterhub_config.py}" "${@}"

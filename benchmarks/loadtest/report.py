@@ -21,6 +21,10 @@ def machine() -> dict:
     return row
 
 
+#: The cluster run's section (``python -m benchmarks.loadtest.cluster``), included at the end of report.md.
+CLUSTER_SECTION = Path(__file__).resolve().parent / "report-cluster.md"
+
+
 def _f(x, digits=0, unit=""):
     if x is None:
         return "-"
@@ -109,6 +113,8 @@ def markdown(report: dict) -> str:
                   + ", ".join(f"{k} {v:.1f}" for k, v in p["profile_self_ms_by_module"].items()) + ".", ""]
     if report.get("analysis"):
         lines += ["## What the figures say", "", report["analysis"], ""]
+    if CLUSTER_SECTION.exists():  # written by benchmarks/loadtest/cluster.py
+        lines += [CLUSTER_SECTION.read_text().strip(), ""]
     return "\n".join(lines) + "\n"
 
 

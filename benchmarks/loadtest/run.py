@@ -149,6 +149,9 @@ def code_cells(name: str) -> list[str]:
 class Hub:
     """deploy/start.sh on free loopback ports, stopped (servers and all) on exit."""
 
+    #: What starts the hub (benchmarks/loadtest/cluster.py starts deploy/cluster/start.sh instead).
+    start_script = DEPLOY / "start.sh"
+
     def __init__(self, tag: str, instructors: list[str]):
         self.state = WORK / f"state-{tag}"
         self.port = free_port()
@@ -169,7 +172,7 @@ class Hub:
         subprocess.run(["rm", "-rf", str(self.state)], check=True)
         WORK.mkdir(parents=True, exist_ok=True)
         self.log = open(WORK / f"{self.state.name}.log", "w")
-        self.proc = subprocess.Popen([str(DEPLOY / "start.sh")], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen([str(self.start_script)], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -463,12 +466,13 @@ def hub_usage(hub: Hub) -> dict:
 # --------------------------------------------------------------------------- one class size
 
 
-def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagger_login_s: float, protocol: str = "v1") -> dict:
+def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagger_login_s: float, protocol: str = "v1",
+              hub_class: type = Hub) -> dict:
     names = [f"mhalt{n:02d}x{i:02d}" for i in range(n)]
     teacher = f"mhalt{n:02d}teach"
     result = {"learners": n, "changes_per_learner": changes, "pace_s": pace, "failures": []}
     had_group, had_service_user = _exists(grp.getgrnam, LEARNER_GROUP), _exists(pwd.getpwnam, SERVICE_USER)
-    with Hub(f"n{n}", instructors=[teacher]) as hub:
+    with hub_class(f"n{n}", instructors=[teacher]) as hub:
         homes = hub.state / "homes"
         learners = [Learner(hub, name, i, notebooks, protocol) for i, name in enumerate(names)]
         cpu0 = hub_usage(hub)["cpu_s"]

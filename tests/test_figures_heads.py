@@ -9,6 +9,7 @@ import pytest
 from mha_core.attention import split_heads
 from mha_core.examples import HAND_SET_HEADS, TOKENS, demo_layer, hand_set_weights, token_vectors
 from mha_core.figures import heads
+from mha_core.figures._style import OUTLINE_NAME
 from mha_core.projector import LAPTOP
 
 D_MODEL = 16
@@ -20,8 +21,10 @@ def weights_for(n_heads: int) -> np.ndarray:
     return demo_layer(D_MODEL, n_heads, seed=0)(X).weights  # (H, T, T)
 
 
-@pytest.mark.parametrize(("n_heads", "expected"), [(1, (1, 1)), (2, (1, 2)), (3, (2, 2)), (4, (2, 2)), (8, (2, 4)), (16, (4, 4))])
-def test_grid_shape_puts_at_most_four_tiles_across(n_heads, expected):
+@pytest.mark.parametrize(("n_heads", "expected"),
+                         [(1, (1, 1)), (2, (1, 2)), (3, (1, 3)), (4, (2, 2)), (6, (2, 3)), (8, (2, 4)), (16, (2, 8)),
+                          (24, (3, 8))])
+def test_grid_shape_keeps_to_two_rows_of_at_most_eight_tiles_up_to_16_heads(n_heads, expected):
     assert heads.grid_shape(n_heads) == expected
     rows, cols = expected
     assert rows * cols >= n_heads > (rows - 1) * cols
@@ -45,25 +48,45 @@ def test_grid_uses_viridis_with_the_fixed_range_0_to_1():
     assert trace.colorscale == go.Heatmap(colorscale="Viridis").colorscale
 
 
-def test_grid_labels_every_tile_row_and_column_with_the_tokens():
-    fig = heads.head_grid_figure(weights_for(8), TOKENS)  # 2 x 4 tiles
+def test_grid_labels_every_tile_row_and_column_with_the_tokens_while_they_fit():
+    fig = heads.head_grid_figure(weights_for(8), TOKENS, theme=LAPTOP)  # 2 x 4 tiles
     assert list(fig.layout.xaxis.ticktext) == list(TOKENS) * 4
     assert list(fig.layout.yaxis.ticktext) == list(TOKENS) * 2
     assert fig.layout.xaxis.title.text == "key token" and fig.layout.yaxis.title.text == "query token"
     assert fig.layout.yaxis.autorange == "reversed"  # queries read top to bottom
 
 
+@pytest.mark.parametrize("n_heads", [8, 16])
+def test_where_key_labels_cannot_fit_the_axis_title_lists_the_keys_in_order(n_heads):
+    from mha_core.projector import PROJECTOR
+
+    fig = heads.head_grid_figure(weights_for(n_heads), TOKENS, width=820, theme=PROJECTOR)
+    assert fig.layout.xaxis.showticklabels is False
+    assert fig.layout.xaxis.title.text.endswith("left to right: " + " ".join(TOKENS))
+    assert list(fig.layout.yaxis.ticktext) == list(TOKENS) * 2  # every query still named, on both rows of tiles
+
+
 def test_grid_titles_each_head_and_says_how_many_heads_are_shown():
     fig = heads.head_grid_figure(weights_for(4), TOKENS)
     assert [a.text for a in fig.layout.annotations] == ["head 1", "head 2", "head 3", "head 4"]
     assert "H = 4 heads" in fig.layout.title.text
+    # Past 8 heads a tile is too narrow for "head 16": the number alone, the same at every theme.
+    many = heads.head_grid_figure(weights_for(16), TOKENS)
+    assert [a.text for a in many.layout.annotations] == [str(h) for h in range(1, 17)]
 
 
-def test_grid_writes_values_in_cells_only_while_tiles_are_large():
-    small = heads.head_grid_figure(weights_for(2), TOKENS).data[0]
-    many = heads.head_grid_figure(weights_for(16), TOKENS).data[0]
+def test_grid_writes_values_in_cells_only_while_they_fit_the_cells_at_the_themes_size():
+    from mha_core.figures._style import text_width_px
+    from mha_core.projector import PROJECTOR
+
+    small = heads.head_grid_figure(weights_for(2), TOKENS, theme=LAPTOP).data[0]
     assert small.text is not None and small.text[0][0] == f"{weights_for(2)[0, 0, 0]:.2f}"
-    assert many.text is None
+    assert heads.head_grid_figure(weights_for(16), TOKENS, theme=LAPTOP).data[0].text is None
+    # On a projector, 4 heads' cells are narrower than a 20 px "0.00": the outlines carry the pattern instead.
+    spec = heads.head_grid_spec(weights_for(4), TOKENS, width=820, theme=PROJECTOR)
+    assert "text" not in spec["data"][0]
+    cell_w = (820 - spec["layout"]["margin"]["l"] - spec["layout"]["margin"]["r"]) / 13  # 2 tiles of 6 and a gap
+    assert text_width_px("0.00", PROJECTOR.cell_text_size) + 8 > cell_w
 
 
 def test_hover_names_the_head_the_query_and_the_key():
@@ -84,20 +107,26 @@ def test_every_querys_largest_weight_is_outlined_so_the_pattern_reads_without_ho
     weights = weights_for(n_heads)
     fig = heads.head_grid_figure(weights, TOKENS)
     outline = fig.data[1]
-    assert outline.marker.symbol == "square-open" and outline.hoverinfo == "skip"
+    assert outline.name == OUTLINE_NAME and outline.mode == "lines" and outline.hoverinfo == "skip"
+    x, y = np.array(outline.x, dtype=float).reshape(-1, 6), np.array(outline.y, dtype=float).reshape(-1, 6)
+    assert np.allclose(x[:, :5].max(1) - x[:, :5].min(1), 1) and np.allclose(y[:, :5].max(1) - y[:, :5].min(1), 1)
+    centres = [(round(a), round(b)) for a, b in zip(x[:, :4].mean(1), y[:, :4].mean(1))]  # each a cell's own edges
     for h in range(n_heads):
         r0, c0 = heads.tile_origin(h, n_heads, T)
-        mine = [(x - c0, y - r0) for x, y in zip(outline.x, outline.y) if 0 <= x - c0 < T and 0 <= y - r0 < T]
+        mine = [(x - c0, y - r0) for x, y in centres if 0 <= x - c0 < T and 0 <= y - r0 < T]
         assert mine == [(int(weights[h, q].argmax()), q) for q in range(T)]
 
 
 @pytest.mark.parametrize("n_heads", [1, 2, 4, 8, 16])
-def test_the_live_grid_fits_beside_its_control_on_a_1280_by_800_screen(n_heads):
-    from mha_core.figures._style import SCREEN_HEIGHT, WIDGET_WIDTH
+def test_the_live_grid_fits_beside_its_control_on_a_1280_by_800_screen_and_when_presenting(n_heads):
+    from mha_core.figures._style import PRESENTING_HEIGHT, SCREEN_HEIGHT, WIDGET_WIDTH
+    from mha_core.projector import PROJECTOR
 
-    fig = heads.head_grid_figure(weights_for(n_heads), TOKENS, width=WIDGET_WIDTH)
+    fig = heads.head_grid_figure(weights_for(n_heads), TOKENS, width=WIDGET_WIDTH, theme=LAPTOP)
     assert fig.layout.width <= 820
     assert fig.layout.height <= heads.GRID_HEIGHT <= SCREEN_HEIGHT - 40  # one row of head-count buttons above it
+    shown = heads.head_grid_figure(weights_for(n_heads), TOKENS, width=WIDGET_WIDTH, theme=PROJECTOR)
+    assert shown.layout.height <= PRESENTING_HEIGHT - PROJECTOR.control_height  # Presentation Mode, 1280 x 720
 
 
 def test_grid_refuses_weights_that_do_not_match_the_tokens():
@@ -121,6 +150,21 @@ def test_hand_set_sketch_says_it_is_set_by_hand_and_shows_the_three_tables_in_on
     assert z.shape == (T, 3 * T + 2 * heads.TILE_GAP)  # one row of three tiles
     texts = [a.text for a in fig.layout.annotations]
     assert "cache" in texts[0] and "key" in texts[0] and "deploy" in texts[1] and "itself" in texts[2]
+    # Both keys of a 0.5 / 0.5 row are outlined: a tie has two largest weights.
+    x, y = np.array(fig.data[1].x, dtype=float).reshape(-1, 6), np.array(fig.data[1].y, dtype=float).reshape(-1, 6)
+    marked = {(round(a), round(b)) for a, b in zip(x[:, :4].mean(1), y[:, :4].mean(1))}
+    c = TOKENS.index("changed")
+    assert {(TOKENS.index("cache"), c), (TOKENS.index("key"), c)} <= marked
+
+
+def test_hand_set_sketch_prints_one_decimal_where_it_fits_and_only_outlines_on_a_projector():
+    from mha_core.projector import PROJECTOR
+
+    weights = hand_set_weights()
+    names = [title for title, _ in HAND_SET_HEADS]
+    laptop = heads.hand_set_figure(weights, TOKENS, names, theme=LAPTOP).data[0]
+    assert laptop.text[TOKENS.index("changed")][TOKENS.index("cache")] == "0.5"  # 0, 0.5, 1: one decimal says it all
+    assert heads.hand_set_figure(weights, TOKENS, names, theme=PROJECTOR).data[0].text is None
 
 
 def test_split_figure_shows_q_and_marks_each_heads_slice_of_features():
@@ -130,8 +174,9 @@ def test_split_figure_shows_q_and_marks_each_heads_slice_of_features():
     np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), q)
     assert list(fig.data[0].y) == list(TOKENS)
     assert len(fig.layout.shapes) == 3  # boundaries between 4 heads
-    assert [s.x0 for s in fig.layout.shapes] == [3.5, 7.5, 11.5]
-    assert "features 4-7" in fig.layout.annotations[1].text
+    assert [s.x0 for s in fig.layout.shapes] == [4.5, 8.5, 12.5]  # entries are numbered 1 to D
+    assert list(fig.data[0].x) == list(range(1, 17))
+    assert "entries 5-8" in fig.layout.annotations[1].text
     assert "(6, 16)" in fig.layout.title.text and "d_head = 4" in fig.layout.title.text
     # The slices are exactly what split_heads hands each head.
     q_heads = split_heads(q[None], 4)[0]  # (H, T, Dh)
@@ -187,6 +232,11 @@ def test_token_views_figure_writes_the_query_values_instead_of_a_second_colour_b
     assert fig.data[0].showscale is False
     np.testing.assert_allclose(np.array(fig.data[0].text, dtype=float), np.round(result.q[:, 0], 1))
     assert fig.data[1].colorbar.x is None or fig.data[1].colorbar.x > fig.layout.xaxis2.domain[1]
+    assert list(fig.data[0].x) == [1, 2, 3, 4]  # entries counted from 1
+    # Each head's largest weight is outlined, whether or not the numbers fit.
+    centres = [(round((s.x0 + s.x1) / 2), round((s.y0 + s.y1) / 2)) for s in fig.layout.shapes]
+    assert centres == [(int(j), h) for h, j in enumerate(result.weights[:, 0].argmax(axis=-1))]
+    assert {s.xref for s in fig.layout.shapes} == {"x2"}  # on the weights, not on the query entries
 
 
 def test_one_head_and_one_feature_are_written_in_the_singular():

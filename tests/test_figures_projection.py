@@ -34,15 +34,16 @@ def test_concat_figure_shows_the_heads_side_by_side_as_merge_heads_does():
     merged = merge_heads(RESULT.head_outputs)[0, T_CHANGED]  # (H*Dh,)
     np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float)[0], merged)
     assert [a.text for a in fig.layout.annotations] == [f"head {h + 1}" for h in range(N_HEADS)]
-    assert [s.x0 for s in fig.layout.shapes] == [3.5, 7.5, 11.5]
+    assert [s.x0 for s in fig.layout.shapes] == [4.5, 8.5, 12.5]  # positions are numbered 1 to 16
+    assert list(fig.data[0].x) == list(range(1, 17))
     assert "4 × 4 = 16" in fig.layout.title.text
 
 
 def test_w_o_figure_shows_w_o_and_marks_one_block_of_d_head_rows_per_head():
     fig = projection.w_o_blocks_figure(LAYER.w_o, N_HEADS)
     np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), LAYER.w_o)
-    assert [s.y0 for s in fig.layout.shapes] == [3.5, 7.5, 11.5]
-    assert "rows 4-7" in fig.layout.annotations[1].text
+    assert [s.y0 for s in fig.layout.shapes] == [4.5, 8.5, 12.5]  # rows are numbered 1 to 16
+    assert "rows 5-8" in fig.layout.annotations[1].text
     np.testing.assert_allclose(LAYER.w_o[4:8], LAYER.w_o_block(1))
 
 
@@ -98,3 +99,13 @@ def test_contributions_spec_is_the_figure_as_a_plain_dict_and_patterns_tell_the_
     # head patterns tell the parts apart without colour
     shapes = [t.marker.pattern.shape for t in fig.data[2:6]]
     assert len(set(shapes)) == 4
+
+
+def test_head_3_moves_features_5_and_7_most_as_the_guide_says_counting_from_1():
+    # The instructor's guide (04, section 5): untick head 3 and features 5 and 7 jump up by about 1.0.
+    part = CONTRIBUTIONS[2]  # head 3 is index 2
+    fig = contributions_figure(np.array([False, False, True, False]))
+    features = list(fig.data[0].x)
+    assert features == list(range(1, 17))  # the figure counts features from 1
+    most = sorted(features[j] for j in np.argsort(part)[:2])
+    assert most == [5, 7] and np.allclose(part[[4, 6]], -1.0, atol=0.05)

@@ -24,7 +24,8 @@ def test_token_vectors_figure_shows_one_row_per_token_with_its_numbers():
     np.testing.assert_array_equal(trace.z, X)
     assert list(trace.y) == list(TOKENS)
     assert list(trace.x) == ["f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8"]
-    np.testing.assert_array_equal(trace.text, np.round(X, 2))
+    np.testing.assert_array_equal(np.array(trace.text, dtype=float), np.round(X, 2))
+    assert all(len(t.split(".")[1]) == 2 for t in np.ravel(trace.text))  # two decimals fit a laptop's cells
     assert "(T, D) = (6, 8)" in fig.layout.title.text
     assert fig.layout.yaxis.autorange == "reversed"  # first token at the top, as in a table
 

@@ -35,6 +35,10 @@ def test_scores_and_weights_figure_shows_scaled_scores_and_their_softmax():
     np.testing.assert_allclose(np.sum(right.z, axis=1), 1.0)
     assert (right.zmin, right.zmax, right.colorscale[0][1]) == (0.0, 1.0, "#440154")  # viridis, fixed 0..1
     assert list(right.x) == list(TOKENS) and list(left.y) == list(TOKENS)
+    # Each row's highest score and highest weight are outlined: the same key, row by row.
+    def outlined(xref):
+        return [(round((s.x0 + s.x1) / 2), round((s.y0 + s.y1) / 2)) for s in fig.layout.shapes if s.xref == xref]
+    assert outlined("x") == outlined("x2") == [(int(j), i) for i, j in enumerate(np.argmax(scores, axis=-1))]
 
 
 @pytest.mark.parametrize("d_head", D_HEAD_VALUES)
@@ -49,7 +53,10 @@ def test_scaling_figure_shows_the_weights_and_spread_for_its_d_head(d_head):
     assert list(scaled_here.x) == [d_head] and scaled_here.y[0] == pytest.approx(DATA.scaled_std[i])
     assert fig.layout.title.text.startswith(f"d_head = {d_head}:")
     assert f"{DATA.unscaled_top[i]:.2f}" in fig.layout.title.text
-    assert tuple(fig.layout.yaxis.range) == (0, 1.12)  # fixed: the bars move, the axis does not
+    assert tuple(fig.layout.yaxis.range) == (0, 1.3)  # fixed: the bars move, the axis does not (room for a label over 1)
+    # The spread panel's ticks read as the numbers they are, each one written out: 4, 8, ... 512.
+    assert list(fig.layout.xaxis2.ticktext) == [str(d) for d in D_HEAD_VALUES] and fig.layout.xaxis2.type == "log"
+    assert fig.data[0].constraintext == "none"  # plotly would shrink the bar labels below the theme's size
     # The two cases differ by pattern and line style, not colour alone.
     assert unscaled.marker.pattern.shape != scaled.marker.pattern.shape
     assert unscaled.marker.pattern.fillmode == "overlay"  # hatching over the colour, not instead of it

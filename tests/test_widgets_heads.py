@@ -26,7 +26,7 @@ def test_head_count_offers_exactly_the_divisors_of_d_model(grid):
 def test_choosing_a_head_count_redraws_the_same_figure_with_the_layers_weights(grid, n_heads):
     figure = grid.figure
     grid.head_count.value = n_heads
-    assert grid.figure is figure and len(figure.data) == 2
+    assert grid.figure is figure and len(figure.data) == 2  # the weights and their outlines
     expected = demo_layer(16, n_heads, seed=0)(token_vectors(16, seed=0)).weights  # (H, T, T)
     z = np.array(figure.data[0].z, dtype=float)
     for h in range(n_heads):

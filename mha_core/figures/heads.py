@@ -16,40 +16,58 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .. import projector
 from ..projector import Theme
 from ._style import (
     COLORS,
+    PLAIN_WIDTH,
     SCREEN_HEIGHT,
     SIGNED_COLORSCALE,
     WEIGHTS_COLORSCALE,
     WEIGHTS_RANGE,
     WIDGET_WIDTH,
     base_layout,
+    cell_numbers,
+    cell_px,
+    colorbar_px,
     head_blocks_figure,
+    label_angle,
+    outline_trace,
+    panel_title,
+    row_max_cells,
+    row_max_outlines,
+    text_width_px,
+    title_bottom_px,
+    title_chars,
+    weights_colorbar,
+    widget_height,
+    wrap_title,
 )
 
 #: Blank cells between two tiles of the head grid.
 TILE_GAP = 1
-#: The tallest head grid: with its one row of head-count buttons it fits the screen.
+#: The tallest head grid on a laptop: with its one row of head-count buttons it fits the screen
+#: (with the projector theme, ``widget_height`` of Presentation Mode sets the limit).
 GRID_HEIGHT = SCREEN_HEIGHT - 80
 
 
 def grid_shape(n_heads: int, cols: int | None = None) -> tuple[int, int]:
-    """Rows and columns of tiles for ``n_heads`` heads: at most 4 across, 2 x 2 for 3-4.
+    """Rows and columns of tiles for ``n_heads`` heads: one row up to 3, 2 x 2 for 4, then two rows
+    of up to 8 tiles (more rows only past 16 heads).
 
+    Wide rows, not a square of tiles: the figure is wider than it is tall, and the room between
+    two rows of tiles is where each head's title goes, so few rows keep every tile large.
     ``cols`` fixes the number of tiles across instead.
     """
     if cols is not None:
         cols = max(1, min(cols, n_heads))
-    elif n_heads <= 2:
+    elif n_heads <= 3:
         cols = n_heads
-    elif n_heads <= 4:
+    elif n_heads == 4:
         cols = 2
     else:
-        cols = 4
+        cols = min(8, math.ceil(n_heads / 2))
     return math.ceil(n_heads / cols), cols
 
 
@@ -96,45 +114,93 @@ def head_grid_figure(
     show_values: bool | None = None,
     cols: int | None = None,
     width: int | None = None,
+    decimals=(2,),
     theme: Theme | None = None,
 ) -> go.Figure:
     """Every head's attention weights, one tile per head, queries down, keys across.
 
     In every tile each query's largest weight is outlined, so the pattern reads without
     hovering at any head count. ``show_values`` also writes each weight in its cell; by
-    default only while tiles are large enough to read (two tiles across at most).
-    ``cols`` fixes the number of tiles across (default: see ``grid_shape``). ``width``
-    fixes the figure's width in pixels (a ``FigureWidget`` does not follow its
-    container's width; a plain figure does, so leave it None there). The height never
-    exceeds what fits on a 1280 x 800 screen with one row of controls above it.
+    default (None) only while the numbers fit the cells at the theme's size, with the most
+    of ``decimals`` that fits. Token labels sit on every tile row and column while they
+    fit; when they do not, the axis title lists the tokens in order. ``cols`` fixes the
+    number of tiles across (default: see ``grid_shape``). ``width`` fixes the figure's
+    width in pixels (a ``FigureWidget`` does not follow its container's width; a plain
+    figure does, so leave it None there). The height never exceeds what fits on screen
+    with one row of controls above it (``widget_height``: 1280 x 800, or Presentation Mode
+    at 1280 x 720 with the projector theme).
 
     Shapes:
         weights: (H, T, T), rows sum to 1
     """
     return go.Figure(head_grid_spec(weights, tokens, title=title, head_titles=head_titles, show_values=show_values,
-                                    cols=cols, width=width, theme=theme))
+                                    cols=cols, width=width, decimals=decimals, theme=theme))
+
+
+def _head_grid_title(H: int) -> str:
+    return f"Attention weights of each of H = {H} {'head' if H == 1 else 'heads'} (rows: query, columns: key)"
 
 
 def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, head_titles=None,
                    show_values: bool | None = None, cols: int | None = None, width: int | None = None,
-                   theme: Theme | None = None) -> dict:
+                   decimals=(2,), theme: Theme | None = None) -> dict:
     """``head_grid_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
     move (plotly's checks run where the control copies it into its ``FigureWidget``)."""
     theme = projector.resolve(theme)
     weights = np.asarray(weights, dtype=float)
+    tokens = list(tokens)
     if weights.ndim != 3 or weights.shape[1] != weights.shape[2] or weights.shape[1] != len(tokens):
         raise ValueError(f"weights must have shape (H, T, T) with T = {len(tokens)} tokens; got {weights.shape}")
     H, T, _ = weights.shape
     rows, cols = grid_shape(H, cols)
-    if show_values is None:
-        show_values = cols <= 2
     if head_titles is None:
-        head_titles = [f"head {h + 1}" for h in range(H)]
-    if title is None:
-        title = f"Attention weights of each of H = {H} {'head' if H == 1 else 'heads'} (rows: query, columns: key)"
+        # The same words at every theme (the browser tests compare them): a number alone past 8 heads,
+        # where "head 16" would not fit above a tile.
+        head_titles = [f"head {h + 1}" if H <= 8 else str(h + 1) for h in range(H)]
+    title = title or _head_grid_title(H)
 
     z, hover = _tiled(weights, tokens, cols)
     blank = np.isnan(z)
+    n_high, n_wide = z.shape
+    label_size = theme.font_size if cols <= 2 else theme.dense_label_size
+    line = round(1.35 * label_size)  # one line of label text, with its leading and the annotation's padding
+
+    # Pixels: the figure is as wide as its output (WIDGET_WIDTH for a live one) and at most as tall as fits.
+    fig_width = width or WIDGET_WIDTH
+    longest = max(text_width_px(tok, label_size) for tok in tokens)
+    colorbar_px = 40 + round(text_width_px("0.5", theme.font_size)) + theme.font_size
+    margin = dict(l=round(longest) + theme.font_size + 30, r=20 + colorbar_px)
+    plot_width = fig_width - margin["l"] - margin["r"]
+    cell_w = plot_width / n_wide
+    # Head titles wrap to their tile's width (the hand-set sketch's long titles).
+    tile_chars = max(6, int((T * cell_w) / (0.57 * label_size)))
+    tile_titles = [wrap_title(str(t).replace("<br>", " "), tile_chars) for t in head_titles]
+    title_rows = max(t.count("<br>") + 1 for t in tile_titles)
+    horizontal_keys = longest + 8 <= cell_w
+    upright_keys = 1.15 * label_size + 1 <= cell_w  # rotated a quarter turn, a label is one line thick
+    margin["t"] = title_bottom_px(wrap_title(title, title_chars(theme)), theme) + 16 + title_rows * line
+    height_limit = widget_height(theme, rows=1) if theme.projector else GRID_HEIGHT
+    # Key labels under the tiles while the cells stay tall enough; else the axis title lists the keys.
+    for key_ticks in ((True, False) if horizontal_keys or upright_keys else (False,)):
+        tick_depth = (line if horizontal_keys else round(longest) + 6) if key_ticks else 0
+        margin["b"] = tick_depth + round(1.3 * theme.font_size) + 24
+        cell_h = (height_limit - margin["t"] - margin["b"] - (rows - 1) * max(0, title_rows - 1) * line) / n_high
+        if rows == 1 or cell_h >= line:
+            break
+    # Cells no taller than 1.6 x their width, unless a query label needs the height.
+    cell_h = min(cell_h, max(1.6 * cell_w, 1.15 * label_size + 3), 64.0)
+    if rows > 1 and cell_h < line:
+        # Between two rows of tiles the blank row holds the lower tiles' titles: never shorter than a line
+        # (the figure may then pass the height limit: more heads than the screen holds at this size).
+        cell_h = float(line)
+    cell_w = min(cell_w, 1.6 * cell_h)
+
+    if show_values is None:
+        text, _ = cell_numbers(weights, cell_w, cell_h, theme.cell_text_size, decimals=decimals)
+        show_values = text is not None
+        chosen = decimals[0] if text is None else _
+    else:
+        chosen = decimals[0]
     trace = dict(
         type="heatmap",
         # Blank cells go out as null: NaN is not valid JSON, and a FigureWidget sends a 2-D array as a JSON list.
@@ -142,7 +208,7 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
         zmin=WEIGHTS_RANGE[0],
         zmax=WEIGHTS_RANGE[1],
         colorscale=WEIGHTS_COLORSCALE,
-        colorbar=dict(title=dict(text="weight"), len=min(1.0, 0.45 * rows + 0.1), outlinewidth=0),
+        colorbar=weights_colorbar(len=min(1.0, max(0.5, 0.5 * rows)), x=1.02),
         xgap=1,
         ygap=1,
         hoverongaps=False,
@@ -151,60 +217,50 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
     )
     if show_values:
         trace.update(
-            text=np.where(blank, "", np.char.mod("%.2f", np.nan_to_num(z))),
+            text=np.where(blank, "", np.char.mod(f"%.{chosen}f", np.round(np.nan_to_num(z), chosen) + 0.0)),
             texttemplate="%{text}",
-            textfont=dict(size=theme.small_text_size),
+            textfont=dict(size=theme.cell_text_size),
         )
 
-    # Cell size in pixels: big when there are few tiles, never wider or taller than the screen allows.
+    # Each query's largest weight, outlined along its cell's edges (every key that ties with it: the hand-set
+    # rows split 0.5 / 0.5), so the outline never crosses a printed number.
+    thick = 3 if min(cell_w, cell_h) >= 20 else 2
+    outline = outline_trace([cell for h in range(H) for cell in row_max_cells(weights[h], tile_origin(h, H, T, cols))],
+                            color=TOP_WEIGHT_COLOR, width=thick)
+
     step = T + TILE_GAP
-    n_cells_high = rows * T + (rows - 1) * TILE_GAP
-    n_cells_wide = cols * T + (cols - 1) * TILE_GAP
-    margin = dict(l=110, r=30, t=100, b={1: 90, 2: 110}.get(cols, 120))
-    plot_width = (width or WIDGET_WIDTH) - margin["l"] - margin["r"] - 90  # less the colour bar
-    plot_height = GRID_HEIGHT - margin["t"] - margin["b"] - 12 * (rows - 1)  # less the head titles between rows
-    cell_px = min({1: 62, 2: 44}.get(rows, 30), plot_width / n_cells_wide, plot_height / n_cells_high)
-
-    # Each query's largest weight, outlined (one marker per head and query).
-    top_x, top_y = [], []
-    for h in range(H):
-        r0, c0 = tile_origin(h, H, T, cols)
-        top_x += [c0 + int(j) for j in weights[h].argmax(axis=-1)]
-        top_y += [r0 + i for i in range(T)]
-    outline = dict(
-        type="scatter", x=top_x, y=top_y, mode="markers", hoverinfo="skip", showlegend=False,
-        marker=dict(symbol="square-open", size=max(6, round(cell_px * 0.8)), color=TOP_WEIGHT_COLOR,
-                    line=dict(width=3 if cell_px >= 20 else 2)),
-    )
-
-    tick_font = dict(size=theme.font_size if cols <= 2 else theme.dense_label_size)
-    x_ticks = [(c * step + j, tok) for c in range(cols) for j, tok in enumerate(tokens)]
-    y_ticks = [(r * step + i, tok) for r in range(rows) for i, tok in enumerate(tokens)]
-    annotations = []
-    for h in range(H):
-        r0, c0 = tile_origin(h, H, T, cols)
-        annotations.append(
-            dict(
-                text=head_titles[h], x=c0 + (T - 1) / 2, y=r0 - 0.55, xref="x", yref="y",
-                showarrow=False, yanchor="bottom", font=tick_font,
-            )
-        )
+    tick_font = dict(size=label_size)
+    # Query labels on every tile row while they fit one per cell; else every second (third ...) query.
+    every = max(1, math.ceil((1.15 * label_size + 2) / cell_h))
+    y_ticks = [(r * step + i, tok) for r in range(rows) for i, tok in enumerate(tokens) if i % every == 0]
+    x_ticks = [(c * step + j, tok) for c in range(cols) for j, tok in enumerate(tokens)] if key_ticks else []
+    order = " ".join(tokens)
+    x_title = "key token" if key_ticks else f"key token; in each tile, left to right: {order}"
+    annotations = [
+        dict(text=tile_titles[h], x=tile_origin(h, H, T, cols)[1] + (T - 1) / 2, y=tile_origin(h, H, T, cols)[0] - 0.5,
+             xref="x", yref="y", showarrow=False, yanchor="bottom", font=tick_font)
+        for h in range(H)
+    ]
+    plot_w, plot_h = n_wide * cell_w, n_high * cell_h
+    x_end = min(1.0, plot_w / max(plot_width, 1))
+    trace["colorbar"]["x"] = x_end + 0.02
     layout = base_layout(
         title,
         theme=theme,
+        fit_title=False,
         margin=margin,
-        height=round(margin["t"] + margin["b"] + n_cells_high * cell_px + 12 * (rows - 1)),
+        height=round(margin["t"] + margin["b"] + plot_h),
         width=width,
         annotations=annotations,
         xaxis=dict(
             tickvals=[p for p, _ in x_ticks], ticktext=[t for _, t in x_ticks], tickfont=tick_font,
-            title=dict(text="key token"), tickangle={1: 0, 2: -45}.get(cols, -90), showgrid=False, zeroline=False,
-            constrain="domain", range=[-0.5, n_cells_wide - 0.5],
+            showticklabels=key_ticks, title=dict(text=x_title, standoff=12),
+            tickangle=0 if horizontal_keys else -90, showgrid=False, zeroline=False,
+            range=[-0.5, n_wide - 0.5], domain=[0, x_end],
         ),
         yaxis=dict(
             tickvals=[p for p, _ in y_ticks], ticktext=[t for _, t in y_ticks], tickfont=tick_font,
-            title=dict(text="query token", standoff=18), autorange="reversed", showgrid=False, zeroline=False,
-            scaleanchor="x", scaleratio=1, constrain="domain",
+            title=dict(text="query token", standoff=12), autorange="reversed", showgrid=False, zeroline=False,
         ),
     )
     # One constructor call (no update_layout afterwards): a control rebuilds this on every move.
@@ -225,9 +281,9 @@ def head_split_figure(q: np.ndarray, n_heads: int, tokens, *, theme: Theme | Non
         title=(f"q for the running sentence, shape (T, D) = ({T}, {D}), "
                f"cut into H = {n_heads} {'head' if n_heads == 1 else 'heads'} of d_head = {d_head} "
                f"{'feature' if d_head == 1 else 'features'}"),
-        block_label=lambda h, lo, hi: f"head {h + 1}<br>features {lo}-{hi}" if hi > lo else f"h{h + 1}",
-        hovertemplate="token %{y}, feature %{x}: %{z:.2f}<extra></extra>",
-        margin=dict(l=110, r=30, t=130, b=70), axis_titles=("feature of q (0 to D-1)", "token"), of="d_model",
+        block_label=lambda h, lo, hi: f"head {h + 1}<br>entries {lo}-{hi}" if hi > lo else f"h{h + 1}",
+        hovertemplate="token %{y}, entry %{x} of q: %{z:.2f}<extra></extra>",
+        margin=dict(l=110, r=30, t=130, b=70), axis_titles=("entry of q (1 to D)", "token"), of="d_model",
         theme=theme,
     )
 
@@ -259,6 +315,9 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
                        theme: Theme | None = None) -> go.Figure:
     """One token seen by each head: its query slice per head (left), and where it looks (right).
 
+    Numbers are printed in the cells while they fit a figure ``PLAIN_WIDTH`` wide at the theme's
+    size; each head's largest weight is outlined on the right either way.
+
     Shapes:
         q_heads: (H, Dh), the token's query in each head
         weight_rows: (H, T), the token's attention weights in each head
@@ -266,51 +325,65 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
     theme = projector.resolve(theme)
     q_heads = np.asarray(q_heads, dtype=float)
     weight_rows = np.asarray(weight_rows, dtype=float)
+    tokens = list(tokens)
     H, Dh = q_heads.shape
+    T = len(tokens)
     head_names = [f"head {h + 1}" for h in range(H)]
     limit = float(np.max(np.abs(q_heads))) or 1.0
-    fig = make_subplots(
-        rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.14,
-        subplot_titles=(f"its query in each head (d_head = {Dh})", "its attention weights in each head"),
+    font = theme.font_size
+    left, right = [0.0, 0.40], [0.55, 1.0]
+    title = (f"The token '{query_token}' in each of H = {H} {'head' if H == 1 else 'heads'}: its query (left), "
+             f"where it looks (right)")
+    names_px = round(text_width_px("head 10", font))
+    height = 170 + 70 * H
+    margin = dict(l=names_px + 40, r=30 + colorbar_px(theme), t=90, b=80)
+    key_pitch = cell_px(PLAIN_WIDTH, margin["l"] + margin["r"], right, T)
+    angle = label_angle(tokens, key_pitch, font)
+    if angle:
+        margin["b"] = round(max(text_width_px(t, font) for t in tokens)) + 2 * font + 20
+        height += margin["b"] - 80
+    cell_h = cell_px(height, margin["t"] + margin["b"], [0, 0.9], H)
+    q_text, _ = cell_numbers(q_heads, cell_px(PLAIN_WIDTH, margin["l"] + margin["r"], left, Dh), cell_h,
+                             theme.cell_text_size, decimals=(1,))
+    w_text, _ = cell_numbers(weight_rows, key_pitch, cell_h, theme.cell_text_size, decimals=(2,))
+    entries = list(range(1, Dh + 1))
+    query = dict(
+        type="heatmap", z=q_heads, x=entries, y=head_names, colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
+        # No colour bar: a second bar between the panels would sit on the right panel's head labels.
+        xgap=1, ygap=1, showscale=False, xaxis="x", yaxis="y",
+        hovertemplate="%{y}, entry %{x}: %{z:.2f}<extra></extra>",
     )
-    fig.add_trace(
-        go.Heatmap(
-            z=q_heads, x=list(range(Dh)), y=head_names, colorscale=SIGNED_COLORSCALE, zmin=-limit, zmax=limit,
-            # No colour bar: the values are written in the cells, and a second bar between the
-            # panels would sit on the right panel's head labels.
-            xgap=1, ygap=1, showscale=False,
-            text=np.round(q_heads, 1), texttemplate="%{text:.1f}", textfont=dict(size=theme.small_text_size),
-            hovertemplate="%{y}, feature %{x}: %{z:.2f}<extra></extra>",
-        ),
-        row=1, col=1,
+    if q_text is not None:
+        query.update(text=q_text, texttemplate="%{text}", textfont=dict(size=theme.cell_text_size))
+    looks = dict(
+        type="heatmap", z=weight_rows, x=tokens, y=head_names, colorscale=WEIGHTS_COLORSCALE,
+        zmin=WEIGHTS_RANGE[0], zmax=WEIGHTS_RANGE[1], xgap=1, ygap=1, xaxis="x2", yaxis="y2",
+        colorbar=weights_colorbar(x=1.02, len=0.9, y=0.45),
+        hovertemplate="%{y}: key %{x} gets %{z:.2f}<extra></extra>",
     )
-    fig.add_trace(
-        go.Heatmap(
-            z=weight_rows, x=list(tokens), y=head_names, colorscale=WEIGHTS_COLORSCALE,
-            zmin=WEIGHTS_RANGE[0], zmax=WEIGHTS_RANGE[1], xgap=1, ygap=1,
-            colorbar=dict(title=dict(text="weight"), len=0.9),
-            text=np.round(weight_rows, 2), texttemplate="%{text:.2f}", textfont=dict(size=theme.small_text_size),
-            hovertemplate="%{y}: key %{x} gets %{z:.2f}<extra></extra>",
-        ),
-        row=1, col=2,
+    if w_text is not None:
+        looks.update(text=w_text, texttemplate="%{text}", textfont=dict(size=theme.cell_text_size))
+    layout = dict(
+        **base_layout(title, margin=margin, theme=theme),
+        height=height,
+        showlegend=False,
+        xaxis=dict(domain=left, anchor="y", title_text="entry of the head's query", tickvals=entries, showgrid=False),
+        yaxis=dict(domain=[0, 0.9], anchor="x", autorange="reversed", showgrid=False),
+        xaxis2=dict(domain=right, anchor="y2", title_text="key token", tickangle=angle, showgrid=False),
+        yaxis2=dict(domain=[0, 0.9], anchor="x2", autorange="reversed", showgrid=False),
+        annotations=[panel_title(f"its query in each head (d_head = {Dh})", left, 0.92, theme=theme),
+                     panel_title("its attention weights in each head", right, 0.92, theme=theme)],
+        # Each head's largest weight, outlined: which key the token favours in each head.
+        shapes=row_max_outlines(weight_rows, xref="x2", yref="y2", color=TOP_WEIGHT_COLOR),
     )
-    fig.update_layout(
-        **base_layout(
-            f"The token '{query_token}' in each of H = {H} {'head' if H == 1 else 'heads'}: its query (left), where it looks (right)",
-            margin=dict(l=100, r=30, t=110, b=80), theme=theme,
-        ),
-        height=170 + 70 * H,
-    )
-    fig.update_annotations(font=dict(size=theme.font_size))
-    fig.update_yaxes(autorange="reversed", showgrid=False)
-    fig.update_xaxes(showgrid=False)
-    fig.update_xaxes(title_text="feature of the head's query", tickvals=list(range(Dh)), row=1, col=1)
-    fig.update_xaxes(title_text="key token", row=1, col=2)
-    return fig
+    return go.Figure(data=[query, looks], layout=layout)
 
 
 def hand_set_figure(weights: np.ndarray, tokens, head_titles, *, theme: Theme | None = None) -> go.Figure:
     """The hand-set sketch: three heads whose weights were written by hand, not learned.
+
+    The weights are 0, 0.5 and 1, so one decimal says everything: it is printed while it fits
+    the cells (a laptop), and every query's largest weight, ties included, is outlined either way.
 
     Shapes:
         weights: (3, T, T), rows sum to 1
@@ -319,8 +392,8 @@ def hand_set_figure(weights: np.ndarray, tokens, head_titles, *, theme: Theme | 
         weights,
         tokens,
         title="SET BY HAND for illustration, not learned: three made-up heads",
-        head_titles=[t.replace(": ", ":<br>", 1) for t in head_titles],
-        show_values=True,
+        head_titles=list(head_titles),
         cols=len(head_titles),
+        decimals=(2, 1),
         theme=theme,
     )

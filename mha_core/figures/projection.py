@@ -7,12 +7,25 @@ block of ``d_head`` rows per head, so the output is a sum of one part per head
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
 from .. import _validate, projector
 from ..projector import Theme
-from ._style import COLORS, WIDGET_HEIGHT, base_layout, head_blocks_figure
+from ._style import (
+    COLORS,
+    WIDGET_HEIGHT,
+    WIDGET_WIDTH,
+    base_layout,
+    head_blocks_figure,
+    text_width_px,
+    title_bottom_px,
+    title_chars,
+    widget_height,
+    wrap_title,
+)
 
 #: Hatch patterns, one per head, so the stacked parts differ without colour.
 HEAD_PATTERNS = ("", "/", ".", "x", "\\", "-", "|", "+")
@@ -36,7 +49,7 @@ def concat_figure(head_outputs: np.ndarray, *, token: str, theme: Theme | None =
     return head_blocks_figure(
         concat, H, along="columns", y_labels=[f"'{token}'"], decimals=1,
         title=f"The heads' outputs for '{token}', concatenated: H × d_head = {H} × {Dh} = {H * Dh} numbers",
-        hovertemplate="feature %{x}: %{z:.2f}<extra></extra>", height=280,
+        hovertemplate="position %{x}: %{z:.2f}<extra></extra>", height=280,
         axis_titles=("position in the concatenated vector", ""), theme=theme,
     )
 
@@ -56,7 +69,7 @@ def w_o_blocks_figure(w_o: np.ndarray, n_heads: int, *, theme: Theme | None = No
         title=f"W_O, shape (H × d_head, D) = ({rows}, {D}): one block of {Dh} rows per head",
         block_label=lambda h, lo, hi: f"head {h + 1}'s block<br>rows {lo}-{hi}",
         hovertemplate="row %{y}, output feature %{x}: %{z:.2f}<extra>entry</extra>",
-        height=WIDGET_HEIGHT, margin=dict(l=200, r=30, t=70, b=70), axis_titles=("output feature (0 to D-1)", ""),
+        height=WIDGET_HEIGHT, margin=dict(l=200, r=30, t=70, b=70), axis_titles=("output feature (1 to D)", ""),
         theme=theme,
     )
 
@@ -112,7 +125,7 @@ def contributions_spec(contributions: np.ndarray, b_o: np.ndarray | None, heads_
     pad = 0.08 * (top - bottom or 1.0)
     y_range = [bottom - pad, top + pad]
 
-    features = list(range(D))
+    features = list(range(1, D + 1))  # numbered from 1, as the figures and the prose count
     data = [
         dict(
             type="bar", x=features, y=output_now, name="output, heads on", xaxis="x", yaxis="y",
@@ -147,24 +160,42 @@ def contributions_spec(contributions: np.ndarray, b_o: np.ndarray | None, heads_
     which = ", ".join(names) if names else "none"
     distance = float(np.linalg.norm(output_now - output_all))
     axis_y = dict(range=y_range, zeroline=True, zerolinecolor="black", zerolinewidth=2, gridcolor="#dddddd")
-    panel_title = dict(
-        xref="paper", yref="paper", x=0, xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=theme.font_size)
-    )
+    font, line = theme.font_size, round(1.3 * theme.font_size)
+    panel_title = dict(xref="paper", yref="paper", x=0, xanchor="left", yanchor="bottom", showarrow=False,
+                       font=dict(size=font))
+    title = f"Heads on: {which} ({len(names)} of {H}). Distance from the all-heads output: {distance:.2f}"
+    # In pixels, top to bottom: title, the output's panel, its parts' panel, their feature numbers and axis
+    # title, then the legend in rows of its own below everything (never over an axis title).
+    fig_width = width or WIDGET_WIDTH
+    entries = [t["name"] for t in data]
+    # plotly lines a horizontal legend up in columns as wide as its widest entry.
+    per_row = max(1, int((fig_width - 60) // (max(text_width_px(n, font) for n in entries) + 46)))
+    legend_rows = math.ceil(len(entries) / per_row)
+    height = widget_height(theme, rows=1, message=True)
+    margin = dict(l=90, r=30, t=title_bottom_px(wrap_title(title, title_chars(theme)), theme) + line + 14,
+                  b=2 * line + 22 + legend_rows * (line + 4))
+    plot = height - margin["t"] - margin["b"]
+    gap = line + 14  # the parts' panel title
+    upper = [1 - 0.5 * (plot - gap) / plot, 1.0]
+    lower = [0.0, 0.5 * (plot - gap) / plot]
     layout = base_layout(
-        f"Heads on: {which} ({len(names)} of {H}). Distance from the all-heads output: {distance:.2f}",
+        title,
         theme=theme,
-        margin=dict(l=90, r=30, t=90, b=120),
+        fit_title=False,
+        margin=margin,
         barmode="relative",
-        height=WIDGET_HEIGHT,
+        height=height,
         width=width,
-        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, font=dict(size=theme.font_size)),
+        legend=dict(orientation="h", yanchor="top", y=-(2 * line + 16) / plot, x=0, font=dict(size=font)),
         xaxis=dict(domain=[0, 1], anchor="y", tickvals=features, showticklabels=False),
-        yaxis=dict(domain=[0.58, 1], anchor="x", title=dict(text="value"), **axis_y),
-        xaxis2=dict(domain=[0, 1], anchor="y2", matches="x", tickvals=features, title=dict(text="output feature (0 to D-1)")),
-        yaxis2=dict(domain=[0, 0.44], anchor="x2", title=dict(text="part"), **axis_y),
+        yaxis=dict(domain=upper, anchor="x", title=dict(text="value"), **axis_y),
+        xaxis2=dict(domain=[0, 1], anchor="y2", matches="x", tickvals=features,
+                    title=dict(text="output feature (1 to D)", standoff=6)),
+        yaxis2=dict(domain=lower, anchor="x2", title=dict(text="part"), **axis_y),
         annotations=[
-            dict(text=f"output for '{token}': heads that are on (bars) vs all heads on (diamonds)", y=1.0, **panel_title),
-            dict(text="each head's part of it, stacked (a head that is off adds nothing)", y=0.44, **panel_title),
+            dict(text=f"output for '{token}': heads on (bars), all heads on (diamonds)", y=1.0, yshift=4, **panel_title),
+            dict(text="each head's part of it, stacked (a head that is off adds nothing)", y=lower[1], yshift=4,
+                 **panel_title),
         ],
     )
     return {"data": data, "layout": layout}

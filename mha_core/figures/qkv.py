@@ -12,7 +12,23 @@ import plotly.graph_objects as go
 
 from .. import projector
 from ..projector import Theme
-from ._style import COLORS, WIDGET_HEIGHT, WIDGET_WIDTH, base_layout, panel_title, query_key_axes, signed_heatmap_trace, symmetric_max, wrap_title
+from ._style import (
+    COLORS,
+    PLAIN_WIDTH,
+    WIDGET_WIDTH,
+    base_layout,
+    cell_numbers,
+    cell_px,
+    panel_title,
+    query_key_axes,
+    signed_heatmap_trace,
+    symmetric_max,
+    text_width_px,
+    title_bottom_px,
+    title_chars,
+    widget_height,
+    wrap_title,
+)
 
 #: What each of q, k, v is for, shown next to the vectors in the explorer.
 ROLES = (
@@ -51,7 +67,10 @@ def token_vectors_figure(x: np.ndarray, tokens, *, theme: Theme | None = None) -
         xaxis=dict(title_text="feature"),
         yaxis=dict(autorange="reversed", title_text="token"),
     )
-    return go.Figure(data=[signed_heatmap_trace(x, feature_labels(D), tokens, zmax=symmetric_max(x), theme=theme)], layout=layout)
+    # Sized for the narrowest output area (PLAIN_WIDTH), less the default margins: two decimals, else one.
+    cells = (cell_px(PLAIN_WIDTH, 120, (0, 1), D), cell_px(layout["height"], 140, (0, 1), T))
+    return go.Figure(data=[signed_heatmap_trace(x, feature_labels(D), tokens, zmax=symmetric_max(x), cell_px=cells,
+                                                theme=theme)], layout=layout)
 
 
 def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, *, theme: Theme | None = None) -> go.Figure:
@@ -71,8 +90,9 @@ def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, *, 
     for i, (mat, (letter, _, plural, _)) in enumerate(zip(mats, ROLES)):
         n = "" if i == 0 else str(i + 1)
         dom = [i * (width + gap), i * (width + gap) + width]
+        cells = (cell_px(PLAIN_WIDTH, 120, dom, Dh), cell_px(180 + 48 * T, 140, (0, 0.86), T))
         traces.append(signed_heatmap_trace(mat, entry_labels(Dh), tokens, zmax=zmax, xaxis=f"x{n}", yaxis=f"y{n}", name=letter,
-                                           theme=theme))
+                                           cell_px=cells, theme=theme))
         layout[f"xaxis{n}"] = dict(domain=dom, anchor=f"y{n}", title_text=f"entry of {letter} (d1-d{Dh})")
         layout[f"yaxis{n}"] = dict(
             domain=[0, 0.86], anchor=f"x{n}", autorange="reversed", showticklabels=i == 0,
@@ -117,20 +137,47 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
     all_scores = q @ k.T  # (Tq, Tk): fixes the bar axis for every choice of token
     zmax = symmetric_max(q, k, v)
     features = entry_labels(Dh)
-
-    left, right = [0.0, 0.42], [0.58, 1.0]
-    top, bottom = [0.70, 0.94], [0.0, 0.56]
     strip = np.stack([q[i], k[i], v[i]])  # (3, Dh)
     strip_rows = [f"{letter} ({name})" for letter, name, _, _ in ROLES]
+
+    # Laid out in pixels, from the top of the plot down: the strip's title and column labels, the
+    # strip (3 rows), K's title, K (T rows); the bars share K's rows, so a bar sits beside its key.
+    title = f"Token '{word}': its q, k, v, and its raw score q·k against every token"
+    height, width = widget_height(theme, rows=1), WIDGET_WIDTH
+    font, line = theme.font_size, round(1.3 * theme.font_size)
+    label_px = max(text_width_px(t, font) for t in strip_rows + tokens)
+    margin = dict(l=round(label_px) + 16, r=30, t=title_bottom_px(wrap_title(title, title_chars(theme)), theme) + 8,
+                  b=2 * line + 24)
+    plot_h = height - margin["t"] - margin["b"]
+    gap = 12
+    cell_h = min(48.0, (plot_h - 3 * line - gap) / (3 + T))
+    left, right = [0.0, 0.56], [0.62, 1.0]
+    cell_w = cell_px(width, margin["l"] + margin["r"], left, Dh)
+    text, _ = cell_numbers(np.concatenate([strip, k]), cell_w, cell_h, theme.cell_text_size)
+
+    def y(px: float) -> float:  # paper y of a point px below the top of the plot
+        return 1 - px / plot_h
+
+    strip_top = 2 * line
+    strip_bottom = strip_top + 3 * cell_h
+    k_top = strip_bottom + gap + line
+    top, bottom = [y(strip_bottom), y(strip_top)], [y(k_top + T * cell_h), y(k_top)]
+
+    def table(z, rows, text_part, **where):
+        trace = signed_heatmap_trace(z, features, rows, zmax=zmax, theme=theme, **where)
+        if text_part is None:
+            trace.pop("text"), trace.pop("texttemplate")
+        else:
+            trace.update(text=text_part, texttemplate="%{text}")
+        return trace
 
     bar_colors = [COLORS[0] if s >= 0 else COLORS[5] for s in scores]
     bar_line = [3 if j == i else 0 for j in range(T)]
     lo, hi = min(0.0, float(all_scores.min())), max(0.0, float(all_scores.max()))
-    pad = 0.35 * (hi - lo) + 1e-9
-
+    pad = 0.45 * (hi - lo) + 1e-9
     traces = [
-        signed_heatmap_trace(strip, features, strip_rows, zmax=zmax, xaxis="x", yaxis="y", name="q, k, v", theme=theme),
-        signed_heatmap_trace(k, features, tokens, zmax=zmax, xaxis="x2", yaxis="y2", name="K", theme=theme),
+        table(strip, strip_rows, None if text is None else text[:3], xaxis="x", yaxis="y", name="q, k, v"),
+        table(k, tokens, None if text is None else text[3:], xaxis="x2", yaxis="y2", name="K"),
         dict(
             type="bar",
             x=scores,
@@ -139,7 +186,8 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
             marker=dict(color=bar_colors, line=dict(color="black", width=bar_line)),
             text=[f"{s:+.2f}" for s in scores],
             textposition="outside",
-            textfont=dict(size=theme.font_size),
+            textfont=dict(size=font),
+            constraintext="none",
             cliponaxis=False,
             xaxis="x3",
             yaxis="y3",
@@ -147,27 +195,29 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
             hovertemplate=f"q({word}) · k(%{{y}}) = %{{x:.2f}}<extra></extra>",
         ),
     ]
-    # Wrapped to fit beside the bars: an annotation runs off the figure rather than wrap by itself.
-    roles = "<br>".join(wrap_title(f"<b>{letter}</b>: {what}", 36) for letter, _, _, what in ROLES)
+    # What each vector is for, short enough for one line each beside the strip.
+    roles = "<br>".join(f"<b>{letter}</b>: {short}" for letter, short in
+                        (("q", "what it looks for"), ("k", "what it offers"), ("v", "what it passes on")))
     layout = dict(
-        **base_layout(f"Token '{word}': its q, k, v, and its raw score q·k against every token", theme=theme),
-        height=WIDGET_HEIGHT,
-        width=WIDGET_WIDTH,
+        **base_layout(title, theme=theme, margin=margin, fit_title=False),
+        height=height,
+        width=width,
         showlegend=False,
         xaxis=dict(domain=left, anchor="y", side="top"),
         yaxis=dict(domain=top, anchor="x", autorange="reversed"),
-        xaxis2=dict(domain=left, anchor="y2", title_text="entry of k (d1-d" + str(Dh) + ")"),
+        xaxis2=dict(domain=left, anchor="y2", title=dict(text=f"entry of k (d1-d{Dh})", standoff=8)),
         yaxis2=dict(domain=bottom, anchor="x2", autorange="reversed"),
         xaxis3=dict(domain=right, anchor="y3", range=[lo - pad, hi + pad], zeroline=True, zerolinecolor="black",
-                    title_text=f"score = q('{word}') · k(token)"),
-        yaxis3=dict(domain=bottom, anchor="x3", autorange="reversed"),
+                    nticks=4, title=dict(text=f"q('{word}') · k(token)", standoff=8)),
+        # The bars share K's rows (same order, same height): each bar is the score against the key beside it.
+        yaxis3=dict(domain=bottom, anchor="x3", autorange="reversed", showticklabels=False),
         annotations=[
             # Panel titles stay the same for every token, so a token change only touches numbers.
-            panel_title("q, k, v of the chosen token", left, top[1] + 0.04, theme=theme),
-            panel_title("k of every token (the rows of K)", left, bottom[1] + 0.01, theme=theme),
-            panel_title("its raw score against each key", right, bottom[1] + 0.01, theme=theme),
-            dict(text=roles, x=right[0], y=(top[0] + top[1]) / 2, xref="paper", yref="paper",
-                 xanchor="left", yanchor="middle", align="left", showarrow=False, font=dict(size=theme.font_size)),
+            dict(panel_title("q, k, v of the chosen token", left, y(0), theme=theme), yanchor="top"),
+            dict(panel_title("k of every token (the rows of K)", left, y(k_top - line), theme=theme), yanchor="top"),
+            dict(panel_title("score against the key beside it", right, y(k_top - line), theme=theme), yanchor="top"),
+            dict(text=roles, x=right[0], y=y(strip_top), xref="paper", yref="paper",
+                 xanchor="left", yanchor="top", align="left", showarrow=False, font=dict(size=font)),
         ],
         shapes=[
             # Outline the chosen token's own row of K, so it can be found without colour.
@@ -223,12 +273,12 @@ def meaning_figure(x: np.ndarray, scores: np.ndarray, tokens, features, query_to
     ]
     layout = dict(
         **base_layout(f"Set by hand: what each token is, and what '{query_token}' looks for",
-                      margin=dict(l=90, r=40, t=110, b=80), theme=theme),
+                      margin=dict(l=90, r=40, t=90, b=80), theme=theme),
         height=170 + 48 * len(tokens),
         showlegend=False,
         xaxis=dict(domain=left, anchor="y", title_text="feature of x", side="bottom"),
         yaxis=dict(domain=[0, 0.86], anchor="x", autorange="reversed", title_text="token"),
-        xaxis2=dict(domain=right, anchor="y2", title_text=f"score of '{query_token}' against each key",
+        xaxis2=dict(domain=right, anchor="y2", title_text="score against each key",
                     range=[min(0.0, float(scores.min())), 1.3 * float(scores.max()) + 1e-9]),
         yaxis2=dict(domain=[0, 0.86], anchor="x2", autorange="reversed", showticklabels=True),
         annotations=[panel_title("x: one row per token", left, 0.9, theme=theme),

@@ -15,14 +15,23 @@ from ..analysis import ScalingData, ScalingGradients
 from ..projector import Theme
 from ._style import (
     COLORS,
-    WIDGET_HEIGHT,
+    PLAIN_WIDTH,
     WIDGET_WIDTH,
     base_layout,
+    cell_px,
+    colorbar_px,
+    label_angle,
     panel_title,
+    row_max_outlines,
+    text_width_px,
     query_key_axes,
     signed_heatmap_trace,
     symmetric_max,
+    title_bottom_px,
+    title_chars,
     weights_heatmap_trace,
+    widget_height,
+    wrap_title,
 )
 #: Colours and bar patterns for the two cases, so they differ without colour too.
 UNSCALED_STYLE = dict(color=COLORS[5], pattern="/", dash="solid", symbol="circle")
@@ -92,23 +101,38 @@ def scores_and_weights_figure(scores: np.ndarray, weights: np.ndarray, tokens, *
     weights = np.asarray(weights, dtype=float)
     T = scores.shape[0]
     labels = unique_labels(tokens)
-    left, right = [0.0, 0.44], [0.52, 0.96]
+    left, right = [0.0, 0.45], [0.55, 1.0]
+    height = 200 + 52 * T
+    margin = dict(l=round(max(text_width_px(t, theme.font_size) for t in labels)) + 50, r=30 + colorbar_px(theme), t=90,
+                  b=70)
+    cell_w = cell_px(PLAIN_WIDTH, margin["l"] + margin["r"], left, T)
+    cell_h = cell_px(height, margin["t"] + margin["b"], [0, 0.88], T)
+    angle = label_angle(labels, cell_w, theme.font_size)
+    if angle:
+        # Key labels read upwards: the bottom margin takes the longest one.
+        margin["b"] = round(max(text_width_px(t, theme.font_size) for t in labels)) + 2 * theme.font_size + 20
+        height += margin["b"] - 70
     traces = [
         signed_heatmap_trace(scores, labels, labels, zmax=symmetric_max(scores), xaxis="x", yaxis="y", name="scores",
-                             theme=theme),
-        weights_heatmap_trace(weights, labels, labels, xaxis="x2", yaxis="y2", colorbar_x=0.98, theme=theme),
+                             cell_px=(cell_w, cell_h), theme=theme),
+        weights_heatmap_trace(weights, labels, labels, xaxis="x2", yaxis="y2", colorbar_x=1.02,
+                              cell_px=(cell_w, cell_h), theme=theme),
     ]
     layout = dict(
-        **base_layout("Each row of scores (left) becomes a row of weights that sums to 1 (right)", theme=theme),
-        height=200 + 52 * T,
-        xaxis=dict(domain=left, anchor="y", title_text="key token"),
+        **base_layout("Each row of scores (left) becomes a row of weights that sums to 1 (right); outlined: "
+                      "each row's largest", theme=theme, margin=margin),
+        height=height,
+        showlegend=False,
+        xaxis=dict(domain=left, anchor="y", title_text="key token", tickangle=angle),
         yaxis=dict(domain=[0, 0.88], anchor="x", autorange="reversed", title_text="query token"),
-        xaxis2=dict(domain=right, anchor="y2", title_text="key token"),
+        xaxis2=dict(domain=right, anchor="y2", title_text="key token", tickangle=angle),
         yaxis2=dict(domain=[0, 0.88], anchor="x2", autorange="reversed", showticklabels=False),
         annotations=[
             panel_title("scores = q·k / √d_head", left, 0.9, theme=theme),
-            panel_title("weights = softmax(scores), row by row", right, 0.9, theme=theme),
+            panel_title("weights = softmax(scores)", right, 0.9, theme=theme),
         ],
+        # Each row's highest score and highest weight, outlined: the same key, in every row.
+        shapes=row_max_outlines(scores) + row_max_outlines(weights, xref="x2", yref="y2"),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -125,21 +149,26 @@ def scaling_figure(data: ScalingData, d_head: int, *, theme: Theme | None = None
 
 def scaling_spec(data: ScalingData, d_head: int, *, theme: Theme | None = None) -> dict:
     """``scaling_figure`` as a plain ``{"data", "layout"}`` dict, for a control that redraws it on every
-    move (plotly's checks run where the control copies it into its ``FigureWidget``)."""
+    move (plotly's checks run where the control copies it into its ``FigureWidget``).
+
+    Two panels stacked, each the full width: the bars on top (twelve of them need the width for
+    their numbers at the theme's size), the spread against d_head below (a log axis whose ticks
+    4 ... 512 need the width too). The legend sits between the title and the bars, where no axis
+    title is; the two lines are named where they run.
+    """
     theme = projector.resolve(theme)
     i = data.index(d_head)
     keys = list(data.key_labels)
     d = [int(v) for v in data.d_head_values]  # plain ints: a FigureWidget sends int64 arrays badly
     unscaled, scaled = data.unscaled_weights[i], data.scaled_weights[i]
-    left, right = [0.0, 0.5], [0.62, 1.0]
-    y_top = float(np.max(data.unscaled_std)) * 1.12
+    y_top = float(np.max(data.unscaled_std)) * 1.15
 
     def bars(weights, name, style):
         return dict(
             type="bar", x=keys, y=weights, name=name, xaxis="x", yaxis="y",
             marker=dict(color=style["color"], pattern=dict(shape=style["pattern"], fillmode="overlay", fgcolor="white", size=10, solidity=0.3)),
-            text=[f"{w:.2f}" for w in weights], textposition="outside", textfont=dict(size=theme.small_text_size),
-            cliponaxis=False, hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>",
+            text=[f"{w:.2f}" for w in weights], textposition="outside", textfont=dict(size=theme.font_size),
+            constraintext="none", cliponaxis=False, hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>",
         )
 
     def spread(values, name, style):
@@ -165,29 +194,46 @@ def scaling_spec(data: ScalingData, d_head: int, *, theme: Theme | None = None) 
         here(float(data.unscaled_std[i]), UNSCALED_STYLE),
         here(float(data.scaled_std[i]), SCALED_STYLE),
     ]
+    title = (f"d_head = {d_head}: a query's largest weight is {data.unscaled_top[i]:.2f} without scaling, "
+             f"{data.scaled_top[i]:.2f} with it (mean of {data.n_queries} queries)")
+    height = min(540, widget_height(theme, rows=1))
+    font = theme.font_size
+    line = round(1.3 * font)
+    wrapped_lines = wrap_title(title, title_chars(theme)).count("<br>") + 1
+    legend_px, panel_title_px = line + 10, line + 6
+    top = title_bottom_px(wrap_title(title, title_chars(theme)), theme) + 10 + legend_px + panel_title_px
+    bottom = 2 * line + 20  # tick labels and the axis title of the lower panel
+    margin = dict(l=80, r=30, t=top, b=bottom)
+    plot = height - top - bottom
+    gap = line + 8 + panel_title_px  # the keys under the bars, then the lower panel's title
+    bars_px = 0.55 * (plot - gap)
+    upper = [1 - bars_px / plot, 1.0]
+    lower = [0.0, (plot - bars_px - gap) / plot]
+    # The two lines named where they run (a legend entry would show a bar, not a line), at d_head = 128.
+    at = d[-3] if len(d) >= 3 else d[-1]
+    j = d.index(at)
     layout = dict(
-        **base_layout(
-            f"d_head = {d_head}: a query's largest weight is {data.unscaled_top[i]:.2f} without scaling, "
-            f"{data.scaled_top[i]:.2f} with it (mean of {data.n_queries} queries)",
-            margin=dict(l=80, r=30, t=90, b=150), theme=theme,
-        ),
-        height=min(540, WIDGET_HEIGHT),
+        **base_layout(title, margin=margin, theme=theme, fit_title=False),
+        height=height,
         width=WIDGET_WIDTH,
         barmode="group",
-        legend=dict(orientation="h", x=0, y=-0.24, xanchor="left", yanchor="top"),
-        xaxis=dict(domain=left, anchor="y", title_text="key (random vectors)"),
-        yaxis=dict(domain=[0, 0.9], anchor="x", range=[0, 1.12], title_text="weight"),
-        xaxis2=dict(domain=right, anchor="y2", type="log", tickvals=d, ticktext=[str(v) for v in d],
-                    range=[float(np.log10(min(d))) - 0.15, float(np.log10(max(d))) + 0.15], tickangle=0,
-                    title_text="d_head (log scale)"),
-        yaxis2=dict(domain=[0, 0.9], anchor="x2", range=[0, y_top], title_text="std of the scores"),
+        bargap=0.18,
+        legend=dict(orientation="h", x=0, xanchor="left", y=1 + (panel_title_px + 4) / plot, yanchor="bottom",
+                    font=dict(size=font)),
+        xaxis=dict(domain=[0, 1], anchor="y"),
+        yaxis=dict(domain=upper, anchor="x", range=[0, 1.3], tickvals=[0, 0.5, 1], title_text="weight"),
+        xaxis2=dict(domain=[0, 1], anchor="y2", type="log", tickvals=d, ticktext=[str(v) for v in d],
+                    range=[float(np.log10(min(d))) - 0.08, float(np.log10(max(d))) + 0.08], tickangle=0,
+                    title=dict(text="d_head (log scale)", standoff=6)),
+        yaxis2=dict(domain=lower, anchor="x2", range=[0, y_top], title_text="std", nticks=4),
         annotations=[
-            panel_title("one query's weights over six keys", left, 0.92, theme=theme),
-            panel_title("spread (std) of the scores", right, 0.92, theme=theme),
-            dict(text=(f"at d_head = {d_head} (√d_head = {np.sqrt(d_head):.1f}):<br>"
-                       f"std of q·k: {data.unscaled_std[i]:.1f}<br>std of q·k / √d_head: {data.scaled_std[i]:.1f}"),
-                 x=right[0] + 0.01, y=0.86, xref="paper", yref="paper", xanchor="left", yanchor="top",
-                 align="left", showarrow=False, font=dict(size=theme.font_size), bgcolor="rgba(255,255,255,0.85)"),
+            panel_title("one query's weights over six keys (random vectors)", [0, 1], upper[1], theme=theme),
+            panel_title(f"spread (std) of the scores at d_head = {d_head}: {data.unscaled_std[i]:.1f} without scaling, "
+                        f"{data.scaled_std[i]:.1f} with it", [0, 1], lower[1], theme=theme),
+            dict(text="without scaling", x=float(np.log10(at)), y=float(data.unscaled_std[j]), xref="x2", yref="y2",
+                 xanchor="right", yanchor="bottom", xshift=-8, showarrow=False, font=dict(size=font, color=UNSCALED_STYLE["color"])),
+            dict(text="with scaling", x=float(np.log10(at)), y=float(data.scaled_std[j]), xref="x2", yref="y2",
+                 xanchor="center", yanchor="bottom", yshift=8, showarrow=False, font=dict(size=font, color=SCALED_STYLE["color"])),
         ],
     )
     return {"data": traces, "layout": layout}
@@ -257,5 +303,7 @@ def masked_weights_spec(weights: np.ndarray, query_tokens, key_tokens, blocked: 
     text = np.where(blocked, "blocked", np.char.mod("%.2f", weights))
     trace = weights_heatmap_trace(weights, unique_labels(query_tokens), unique_labels(key_tokens), text=text,
                                   theme=theme)
-    layout = dict(**base_layout(title, theme=theme), height=min(170 + 48 * Tq, WIDGET_HEIGHT), width=WIDGET_WIDTH, **query_key_axes())
+    # At most what fits below its row of buttons: 1280 x 800, or Presentation Mode at 1280 x 720 when projecting.
+    layout = dict(**base_layout(title, theme=theme), height=min(170 + 48 * Tq, widget_height(theme, rows=1)),
+                  width=WIDGET_WIDTH, **query_key_axes())
     return {"data": [trace], "layout": layout}

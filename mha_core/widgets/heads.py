@@ -38,10 +38,9 @@ class HeadGrid(ControlGroup):
         self.head_count.observe(self._on_change, names="value")
 
     def _build(self, n_heads: int) -> dict:
-        title = (
-            f"Attention weights of each head: H = {n_heads} {'head' if n_heads == 1 else 'heads'} of d_head = {self.d_model // n_heads} "
-            f"(d_model = {self.d_model}); outlined: each query's largest weight"
-        )
+        # Short enough for one line at projector sizes: a second line would take a row of cells.
+        title = (f"H = {n_heads} {'head' if n_heads == 1 else 'heads'} of d_head = {self.d_model // n_heads}, "
+                 f"each query's top key outlined")
         return head_grid_spec(head_weights(self.d_model, n_heads, seed=self.seed), TOKENS, title=title, width=WIDGET_WIDTH,
                               theme=self.theme)
 

@@ -143,7 +143,7 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
     # Laid out in pixels, from the top of the plot down: the strip's title and column labels, the
     # strip (3 rows), K's title, K (T rows); the bars share K's rows, so a bar sits beside its key.
     title = f"Token '{word}': its q, k, v, and its raw score q·k against every token"
-    height, width = widget_height(theme, rows=1), WIDGET_WIDTH
+    height, width = widget_height(theme, rows=2), WIDGET_WIDTH  # the buttons and their "token" label above them
     font, line = theme.font_size, round(1.3 * theme.font_size)
     label_px = max(text_width_px(t, font) for t in strip_rows + tokens)
     margin = dict(l=round(label_px) + 16, r=30, t=title_bottom_px(wrap_title(title, title_chars(theme)), theme) + 8,

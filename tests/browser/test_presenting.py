@@ -32,6 +32,7 @@ import page_text
 import pytest
 from browser_config import ARTIFACTS, NOTEBOOK_DIR, SERVER_ROOT
 from lab_page import (
+    CONTROL_SELECTORS,
     OUTPUT,
     PLOT,
     fit_problems,
@@ -92,6 +93,14 @@ def toggle_simple_interface(page) -> None:
     page.wait_for_function("() => !!document.querySelector('[data-shell-mode=\"single-document\"]')", timeout=10_000)
 
 
+def save_group_screenshots(page, folder: Path) -> None:
+    """One picture per output holding a control and a figure, as the room sees it (for a person to look at)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    outputs = page.locator(OUTPUT).filter(has=page.locator(CONTROL_SELECTORS)).filter(has=page.locator(PLOT))
+    for i in range(min(outputs.count(), 8)):
+        outputs.nth(i).screenshot(path=str(folder / f"group_{i}.png"), timeout=10_000)
+
+
 def close_file_browser(page) -> None:
     """Ctrl+B, as the instructor's guide says: the left sidebar closes and the notebook takes the width."""
     shown = "() => { const fb = document.querySelector('#filebrowser'); return !!fb && fb.offsetWidth > 0; }"
@@ -150,6 +159,7 @@ def test_every_notebook_presents_at_projector_sizes(notebook, scratch_copy, lab,
     finally:
         try:
             save_screenshot(page, ARTIFACTS / f"presenting_{notebook.stem[:2]}.png")
+            save_group_screenshots(page, ARTIFACTS / "presenting" / notebook.stem[:2])
         finally:
             page.close()
             lab.delete_sessions()

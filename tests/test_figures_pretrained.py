@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mha_core import projector
+
 from mha_core.figures.pretrained import (
     LIVE_WIDTH,
     head_map_figure,
@@ -13,7 +15,9 @@ from mha_core.figures.pretrained import (
     layer_heads_figure,
     pruning_curve_figure,
     pruning_step_figure,
+    layer_tiles_gap,
     read_tile,
+    tile_gap,
     removal_effect_figure,
 )
 
@@ -57,14 +61,22 @@ def test_layer_heads_figure_shows_all_tiles_left_and_the_chosen_head_right():
     w = random_weights(12, 8)
     fig = layer_heads_figure(w, TOKENS, layer=2, head=6)
     tiles, big = fig.data
+    outline, *largest = fig.layout.shapes
+    # Each row's largest weight in the large table is outlined, on its cell's edges.
+    assert [(s.xref, s.y0 + 0.5, s.x0 + 0.5) for s in largest] == [("x2", i, int(np.argmax(w[6, i]))) for i in range(8)]
     for h in range(12):
-        np.testing.assert_allclose(read_tile(tiles.z, h, 8), w[h])
+        np.testing.assert_allclose(read_tile(tiles.z, h, 8, gap=layer_tiles_gap(8, 12)), w[h])
     np.testing.assert_allclose(np.array(big.z), w[6])
     assert list(fig.layout.xaxis2.ticktext) == TOKENS and list(fig.layout.yaxis2.ticktext) == TOKENS
     assert fig.layout.title.text == "Layer 3: its 12 heads (left) and head 7 (right)"
     assert [a.text for a in fig.layout.annotations] == [f"H{h}" for h in range(1, 13)]
-    (outline,) = fig.layout.shapes
-    r0, c0 = 2 + 10 * 1, 10 * 2  # head 7 (index 6): tile row 1, column 2, with a gap of 2 cells
+    gap = layer_tiles_gap(8, 12)  # room for the head labels between the tiles
+    assert gap == tile_gap(8)  # on a laptop, a quarter of a tile
+    # At projector sizes the gap grows until a 20 px label fits between the tiles.
+    big_gap = layer_tiles_gap(8, 12, theme=projector.PROJECTOR)
+    cell = min(0.33 * (LIVE_WIDTH - 40) / (4 * (8 + big_gap) - big_gap), 0.8 * (340 - 80) / (3 * (8 + big_gap)))
+    assert big_gap > gap and big_gap * cell >= 1.25 * 20
+    r0, c0 = gap + (8 + gap) * 1, (8 + gap) * 2  # head 7 (index 6): tile row 1, column 2
     assert (outline.x0, outline.y0) == (c0 - 0.5, r0 - 0.5)
     assert big.zmin == 0.0 and big.zmax == 1.0 and big.colorscale[0][1].lower() == "#440154"  # viridis, 0..1
 
@@ -78,6 +90,10 @@ def test_layer_heads_figure_fits_the_live_width_and_height_budget():
 
 def test_layer_heads_figure_writes_values_only_while_they_are_readable():
     assert layer_heads_figure(random_weights(12, 8), TOKENS, layer=0, head=0).data[1].text is not None
+    # 20 px numbers do not fit cells 40 px wide: on a projector the outlines carry the point instead.
+    projected = layer_heads_figure(random_weights(12, 8), TOKENS, layer=0, head=0, theme=projector.PROJECTOR)
+    assert projected.data[1].text is None and len(projected.layout.shapes) >= 1 + 8
+    assert projected.layout.height + 252 <= 599  # under its controls (252 px measured in Presentation Mode)
     long = [f"w{i}" for i in range(20)]
     assert layer_heads_figure(random_weights(12, 20), long, layer=0, head=0).data[1].text is None
 

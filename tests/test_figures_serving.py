@@ -47,11 +47,15 @@ def test_calculator_figure_draws_the_rows_and_marks_the_chosen_head_count():
     np.testing.assert_array_equal(fit.y, rows.sequences_that_fit)
     assert list(fit.y) == [33, 67, 134, 269, 539, 1079]
     assert [c == fs.CHOSEN_COLOR for c in cache.marker.color] == [False, False, True, False, False, False]
-    texts = [a.text for a in fig.layout.annotations]
-    assert "<b>512 MiB</b>" in texts and "<b>134</b>" in texts
+    cache_title, fit_title, free = (a.text for a in fig.layout.annotations)
+    # The chosen count's numbers sit in the panel titles, above the plots, where no bar runs through them.
+    assert cache_title.endswith("<br><b>512 MiB</b> with 8 KV heads")
+    assert fit_title.endswith("<br><b>134</b> with 8 KV heads")
     assert "8 KV heads (GQA)" in fig.layout.title.text
     left = 80 * GiB - m.parameter_bytes()
     assert fig.layout.shapes[0].y0 == pytest.approx(left / GiB)
+    assert free == f"free after the weights: {fs.bytes_text(left)}"
+    assert fig.layout.annotations[2].y == pytest.approx(left / GiB) and fig.layout.annotations[2].yanchor == "bottom"
     assert fig.layout.width <= 820
 
 
@@ -60,7 +64,11 @@ def test_calculator_figure_when_the_weights_fill_the_memory():
     rows = tables.calculator_rows(m, n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
     fig = fs.calculator_figure(rows, 8)
     assert set(fig.data[1].y) == {0}
-    assert "the weights alone fill the memory" in [a.text for a in fig.layout.annotations]
+    # No line at 0 GiB (its label lay over the bars): the right panel's title says why nothing fits.
+    assert len(fig.layout.shapes) == 0 and len(fig.layout.annotations) == 2
+    assert fig.layout.annotations[1].text.endswith("<b>none</b>: the weights fill the memory")
+    # Whole sequences on the axis: ticks at 0, 1, 2, 3, never 0.2 ("200m").
+    assert fig.layout.yaxis2.dtick == 1 and fig.layout.yaxis2.tickformat == ",d"
 
 
 class _Sweep:
@@ -103,11 +111,27 @@ def test_calculator_rows_of_mistral_keep_min_t_w_tokens(windowed, n_tokens, per_
 
 
 @pytest.mark.parametrize("model, n_kv_heads", [("Llama-2-7B", 8), ("Llama-2-7B", 32), ("GPT-2 small", 4), ("Gemma-2B", 1)])
-def test_the_value_labels_sit_on_the_chosen_bar(model, n_kv_heads):
-    # On a category axis a label placed at x="8" lands at position 8, past the last bar; it must be the bar's index.
+def test_the_chosen_bars_are_coloured_and_their_values_head_the_panels(model, n_kv_heads):
     rows = tables.calculator_rows(costs.MODEL_SHAPES[model], n_tokens=4096, batch=1, bytes_per_value=2, memory_bytes=80 * GiB)
     fig = fs.calculator_figure(rows, n_kv_heads)
     k = rows.kv_head_counts.index(n_kv_heads)
-    labels = [a for a in fig.layout.annotations if a.xref in ("x", "x2")]
-    assert [a.x for a in labels] == [k, k]
-    assert labels[0].y == pytest.approx(rows.batch_bytes[k] / GiB) and labels[1].y == rows.sequences_that_fit[k]
+    for trace in fig.data:
+        assert [c == fs.CHOSEN_COLOR for c in trace.marker.color] == [i == k for i in range(len(rows.kv_head_counts))]
+    assert f"<b>{fs.bytes_text(rows.batch_bytes[k])}</b> with {n_kv_heads} KV heads" in fig.layout.annotations[0].text
+    assert f"<b>{rows.sequences_that_fit[k]:,}</b> with {n_kv_heads} KV heads" in fig.layout.annotations[1].text
+    assert not [a for a in fig.layout.annotations if a.xref in ("x", "x2")]  # no label over a bar
+
+
+@pytest.mark.parametrize("top, ticks", [(1.1, [0, 1]), (3.3, [0, 1, 2, 3]), (40, [0, 10, 20, 30, 40]), (1200, [0, 500, 1000])])
+def test_the_sequences_axis_counts_whole_sequences(top, ticks):
+    spec = fs._integer_ticks(top)
+    assert spec["tickformat"] == ",d" and isinstance(spec["dtick"], int)
+    assert [spec["dtick"] * i for i in range(int(top // spec["dtick"]) + 1)] == ticks
+
+
+def test_the_mha_and_mqa_names_sit_under_their_numbers():
+    rows = tables.calculator_rows(costs.MODEL_SHAPES["Llama-2-70B"], n_tokens=4096, batch=1, bytes_per_value=2,
+                                  memory_bytes=80 * GiB)
+    axis = fs.calculator_figure(rows, 8).layout.xaxis
+    assert list(axis.ticktext) == ["64<br>MHA", "32", "16", "8", "4", "2", "1<br>MQA"]
+    assert list(axis.tickvals) == list(fs.calculator_figure(rows, 8).data[0].x)

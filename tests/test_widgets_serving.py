@@ -202,3 +202,18 @@ def test_bad_arguments_name_the_parameter_and_the_choices(kwargs, match):
 def test_controls_carry_the_css_classes_the_browser_test_finds(calc):
     for name in ("model", "memory", "dtype", "n_tokens", "batch", "n_kv_heads", "window"):
         assert any(c.startswith("mha-serving-") for c in getattr(calc, name)._dom_classes), name
+
+
+def test_at_projector_sizes_the_readout_keeps_the_per_token_line_and_the_window():
+    from mha_core import projector
+    from mha_core.figures.serving import calculator_height
+    from mha_core.tables import calculator_rows as rows_of
+    from mha_core.widgets.serving import calculator_readout
+
+    rows = rows_of(costs.MODEL_SHAPES["Mistral-7B v0.1"], n_tokens=32768, batch=1, bytes_per_value=2,
+                   memory_bytes=80 * GiB)
+    text = calculator_readout(rows, 8, theme=projector.PROJECTOR)
+    assert text.count("<br>") == 1 and "= <b>128 KiB</b>" in text and "sliding window" in text
+    assert "font-size:20px" in text
+    # Four rows of controls, a message line, two readout lines and the figure: one 1280 x 720 screen.
+    assert 4 * 40 + 32 + 2 * 28 + calculator_height(projector.PROJECTOR) <= 599

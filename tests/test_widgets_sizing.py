@@ -112,3 +112,27 @@ def test_one_head_and_one_feature_are_singular():
     assert "<b>1</b> feature per head" in sizing.readout.value
     sizing.n_heads.value = 1
     assert "1 head &times;" in sizing.readout.value and "1 heads" not in sizing.readout.value
+
+
+def test_the_readout_sits_between_the_controls_and_the_figure_and_the_message_takes_its_place():
+    # The guide has the room read these numbers with the sliders in view: above the figure, not below it.
+    sizing = head_sizing(d_model=768, n_heads=12, n_tokens=1024)
+    controls, numbers, figure = sizing.box.children
+    assert figure is sizing.figure and list(numbers.children) == [sizing.message, sizing.readout]
+    assert sizing.readout.layout.display is None and sizing.message.layout.display == "none"
+    sizing.n_heads.value = 10
+    assert sizing.readout.layout.display == "none" and sizing.message.layout.display is None
+    sizing.n_heads.value = 12
+    assert sizing.readout.value.count("<br>") == 3  # four lines: the slot the figure's height leaves room for
+
+
+@pytest.mark.parametrize("theme_name, visible", [("LAPTOP", 680), ("PROJECTOR", 599)])
+def test_controls_readout_and_figure_fit_the_visible_notebook(theme_name, visible):
+    from mha_core import projector
+    from mha_core.figures.sizing import sizing_height
+    from mha_core.widgets.sizing import READOUT_LINE_HEIGHT
+
+    theme = getattr(projector, theme_name)
+    readout = 4 * READOUT_LINE_HEIGHT * theme.control_font_size
+    assert 2 * theme.control_height + readout + sizing_height(theme) <= visible - 20
+    assert sizing_height(theme) >= 380  # and the four panels keep a useful height

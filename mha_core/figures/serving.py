@@ -54,10 +54,10 @@ def growth_figure(rows: GrowthRows, *, theme: Theme | None = None) -> go.Figure:
     data = [
         dict(type="scatter", mode="lines+markers+text", x=x, y=np.array(y, dtype=float) / GiB, name=name,
              xaxis=_ref("x", i), yaxis=_ref("y", i), line=dict(color=color, width=3), marker=dict(size=9),
-             # Labels on the larger points only: the small ones would collide near zero.
-             # The first point's label goes right of it: on its left it ran into the y axis and was cut.
-             text=[bytes_text(v) if v >= max(y) / 8 else "" for v in y],
-             textposition=["bottom right"] + ["top left"] * (len(y) - 1),
+             # Labels on the points that stand apart only: where the points crowd (T = 512 next to 1,024), a
+             # label printed over its neighbour; small values would collide near zero.
+             text=[bytes_text(v) if labelled else "" for v, labelled in zip(y, _apart(x, y))],
+             textposition="top left",
              textfont=dict(size=theme.small_text_size),
              showlegend=False, hovertemplate="T = %{x:,}: %{text}<extra></extra>")
         for i, y, name, _, color in panels
@@ -81,6 +81,20 @@ def growth_figure(rows: GrowthRows, *, theme: Theme | None = None) -> go.Figure:
     return go.Figure(data=data, layout=layout)
 
 
+def _apart(x, y) -> list[bool]:
+    """Which points of a rising line get a value label (placed above and left of the point): those in the right
+    two thirds of the x range, a quarter of the range from the next labelled one, and at least an eighth of the
+    largest value. Nearer the left end the points crowd: a label there sat over the point before it (T = 512
+    next to 1,024) and ran into the y axis."""
+    x = [float(v) for v in x]
+    span = (max(x) - min(x)) or 1.0
+    keep, last = [False] * len(x), None
+    for i in range(len(x) - 1, -1, -1):
+        if x[i] - min(x) >= span / 3 and y[i] >= max(y) / 8 and (last is None or last - x[i] >= span / 4):
+            keep[i], last = True, x[i]
+    return keep
+
+
 # -- the head-count sweep: what stays flat, what moves -------------------------------------------
 
 
@@ -95,8 +109,6 @@ def head_sweep_figure(sweep, *, theme: Theme | None = None) -> go.Figure:
     data = [
         dict(type="bar", x=x, y=np.array(sweep.kv_bytes_per_token, dtype=float), name="KV bytes per token",
              xaxis="x", yaxis="y", marker=dict(color=OTHER_COLOR), showlegend=False,
-             text=[f"{int(b):,}" for b in sweep.kv_bytes_per_token], textposition="outside",
-             textfont=dict(size=theme.font_size),
              hovertemplate="H = %{x}: %{y:,} bytes<extra></extra>"),
     ]
     dashes = ("solid", "dash", "dot", "dashdot")
@@ -111,17 +123,28 @@ def head_sweep_figure(sweep, *, theme: Theme | None = None) -> go.Figure:
     titles = ("KV cache per token,<br>one layer, fp32 (flat)", "calculated FLOPs<br>(GFLOP, nearly flat)",
               "measured forward time<br>(ms, here)")
     domains = ([0.0, 0.26], [0.37, 0.63], [0.74, 1.0])
+    height, line = 480, round(1.3 * theme.font_size)
+    top, bottom = 120, 3 * line + 16  # below the plots: tick labels, the axis titles, then the legend
+    kv = [int(b) for b in sweep.kv_bytes_per_token]
+    # The KV bytes written once above the bars when they are all equal (the point of the panel), else above each
+    # bar; a bar's own "outside" text shrank below the theme's size where the bars are narrow (projector).
+    kv_notes = ([dict(text=f"<b>{kv[0]:,}</b> at every H", xref="x domain", x=0.5, xanchor="center", yref="y", y=kv[0],
+                      yanchor="bottom", showarrow=False, font=dict(size=theme.font_size))] if len(set(kv)) == 1 else
+                [dict(text=f"{b:,}", xref="x", x=i, yref="y", y=b, yanchor="bottom", showarrow=False,
+                      font=dict(size=theme.small_text_size)) for i, b in enumerate(kv)])
     layout = base_layout(
         f"d_model = {sweep.d_model} fixed, head count H varied: what moves and what stays flat",
-        theme=theme, height=480, margin=dict(l=70, r=20, t=120, b=140),
-        legend=dict(orientation="h", x=0.74, y=-0.3, yanchor="top", font=dict(size=theme.font_size)),
+        theme=theme, height=height, margin=dict(l=70, r=20, t=top, b=bottom),
+        legend=dict(orientation="h", x=0.74, y=-(2 * line + 10) / (height - top - bottom), yanchor="top",
+                    font=dict(size=theme.font_size)),
         annotations=[dict(text=t, xref="paper", yref="paper", x=d[0], y=1.0, xanchor="left", yanchor="bottom",
-                          showarrow=False, align="left", font=dict(size=theme.small_text_size)) for t, d in zip(titles, domains)],
+                          showarrow=False, align="left", font=dict(size=theme.small_text_size)) for t, d in zip(titles, domains)]
+        + kv_notes,
     )
     kv_top = 1.3 * float(max(sweep.kv_bytes_per_token))
     for i, domain in enumerate(domains, start=1):
         layout[f"xaxis{i}"] = dict(domain=domain, anchor=_ref("y", i), type="category",
-                                   title=dict(text="heads H"), gridcolor="#dddddd")
+                                   title=dict(text="heads H", standoff=6), gridcolor="#dddddd")
         layout[f"yaxis{i}"] = dict(anchor=_ref("x", i), rangemode="tozero", gridcolor="#dddddd")
     layout["yaxis1"]["range"] = [0, kv_top]
     return go.Figure(data=data, layout=layout)
@@ -140,11 +163,37 @@ def calculator_figure(rows: CalculatorRows, n_kv_heads: int, *, width: int | Non
     return go.Figure(calculator_spec(rows, n_kv_heads, width=width, theme=theme))
 
 
+def calculator_height(theme: Theme) -> int:
+    """The calculator figure's height at ``theme``.
+
+    Laptop: with four rows of controls, the message line and a readout of five lines it fits in
+    the 679 px of notebook a 1280 x 800 screen shows (measured). Projector: the controls are
+    40 px rows and the readout keeps its first two lines (the figure's panel titles give the
+    rest), so 320 px keeps the group within the 599 px of Presentation Mode at 1280 x 720 (593 px measured).
+    """
+    return 320 if theme.projector else 356
+
+
+def _integer_ticks(top: float) -> dict:
+    """Whole-number ticks from 0 to about ``top`` (a count of sequences: never "200m" for 0.2)."""
+    steps = (m * 10**e for e in range(12) for m in (1, 2, 5))  # 1, 2, 5, 10, 20, 50, ...
+    step = next(s for s in steps if top / s <= 4)
+    return dict(tick0=0, dtick=step, tickformat=",d")
+
+
 def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH,
                     theme: Theme | None = None) -> dict:
-    """``calculator_figure`` as a plain ``{"data", "layout"}`` dict, for the control that redraws it on every move."""
+    """``calculator_figure`` as a plain ``{"data", "layout"}`` dict, for the control that redraws it on every move.
+
+    The chosen count's numbers are written in the panel titles, above the plots, where no bar can
+    run through them; the chosen bars are drawn in another colour. The dashed line (memory left
+    once the weights are loaded) is labelled just above it at the panel's left edge; when the
+    weights fill the memory there is no line, and the right panel's title says so.
+    """
     theme = projector.resolve(theme)
     x = [f"{h} {kv_kind(h, rows.n_heads)}" if h in (rows.n_heads, 1) else str(h) for h in rows.kv_head_counts]
+    # The MHA and MQA names go under their numbers: beside them they ran into the next label.
+    ticktext = [label.replace(" ", "<br>") for label in x]
     k = rows.kv_head_counts.index(n_kv_heads) if n_kv_heads in rows.kv_head_counts else None
     colors = [CHOSEN_COLOR if i == k else OTHER_COLOR for i in range(len(x))]
     left = max(0, rows.memory_bytes - rows.weights_bytes)
@@ -156,41 +205,49 @@ def calculator_spec(rows: CalculatorRows, n_kv_heads: int, *, width: int | None 
              marker=dict(color=colors), name="sequences", showlegend=False,
              hovertemplate="Hkv = %{x}: %{y:,} sequences<extra>that fit</extra>"),
     ]
-    # A second line, not a longer first one: the panel is too narrow for both.
     kept = f"<br>the window keeps the last {rows.cached_tokens:,}" if rows.cached_tokens < rows.n_tokens else ""
+    if k is None:
+        cache_value = fit_value = ""
+    else:
+        cache_value = f"<br><b>{bytes_text(rows.batch_bytes[k])}</b> with {n_kv_heads} KV heads"
+        fit_value = ("<br><b>none</b>: the weights fill the memory" if not left
+                     else f"<br><b>{rows.sequences_that_fit[k]:,}</b> with {n_kv_heads} KV heads")
     annotations = [
-        dict(text=f"KV cache of {rows.batch} × {rows.n_tokens:,} tokens (GiB){kept}", xref="paper", yref="paper", x=0.0, y=1.0,
-             xanchor="left", yanchor="bottom", showarrow=False, align="left", font=dict(size=theme.small_text_size)),
-        dict(text=f"sequences of {rows.n_tokens:,} tokens that fit", xref="paper", yref="paper", x=0.56, y=1.0,
-             xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=theme.small_text_size)),
-        dict(text=f"memory left after the weights: {bytes_text(left)}" if left else "the weights alone fill the memory",
-             xref="x domain", yref="y", x=1.0, y=left / GiB, xanchor="right", yanchor="bottom", showarrow=False,
+        dict(text=f"KV cache of {rows.batch} × {rows.n_tokens:,} tokens (GiB){kept}{cache_value}", xref="paper",
+             yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="bottom", showarrow=False, align="left",
              font=dict(size=theme.small_text_size)),
+        dict(text=f"sequences of {rows.n_tokens:,} tokens that fit{fit_value}", xref="paper", yref="paper", x=0.56,
+             y=1.0, xanchor="left", yanchor="bottom", showarrow=False, align="left", font=dict(size=theme.small_text_size)),
     ]
-    if k is not None:
-        # x=k, the bar's index: on a category axis a label such as "8" would be read as position 8, off the bars.
-        annotations += [
-            dict(text=f"<b>{bytes_text(rows.batch_bytes[k])}</b>", xref="x", yref="y", x=k, y=rows.batch_bytes[k] / GiB,
-                 yanchor="bottom", showarrow=False, font=dict(size=theme.font_size), bgcolor="rgba(255,255,255,0.8)"),
-            dict(text=f"<b>{rows.sequences_that_fit[k]:,}</b>", xref="x2", yref="y2", x=k, y=rows.sequences_that_fit[k],
-                 yanchor="bottom", showarrow=False, font=dict(size=theme.font_size), bgcolor="rgba(255,255,255,0.8)"),
-        ]
-    shapes = [dict(type="line", xref="x domain", yref="y", x0=0, x1=1, y0=left / GiB, y1=left / GiB,
-                   line=dict(color="black", width=2, dash="dash"))]
+    shapes = []
+    if left:
+        shapes.append(dict(type="line", xref="x domain", yref="y", x0=0, x1=1, y0=left / GiB, y1=left / GiB,
+                           line=dict(color="black", width=2, dash="dash")))
+        annotations.append(dict(text=f"free after the weights: {bytes_text(left)}", xref="x domain", yref="y", x=0.0,
+                                y=left / GiB, xanchor="left", yanchor="bottom", showarrow=False,
+                                font=dict(size=theme.small_text_size), bgcolor="rgba(255,255,255,0.8)"))
+    height = calculator_height(theme)
+    line = round(1.3 * theme.small_text_size)
+    title_lines = 1 + max(annotations[0]["text"].count("<br>"), annotations[1]["text"].count("<br>"))
+    top = 20 + round(1.35 * theme.title_size) + line * title_lines
+    bottom = 2 * line + 8 + (0 if theme.projector else theme.font_size + 10)  # two-line ticks; an axis title on a laptop
     chosen = "" if k is None else f": {n_kv_heads} KV heads ({kv_kind(n_kv_heads, rows.n_heads)})"
     layout = base_layout(
         f"{rows.model}, {8 * rows.bytes_per_value}-bit, {bytes_text(rows.memory_bytes)} GPU{chosen}",
-        # 356 px tall: with its controls, its readout (one line more for a sliding window) and a message
-        # of two lines it still fits in the 679 px of notebook a 1280 x 800 screen shows (measured).
-        theme=theme, width=width, height=356, margin=dict(l=70, r=20, t=84, b=56), bargap=0.25,
+        theme=theme, width=width, height=height, margin=dict(l=70, r=20, t=top, b=bottom), bargap=0.25,
         annotations=annotations, shapes=shapes,
     )
-    top_bytes = 1.25 * max(max(rows.batch_bytes), left) / GiB
-    top_fit = 1.25 * max(max(rows.sequences_that_fit), 1)
-    for i, domain, top in ((1, [0.0, 0.44], top_bytes), (2, [0.56, 1.0], top_fit)):
-        layout[f"xaxis{i}"] = dict(domain=domain, anchor=_ref("y", i), type="category",
-                                   title=dict(text="key/value heads Hkv"))
-        layout[f"yaxis{i}"] = dict(anchor=_ref("x", i), range=[0, top], gridcolor="#dddddd", tickformat="~s")
+    plot_px = height - top - bottom
+    room = 1 / (1 - min(0.5, (line + 6) / plot_px))  # the dashed line's label fits above it, inside the plot
+    top_bytes = room * max(max(rows.batch_bytes), left) / GiB or 1.0
+    top_fit = 1.1 * max(max(rows.sequences_that_fit), 3)
+    axis_title = "" if theme.projector else "key/value heads Hkv"  # the slider above names them; the room is the bars'
+    for i, domain, top_y in ((1, [0.0, 0.44], top_bytes), (2, [0.56, 1.0], top_fit)):
+        layout[f"xaxis{i}"] = dict(domain=domain, anchor=_ref("y", i), type="category", tickvals=x, ticktext=ticktext,
+                                   title=dict(text=axis_title))
+        layout[f"yaxis{i}"] = dict(anchor=_ref("x", i), range=[0, top_y], gridcolor="#dddddd", nticks=5,
+                                   tickformat="~g")  # GiB as plain numbers (0.5, not 500m)
+    layout["yaxis2"].update(_integer_ticks(top_fit))
     return {"data": data, "layout": layout}
 
 

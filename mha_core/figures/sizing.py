@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from .. import costs, projector
 from ..projector import Theme
 from ..tables import SizingRows
-from ._style import COLORS, WIDGET_HEIGHT, base_layout
+from ._style import COLORS, base_layout
 
 #: Vaswani et al. 2017, "Attention Is All You Need", Table 3 rows (A): the base model
 #: (d_model = 512) with only the head count changed, and the head size with it (the
@@ -32,13 +32,15 @@ CURRENT_COLOR = COLORS[5]  # vermillion band: the head count you picked
 OTHER_COLOR = COLORS[0]  # blue bars
 
 
-#: The four panels of the sizing figure: (row, col) domain corners on a 2 x 2 grid.
-_PANELS = {
-    1: ([0.0, 0.44], [0.6, 1.0]),
-    2: ([0.56, 1.0], [0.6, 1.0]),
-    3: ([0.0, 0.44], [0.0, 0.38]),
-    4: ([0.56, 1.0], [0.0, 0.38]),
-}
+def sizing_height(theme: Theme) -> int:
+    """The sizing figure's height at ``theme``: what the visible notebook leaves under its controls and readout.
+
+    Laptop, 1280 x 800: 680 px visible, less two rows of controls and a readout of four lines.
+    Projector, Presentation Mode at 1280 x 720: 599 px visible, less the same at projector sizes.
+    """
+    visible = 599 if theme.projector else 680
+    readout = round(4 * 1.35 * theme.control_font_size)
+    return visible - 2 * theme.control_height - readout - 24  # 24: the gaps between the rows
 
 
 def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None, theme: Theme | None = None) -> go.Figure:
@@ -48,9 +50,19 @@ def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None, t
     its value written above it; when ``n_heads`` does not divide d_model nothing is
     marked. (The mark lives in the layout, so moving the head count changes only
     the layout, not the bars.) ``width`` fixes the width in pixels (for a
-    ``FigureWidget``, which does not follow its container).
+    ``FigureWidget``, which does not follow its container). The height is
+    ``sizing_height(theme)``, so the figure, its controls and their readout fit one screen.
     """
     return go.Figure(sizing_spec(rows, n_heads=n_heads, width=width, theme=theme))
+
+
+#: The panels' titles: what each shows and which way it goes as H grows (short: a panel is under half the width).
+PANEL_TITLES = {
+    1: "d_head = d_model / H (shrinks)",
+    2: "parameters (flat)",
+    3: "score entries, H × T² (grow)",
+    4: "FLOPs (hatched part grows)",
+}
 
 
 def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None, theme: Theme | None = None) -> dict:
@@ -64,7 +76,7 @@ def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None, the
     def bar(axis: int, y, name: str, **marker):
         return dict(
             type="bar", x=x, y=np.asarray(y), name=name, xaxis=_ref("x", axis), yaxis=_ref("y", axis),
-            marker={"color": OTHER_COLOR, **marker}, showlegend=axis == 4,
+            marker={"color": OTHER_COLOR, **marker}, showlegend=False,
             hovertemplate=f"H = %{{x}}: %{{y:,}}<extra>{name}</extra>",
         )
 
@@ -76,20 +88,29 @@ def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None, the
         bar(4, rows.flops_softmax, "scale + softmax (grows with H)",
             color=COLORS[2], pattern=dict(shape="/", fgcolor="black", fillmode="overlay", solidity=0.3)),
     ]
-    panel_titles = {
-        1: "d_head = d_model / H (shrinks)",
-        2: "parameters in the layer (flat)",
-        3: "score-table entries, H × T² (grow)",
-        4: "FLOPs: products (flat) + softmax (grows)",
-    }
+    # Vertical room, in pixels: a one-line title, then a panel title above each row of panels, tick labels
+    # below each row, and one axis title under the lower row. Nothing is a legend: the fourth panel's title
+    # and the hatching name the part that grows, and the readout above the figure gives both numbers.
+    height = sizing_height(theme)
+    line = theme.font_size + 8  # one line of panel text
+    top, bottom = 12 + round(1.35 * theme.title_size) + line, 2 * line
+    plot_px = height - top - bottom
+    gap = (2 * line + 6) / plot_px  # the upper row's ticks, then the lower row's panel title
+    panel = (1 - gap) / 2
+    panels = {1: ([0.0, 0.44], [1 - panel, 1.0]), 2: ([0.56, 1.0], [1 - panel, 1.0]),
+              3: ([0.0, 0.44], [0.0, panel]), 4: ([0.56, 1.0], [0.0, panel])}
     annotations = [
-        dict(text=panel_titles[i], xref="paper", yref="paper", x=_PANELS[i][0][0], y=_PANELS[i][1][1],
+        dict(text=PANEL_TITLES[i], xref="paper", yref="paper", x=panels[i][0][0], y=panels[i][1][1],
              xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=theme.font_size))
-        for i in _PANELS
+        for i in panels
     ]
     shapes = []
+    n = len(rows.head_counts)
     if n_heads in rows.head_counts:
         k = rows.head_counts.index(n_heads)
+        # A label wider than its bar stays inside the panel: from the band's left edge near the left end,
+        # to its right edge near the right end, centred in between.
+        anchor, at = ("left", k - 0.5) if k < n / 3 else (("right", k + 0.5) if k >= 2 * n / 3 else ("center", k))
         marked = ((1, rows.d_head, _exact), (2, rows.parameters, _exact), (3, rows.score_entries, _short), (4, total, _short))
         for i, y, label in marked:
             shapes.append(
@@ -97,29 +118,30 @@ def sizing_spec(rows: SizingRows, *, n_heads: int, width: int | None = None, the
                      fillcolor=CURRENT_COLOR, opacity=0.3, layer="below", line=dict(color="black", width=2, dash="dot"))
             )
             annotations.append(
-                dict(text=f"<b>{label(int(y[k]))}</b>", xref=_ref("x", i), yref=_ref("y", i), x=k, y=float(y[k]),
-                     yanchor="bottom", showarrow=False, font=dict(size=theme.font_size), bgcolor="rgba(255,255,255,0.8)")
+                dict(text=f"<b>{label(int(y[k]))}</b>", xref=_ref("x", i), yref=_ref("y", i), x=at, y=float(y[k]),
+                     xanchor=anchor, yanchor="bottom", showarrow=False, font=dict(size=theme.font_size),
+                     bgcolor="rgba(255,255,255,0.8)")
             )
     layout = base_layout(
         _sizing_title(rows, n_heads),
         theme=theme,
-        height=WIDGET_HEIGHT,
+        height=height,
         width=width,
-        margin=dict(l=80, r=20, t=100, b=120),
+        margin=dict(l=80, r=20, t=top, b=bottom),
         barmode="relative",
-        legend=dict(orientation="h", x=0, y=-0.27, yanchor="top", font=dict(size=theme.font_size)),
+        showlegend=False,
         annotations=annotations,
         shapes=shapes,
     )
-    for i, (x_domain, y_domain) in _PANELS.items():
+    # Room above the tallest bar for its value label: one line of text of the panel's height.
+    headroom = 1 / (1 - min(0.5, (line + 4) / (panel * plot_px)))
+    for i, (x_domain, y_domain) in panels.items():
         layout[_axis("x", i)] = dict(domain=x_domain, anchor=_ref("y", i), type="category",
-                                   title=dict(text="head count H" if i >= 3 else ""))
-        layout[_axis("y", i)] = dict(
-            domain=y_domain, anchor=_ref("x", i), gridcolor="#dddddd", exponentformat="SI", tickformat="~s"
-        )
-    # A fixed range with room above the tallest bar for the value label.
+                                   title=dict(text="head count H" if i >= 3 else "", standoff=4))
+        layout[_axis("y", i)] = dict(domain=y_domain, anchor=_ref("x", i), gridcolor="#dddddd", tickformat="~s",
+                                   nticks=4)
     for i, y in ((1, rows.d_head), (2, rows.parameters), (3, rows.score_entries), (4, total)):
-        layout[_axis("y", i)]["range"] = [0, 1.25 * float(np.max(y))]
+        layout[_axis("y", i)]["range"] = [0, headroom * float(np.max(y))]
     return {"data": data, "layout": layout}
 
 
@@ -146,11 +168,10 @@ def _short(value: int) -> str:
 
 
 def _sizing_title(rows: SizingRows, n_heads: int) -> str:
+    """One line, short enough for a projector's title size (a second line would take the bars' room)."""
     if n_heads in rows.head_counts:
-        return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens:<br>"
-                f"H = {n_heads} marked (d_head = {rows.d_model // n_heads})")
-    return (f"One attention layer, d_model = {rows.d_model}, T = {rows.n_tokens} tokens:<br>"
-            f"H = {n_heads} does not divide {rows.d_model}, so no bar is marked")
+        return f"d_model = {rows.d_model}, T = {rows.n_tokens:,}: H = {n_heads} marked (d_head = {rows.d_model // n_heads})"
+    return f"d_model = {rows.d_model}, T = {rows.n_tokens:,}: H = {n_heads} does not divide {rows.d_model}"
 
 
 def vaswani_figure(rows=VASWANI_2017_TABLE3_A, *, theme: Theme | None = None) -> go.Figure:
@@ -161,7 +182,9 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A, *, theme: Theme | None = None) ->
     one number per setting and no spread between training runs.
     """
     theme = projector.resolve(theme)
-    x = [f"H={r['n_heads']}<br>d_head={r['d_head']}" for r in rows]
+    # "8<br>(64)": heads, and the head size under them; "H=8<br>d_head=64" was too wide for a projector's
+    # columns, and plotly turned every label on its side.
+    x = [f"{r['n_heads']}<br>({r['d_head']})" for r in rows]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=("BLEU (higher is better), from 0", "perplexity (lower is better), from 1"))
     for col, key, fmt in ((1, "bleu", ".1f"), (2, "ppl", ".2f")):
@@ -182,26 +205,29 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A, *, theme: Theme | None = None) ->
         **base_layout("Vaswani et al. 2017, Table 3 rows (A): d_model = 512, only the head count changes "
                       "(one training run per setting)",
                       margin=dict(l=80, r=30, t=100, b=100), theme=theme),
-        height=460,
+        height=520 if theme.projector else 460,
     )
     fig.update_annotations(font=dict(size=theme.font_size))
-    fig.update_xaxes(title_text="heads H and head size d_head", gridcolor="#dddddd")
+    fig.update_xaxes(title_text="heads H (and head size d_head)", tickangle=0, gridcolor="#dddddd")
     fig.update_yaxes(gridcolor="#dddddd")
     fig.update_xaxes(range=[-0.4, len(rows) - 0.6])  # room for the labels at both ends
-    fig.update_yaxes(range=[0, 33], row=1, col=1)  # BLEU's floor is 0; room above for the labels
-    fig.update_yaxes(range=[1, 6.6], row=1, col=2)  # perplexity's floor is 1: sure of every right word
+    fig.update_yaxes(range=[0, 36], row=1, col=1)  # BLEU's floor is 0; room above for the labels, under the panel title
+    fig.update_yaxes(range=[1, 7.0], row=1, col=2)  # perplexity's floor is 1: sure of every right word
     return fig
 
 
 def model_shapes_figure(shapes, *, theme: Theme | None = None) -> go.Figure:
     """A table of real models' attention shapes, with d_model / heads checked against d_head.
 
-    ``shapes``: ``costs.ModelShape`` objects.
+    ``shapes``: ``costs.ModelShape`` objects. At projector sizes the table keeps the columns the
+    notebook reads (model, d_model, heads, d_head, d_model / H, KV heads, source): nine columns
+    of 20 px text do not fit the ~848 px output area, and words were cut inside their cells.
+    Each row is as tall as its longest cell (the source takes two or three lines).
     """
     theme = projector.resolve(theme)
     shapes = list(shapes)
     columns = {
-        "model": [s.name for s in shapes],
+        "model": [s.name.replace("-L6-v2", "-<br>L6-v2") if theme.projector else s.name for s in shapes],
         "layers": [s.n_layers for s in shapes],
         "d_model": [f"{s.d_model:,}" for s in shapes],
         "heads H": [s.n_heads for s in shapes],
@@ -212,20 +238,40 @@ def model_shapes_figure(shapes, *, theme: Theme | None = None) -> go.Figure:
             f"{costs.attention_parameters(s.d_model, s.n_heads, s.n_kv_heads, bias=False):,}" for s in shapes
         ],
         # Line breaks after the organisation and before the file keep long repository names inside their column.
-        "source": [s.source.replace("/", "/<br>", 1).replace(" ", "<br>") for s in shapes],
+        "source": [_source_lines(s.source, theme) for s in shapes],
     }
+    # Pixels at the ~805 px a table gets at 1280 x 800 with the file browser open (plotly scales them).
+    widths = {"model": 138, "layers": 50, "d_model": 80, "heads H": 55, "d_head": 70, "d_model / H": 80, "KV heads": 52,
+              "parameters per layer (no biases)": 100, "source": 185}
+    if theme.projector:
+        for dropped in ("layers", "parameters per layer (no biases)"):
+            columns.pop(dropped)
+        widths = {"model": 145, "d_model": 100, "heads H": 75, "d_head": 85, "d_model / H": 95, "KV heads": 80,
+                  "source": 220}
+    line = round(1.3 * theme.font_size)
+    lines = [max(1, *(str(column[i]).count("<br>") + 1 for column in columns.values())) for i in range(len(shapes))]
+    header_lines = 2 if theme.projector else 3
     fig = go.Figure(
         go.Table(
-            # Pixels at the ~805 px a table gets at 1280 x 800 with the file browser open (plotly scales them).
-            columnwidth=[138, 50, 80, 55, 70, 80, 52, 100, 185],
+            columnwidth=[widths[c] for c in columns],
             header=dict(values=[f"<b>{c}</b>" for c in columns], font=dict(size=theme.small_text_size), align="left",
-                        fill_color="#e8eef4", height=34),
-            cells=dict(values=list(columns.values()), font=dict(size=theme.font_size), align="left", height=32),
+                        fill_color="#e8eef4", height=header_lines * line + 8),
+            cells=dict(values=list(columns.values()), font=dict(size=theme.font_size), align="left",
+                       height=max(lines) * line + 10),
         )
     )
+    top = 12 + round(1.35 * theme.title_size) + theme.title_line_px + 10  # a title of up to two lines
     fig.update_layout(
         **base_layout("Attention shapes of real models, from each model's published config",
-                      margin=dict(l=20, r=20, t=60, b=10), theme=theme),
-        height=110 + 72 * (len(shapes) + 1),  # rows of up to three lines (the source)
+                      margin=dict(l=20, r=20, t=top, b=10), theme=theme),
+        height=top + 20 + header_lines * line + 8 + len(shapes) * (max(lines) * line + 10),
     )
     return fig
+
+
+def _source_lines(source: str, theme: Theme) -> str:
+    """'openai-community/gpt2 config.json' as lines that fit the source column: after the organisation, before the file."""
+    text = source.replace("/", "/<br>", 1).replace(" ", "<br>")
+    if theme.projector:
+        text = text.replace("sentence-transformers/", "sentence-<br>transformers/")
+    return text

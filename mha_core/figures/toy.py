@@ -27,6 +27,19 @@ def _relation_colour(r: int) -> str:
     return COLORS[r % len(COLORS)]
 
 
+def _two_lines(name: str) -> str:
+    """A relation's name on two lines ("largest<br>so far"): side by side, one-line names ran into each other."""
+    words = name.split(" ")
+    return " ".join(words[:1]) + ("<br>" + " ".join(words[1:]) if len(words) > 1 else "")
+
+
+def _legend_below(layout, theme: Theme, *, tick_lines: int = 1) -> dict:
+    """A horizontal legend under the tick labels (``tick_lines`` lines) and the axis titles, placed in pixels."""
+    line = theme.font_size + 10
+    plot_px = layout.height - layout.margin.t - layout.margin.b
+    return dict(orientation="h", y=-((tick_lines + 1.5) * line) / plot_px, yanchor="top")
+
+
 def example_targets_figure(tokens, target_positions, relations, *, theme: Theme | None = None) -> go.Figure:
     """One example sequence and, per relation, the positions a head should look at.
 
@@ -50,12 +63,19 @@ def example_targets_figure(tokens, target_positions, relations, *, theme: Theme 
     ticktext = [f"{t}: {tok}" for t, tok in enumerate(tokens)]
     layout = base_layout(theme=theme, title=
         "Where each relation points, for one sequence (position: token)",
-        height=520, width=TOY_WIDTH, legend=dict(orientation="h", y=-0.18),
+        height=520, width=TOY_WIDTH,
         xaxis=dict(title_text="key position: token", tickvals=list(range(T)), ticktext=ticktext, range=[-0.5, T - 0.5],
                    tickangle=-45, gridcolor="#ddd"),
         yaxis=dict(title_text="query position: token", tickvals=list(range(T)), ticktext=ticktext, range=[T - 0.5, -0.5],
                    gridcolor="#ddd"),
     )
+    # Under the tilted tick labels ("11: 7") and the axis title, placed in pixels.
+    line = theme.font_size + 10
+    layout["margin"] = {**layout["margin"], "b": round(6.5 * line)}
+    # Tall enough for one position label per row at the theme's size.
+    layout["height"] = max(520, layout["margin"]["t"] + layout["margin"]["b"] + round(1.3 * theme.font_size * T) + 20)
+    layout["legend"] = dict(orientation="h", y=-(5.2 * line) / (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]),
+                            yanchor="top")
     return go.Figure(data=data, layout=layout)
 
 
@@ -75,6 +95,8 @@ def role_history_figure(steps, role_scores, relations, *, max_steps: int | None 
     width = (1 - gap * (H - 1)) / H
     data, layout_axes = [], {}
     top = max_steps if max_steps else (steps[-1] if N else 1)
+    step = next(m * 10**e for e in range(8) for m in (1, 2, 5) if top / (m * 10**e) <= 3)
+    ticks = [t for t in range(0, int(top) + 1, int(step)) if t < top]  # e.g. 0, 100, 200 for 300 steps
     for h in range(H):
         suffix = "" if h == 0 else str(h + 1)
         for r in range(R):
@@ -85,19 +107,25 @@ def role_history_figure(steps, role_scores, relations, *, max_steps: int | None 
                 hovertemplate=f"head {h + 1}, {relations[r]}: %{{y:.2f}} at step %{{x}}<extra></extra>",
             ))
         lo = h * (width + gap)
+        # No tick at the right end: there it sat against the next panel's "0" ("300 0" read as one number).
         layout_axes[f"xaxis{suffix}"] = dict(domain=[lo, lo + width], range=[0, top], title=dict(text="step"),
-                                             anchor=f"y{suffix}", gridcolor="#eee")
-        layout_axes[f"yaxis{suffix}"] = dict(range=[0, 1.02], anchor=f"x{suffix}", gridcolor="#eee",
-                                             showticklabels=h == 0, title=dict(text="share of weight" if h == 0 else ""))
+                                             tickvals=ticks, anchor=f"y{suffix}", gridcolor="#eee")
+        # The range starts a little below 0 so the y axis' "0" sits above the x axis' "0", not on it.
+        layout_axes[f"yaxis{suffix}"] = dict(range=[-0.07, 1.04], tickvals=[0, 0.5, 1], anchor=f"x{suffix}",
+                                             gridcolor="#eee", zeroline=False, showticklabels=h == 0,
+                                             title=dict(text="share of weight" if h == 0 else ""))
     annotations = [dict(text=f"head {h + 1}", x=h * (width + gap) + width / 2, y=1.0, xref="paper", yref="paper",
                         yanchor="bottom", showarrow=False, font=dict(size=theme.font_size)) for h in range(H)]
     layout = base_layout(theme=theme, title=
-        title or f"Share of each head's weight on each relation's targets, H = {H}",
+        title or f"Share of each head's weight on each relation's targets, H\u00a0=\u00a0{H}",
         height=420, width=TOY_WIDTH, annotations=annotations,
-        # below the "step" titles, not on top of them (a bottom-anchored legend covered head 1's)
-        legend=dict(orientation="h", y=-0.36, yanchor="top"),
         margin=dict(l=80, r=20, t=90, b=120), **layout_axes,
     )
+    # The legend goes below the tick labels and the "step" titles, placed in pixels (a fraction of the
+    # plot put it on those titles at projector sizes, where the plot is shorter).
+    line = theme.font_size + 10
+    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    layout["legend"] = dict(orientation="h", y=-(3 * line) / plot_px, yanchor="top")
     return go.Figure(data=data, layout=layout, _validate=validate)
 
 
@@ -113,7 +141,7 @@ def role_table_figure(role_scores, relations, *, roles=None, title: str | None =
     rows = [f"head {h + 1}" + (f" ({roles[h]})" if roles else "") for h in range(H)]
     trace = dict(type="heatmap", z=scores, x=list(relations), y=rows, zmin=WEIGHTS_RANGE[0], zmax=WEIGHTS_RANGE[1],
                  colorscale=WEIGHTS_COLORSCALE, text=np.char.mod("%.2f", scores), texttemplate="%{text}",
-                 textfont=dict(size=theme.cell_text_size), xgap=2, ygap=2, colorbar=dict(title=dict(text="share")),
+                 textfont=dict(size=theme.cell_text_size), xgap=2, ygap=2, colorbar=dict(title=dict(text="share", side="right")),
                  hovertemplate="%{y}, %{x}: %{z:.2f}<extra></extra>")
     layout = base_layout(theme=theme, title=title or "Share of each head's weight on each relation's targets",
                          height=200 + 50 * H, width=TOY_WIDTH,
@@ -198,6 +226,8 @@ def steps_to_target_figure(table: dict, *, budget: int | None = None, title: str
                    tickvals=[10, 100, 1_000, 10_000, 100_000], ticktext=["10", "100", "1,000", "10,000", "100,000"]),
         xaxis=dict(type="category"), legend=dict(orientation="h", y=-0.15, yanchor="top"),
         margin=dict(l=90, r=30, t=70, b=110),
+        # plotly shrinks a bar's outside text to the bar's width; at projector sizes that went below the theme's minimum
+        uniformtext=dict(minsize=theme.min_text_size, mode="show"),
     )
     return go.Figure(data=data, layout=layout)
 
@@ -224,12 +254,13 @@ def share_and_removal_figure(role_scores, removal_cost, relations, *, title: str
         # one colour bar for both tables: they share the 0..1 scale
         fig.add_trace(go.Heatmap(z=z, x=list(relations), y=heads, zmin=0, zmax=1, colorscale=WEIGHTS_COLORSCALE,
                                  text=np.char.mod("%.2f", z), texttemplate="%{text}", textfont=dict(size=theme.cell_text_size),
-                                 xgap=2, ygap=2, showscale=col == 2, colorbar=dict(title=dict(text="0 to 1"), len=0.8),
+                                 xgap=2, ygap=2, showscale=col == 2, colorbar=dict(title=dict(text="0 to 1", side="right"), len=0.8),
                                  hovertemplate=f"%{{y}}, %{{x}}: {name} %{{z:.2f}}<extra></extra>"), row=1, col=col)
     fig.update_layout(**base_layout(theme=theme, title=title or "Where a head looks, and what switching it off costs",
                                     height=260 + 50 * H, width=TOY_WIDTH, margin=dict(l=80, r=30, t=110, b=90)))
     fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-20)
+    fig.update_xaxes(type="category", tickangle=0, tickvals=list(relations),
+                     ticktext=[_two_lines(r) for r in relations])
     for a in fig.layout.annotations:
         a.font = dict(size=theme.font_size)
     return fig
@@ -246,7 +277,7 @@ def key_similarity_figure(similarity, token: int, *, title: str | None = None, t
     H, V = s.shape
     trace = dict(type="heatmap", z=s, x=[str(v) for v in range(V)], y=[f"head {h + 1}" for h in range(H)],
                  zmin=-1, zmax=1, colorscale=SIGNED_COLORSCALE, text=np.char.mod("%.1f", s), texttemplate="%{text}",
-                 textfont=dict(size=theme.small_text_size), xgap=2, ygap=2, colorbar=dict(title=dict(text="cosine")),
+                 textfont=dict(size=theme.small_text_size), xgap=2, ygap=2, colorbar=dict(title=dict(text="cosine", side="right")),
                  hovertemplate="%{y}: key of token %{x} vs key of token " + str(token) + ": %{z:.2f}<extra></extra>")
     layout = base_layout(theme=theme, title=title or f"Token {token}'s key next to every token's key, through each head",
                          height=200 + 50 * H, width=TOY_WIDTH,
@@ -266,7 +297,7 @@ def similarity_matrix_figure(similarity, *, title: str | None = None, theme: The
     names = [f"head {h + 1}" for h in range(H)]
     trace = dict(type="heatmap", z=s, x=names, y=names, zmin=0, zmax=1, colorscale="Cividis",
                  text=np.char.mod("%.2f", s), texttemplate="%{text}", textfont=dict(size=theme.cell_text_size), xgap=2, ygap=2,
-                 colorbar=dict(title=dict(text="divergence")), hovertemplate="%{y} vs %{x}: %{z:.2f}<extra></extra>")
+                 colorbar=dict(title=dict(text="divergence", side="right")), hovertemplate="%{y} vs %{x}: %{z:.2f}<extra></extra>")
     layout = base_layout(theme=theme, title=title or "How differently each pair of heads attends (0 = the same pattern)",
                          height=220 + 60 * H, width=min(TOY_WIDTH, 320 + 80 * H),
                          xaxis=dict(type="category"), yaxis=dict(type="category", autorange="reversed"))
@@ -334,13 +365,15 @@ def removal_figure(single, greedy, relations, *, title: str | None = None, theme
                                  customdata=labels, hovertemplate=f"%{{customdata}} off, {relations[r]}: %{{y:.2f}}<extra></extra>"),
                       row=1, col=2)
     fig.update_layout(**base_layout(theme=theme, title=title or "What switching heads off costs", height=480, width=TOY_WIDTH,
-                                    barmode="group", legend=dict(orientation="h", y=-0.3),
-                                    margin=dict(l=80, r=20, t=100, b=150)))
-    fig.update_xaxes(tickangle=-35, row=1, col=1)
-    fig.update_yaxes(range=[0, 1.05], title_text="accuracy", row=1, col=1)
-    fig.update_yaxes(range=[0, 1.05], row=1, col=2)
-    fig.update_xaxes(tickvals=list(range(H + 1)), ticktext=labels, tickangle=-35, title_text="heads off (in order)",
-                     row=1, col=2)
+                                    barmode="group", margin=dict(l=80, r=20, t=100, b=150)))
+    fig.update_layout(legend=_legend_below(fig.layout, theme, tick_lines=2))
+    fig.update_xaxes(tickangle=0, tickvals=heads, ticktext=[h.replace(" ", "<br>") for h in heads], row=1, col=1)
+    # Each y axis starts a little below 0, so its "0" sits above the first x label, not on it.
+    fig.update_yaxes(range=[-0.07, 1.05], tickvals=[0, 0.5, 1], zeroline=False, title_text="accuracy", row=1, col=1)
+    fig.update_yaxes(range=[-0.07, 1.05], tickvals=[0, 0.5, 1], zeroline=False, row=1, col=2)
+    # "+3": head 3 goes off next; "+ head 3" tilted ran into its neighbours at projector sizes.
+    fig.update_xaxes(tickvals=list(range(H + 1)), ticktext=[label.replace("+ head ", "+") for label in labels],
+                     tickangle=0, title_text="next head off (+number), in order", row=1, col=2)
     for a in fig.layout.annotations:
         a.font = dict(size=theme.font_size)
     return fig
@@ -368,9 +401,12 @@ def bottleneck_figure(sweep: dict, *, title: str | None = None, theme: Theme | N
                      hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
     layout = base_layout(theme=theme, title=
         title or f"Accuracy on 'last match' against head count, d_model = {sweep['d_model']} fixed",
-        height=460, width=TOY_WIDTH, legend=dict(orientation="h", y=-0.32),
+        height=460, width=TOY_WIDTH, legend=dict(orientation="h", y=-(4 * (theme.font_size + 10)) / (460 - 80 - 150),
+                                                  yanchor="top"),
         xaxis=dict(type="category", title_text="heads H (and d_head = d_model / H)"),
-        yaxis=dict(title_text=f"accuracy after {sweep['steps']} steps", range=[0.5, 1.02]),
+        # From a little below 0.5, so "0.5" sits above the first (two-line) x label, not on it.
+        yaxis=dict(title_text=f"accuracy after {sweep['steps']} steps", range=[0.46, 1.02],
+                   tickvals=[0.5, 0.6, 0.7, 0.8, 0.9, 1.0]),
         margin=dict(l=80, r=20, t=80, b=150),
     )
     return go.Figure(data=data, layout=layout)

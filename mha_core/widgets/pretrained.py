@@ -138,13 +138,25 @@ class PruningExplorer(ControlGroup):
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build(change["new"]))
-        names = self.record["removed_names"][: change["new"]]
-        show_message(self.message, f"Off: {', '.join(names)}" if names else "Every head is on.", kind="info",
+        show_message(self.message, heads_off_text(self.record, change["new"], theme=self.theme), kind="info",
                      theme=self.theme)
 
     @property
     def box(self) -> widgets.VBox:
         return widgets.VBox([self.n_off, self.message, self.figure])
+
+
+def heads_off_text(record: dict, n_off: int, *, theme: projector.Theme | None = None) -> str:
+    """Which heads are off after ``n_off`` steps: their names on a laptop; on a projector, where 38 names take
+    four lines and push the figure off the screen, how many in each layer."""
+    if not n_off:
+        return "Every head is on."
+    if not projector.resolve(theme).projector:
+        return "Off: " + ", ".join(record["removed_names"][:n_off])
+    layers = [int(layer) for layer, _ in record["removed"][:n_off]]
+    n_layers = max(max(layers) + 1, 6)
+    counts = ", ".join(f"L{l + 1} {layers.count(l)}" for l in range(n_layers))
+    return f"Off: {n_off} {'head' if n_off == 1 else 'heads'}; per layer {counts}"
 
 
 def pruning_step(record: dict, n_off: int, calibration=None, *, theme: projector.Theme | None = None):

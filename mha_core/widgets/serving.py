@@ -53,8 +53,14 @@ def calculator_readout(rows, n_kv_heads: int, *, theme: projector.Theme | None =
         f"sequences of {rows.n_tokens:,} tokens that fit: <b>{rows.sequences_that_fit[k]:,}</b> with {kind}"
         + ("" if k == mha else f" (with every head's own K and V, MHA: {rows.sequences_that_fit[mha]:,})"),
     ]
-    px = projector.resolve(theme).control_font_size
-    return f'<div style="font-size:{px}px;line-height:1.5">' + "<br>".join(line for line in lines if line) + "</div>"
+    theme = projector.resolve(theme)
+    if theme.projector:
+        # At projector sizes five lines push the figure below a 1280 x 720 screen: keep what the figure does
+        # not show (the per-token arithmetic, the window), shorter; the panel titles give the batch and the fit.
+        lines = [f"per token: 2 &times; {rows.n_layers} layers &times; {n_kv_heads} KV heads &times; {rows.d_head} "
+                 f"&times; {rows.bytes_per_value} bytes = <b>{bytes_text(per_token)}</b>", window_line(rows, n_kv_heads)]
+    px = theme.control_font_size
+    return f'<div style="font-size:{px}px;line-height:1.4">' + "<br>".join(line for line in lines if line) + "</div>"
 
 
 def window_line(rows, n_kv_heads: int) -> str:

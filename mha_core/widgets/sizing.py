@@ -47,20 +47,25 @@ def sizing_readout(d_model: int, n_heads: int, n_tokens: int, *, theme: projecto
     products = flops["projections"] + flops["scores"] + flops["mix"]
     lines = [
         f"d_head = {d_model} / {n_heads} = <b>{Dh}</b> {'feature' if Dh == 1 else 'features'} per head",
-        f"parameters: 4 &times; {d_model}&sup2; + 4 &times; {d_model} = <b>{params:,}</b> (the same for every head count)",
-        f"score tables: {n_heads} {'head' if n_heads == 1 else 'heads'} &times; {n_tokens}&sup2; = <b>{entries:,}</b> entries per layer, per sequence",
-        f"FLOPs per layer: matrix products <b>{products:,}</b> (the same for every head count) "
-        f"+ scale and softmax <b>{flops['softmax']:,}</b> (grows with the head count)",
+        f"parameters: 4 &times; {d_model}&sup2; + 4 &times; {d_model} = <b>{params:,}</b>, the same for every H",
+        f"score tables: {n_heads} {'head' if n_heads == 1 else 'heads'} &times; {n_tokens:,}&sup2; = <b>{entries:,}</b> "
+        "entries per layer",
+        f"FLOPs: products <b>{products:,}</b> (flat) + softmax <b>{flops['softmax']:,}</b> (grows with H)",
     ]
     px = projector.resolve(theme).control_font_size
-    return f'<div style="font-size:{px}px;line-height:1.6">' + "<br>".join(lines) + "</div>"
+    return f'<div style="font-size:{px}px;line-height:{READOUT_LINE_HEIGHT}">' + "<br>".join(lines) + "</div>"
+
+
+#: Line height of the readout (times its font size); ``figures.sizing.sizing_height`` leaves room for four lines.
+READOUT_LINE_HEIGHT = 1.35
 
 
 class HeadSizing(ControlGroup):
     """d_model, head-count and token-count controls; a readout; one ``FigureWidget``.
 
     Attributes: ``d_model``, ``n_heads``, ``n_tokens`` (the controls), ``readout``
-    (HTML), ``message`` (HTML line for an impossible split), ``figure``.
+    (HTML), ``message`` (HTML line for an impossible split; it takes the readout's
+    place while it shows), ``numbers`` (the box holding both), ``figure``.
     """
 
     def __init__(self, d_model: int = 768, n_heads: int = 12, n_tokens: int = 1024):
@@ -81,6 +86,12 @@ class HeadSizing(ControlGroup):
             control.add_class(f"mha-sizing-{name}")
         self.readout = widgets.HTML()
         self.message = message_box()
+        # The readout and the impossible-split message take turns in one slot of four lines, between the
+        # controls and the figure: the numbers the room reads stay in view with the sliders, and the
+        # figure does not jump when one replaces the other.
+        lines = f"{round(4 * READOUT_LINE_HEIGHT * self.theme.control_font_size)}px"
+        self.message.layout.min_height = "0px"
+        self.numbers = widgets.VBox([self.message, self.readout], layout=widgets.Layout(min_height=lines))
         self.figure = figure_widget(self._build())
         self._show_numbers()
         for control in (self.d_model, self.n_heads, self.n_tokens):
@@ -103,6 +114,8 @@ class HeadSizing(ControlGroup):
         else:
             show_message(self.message, impossible_split_message(D, H), theme=self.theme)
             self.readout.value = ""
+        self.message.layout.display = "none" if self.valid else None
+        self.readout.layout.display = None if self.valid else "none"
 
     def _on_change(self, change):
         update_in_place(self.figure, self._build())
@@ -111,8 +124,8 @@ class HeadSizing(ControlGroup):
     @property
     def box(self) -> widgets.VBox:
         controls = widgets.VBox([widgets.HBox([self.d_model, self.n_tokens]), self.n_heads])
-        # The readout goes below the figure, so the controls and the figure they move fit one screen.
-        return widgets.VBox([controls, self.message, self.figure, self.readout])
+        # Controls, then the numbers, then the figure: all three on one screen (figures.sizing.sizing_height).
+        return widgets.VBox([controls, self.numbers, self.figure])
 
 
 def head_sizing(d_model: int = 768, n_heads: int = 12, n_tokens: int = 1024) -> HeadSizing:

@@ -25,7 +25,7 @@ from mha_core.widgets.heads import head_grid
 from mha_core.quiz import _widget_parts
 group = head_grid()
 group._ipython_display_()
-outer = shown[-1]
+outer = next(o for o in shown if 'mha-large-controls' in getattr(o, '_dom_classes', ()))  # not the keyboard helper
 print(json.dumps({"figure_font": group.figure.layout.font.size, "classes": list(outer._dom_classes),
                   "style": outer.children[0].value, "quiz_px": _widget_parts.font_px(),
                   "quiz_css": _widget_parts.css()}))

@@ -760,3 +760,17 @@ def test_the_review_asks_nothing_the_core_notebooks_did_not_teach(bank):
     for q in bank.sets["10"].questions:
         words = " ".join([q.text, q.explanation, *(o.text + " " + o.feedback for o in q.options)])
         assert not [t for t in later_terms if t in words], q.id
+
+
+@pytest.mark.parametrize("typed", ["2 x 10^a5", "1 x 10^400", "2 x 10^0005", "1e999", "2 x 10^5a"])
+def test_a_malformed_or_overflowing_power_of_ten_is_no_number_never_an_error(typed):
+    from mha_core.quiz.numbers import parse_number
+
+    assert parse_number(typed) is None
+
+
+@pytest.mark.parametrize("typed, value", [("3 x 10^-2", 0.03), ("3 x 10^−2", 0.03), ("3 x 10^+2", 300.0), ("1.26 × 10^7", 1.26e7)])
+def test_a_power_of_ten_takes_a_plus_a_minus_or_a_true_minus_sign(typed, value):
+    from mha_core.quiz.numbers import parse_number
+
+    assert parse_number(typed) == pytest.approx(value)

@@ -458,7 +458,7 @@ def test_the_same_question_shows_the_same_letters_in_all_four_places(bank, env):
             assert notebook == classroom_letters == _letters_printed(terminal.stdout, q), q.id
             right = ", ".join(sorted(notebook[o.text] for o in q.options if o.correct))
             assert f"Answer: {right} (" in key, q.id
-            assert f"The answer: <b>{right}</b>" in page, q.id
+            assert f"Answer: <b>{right}</b>" in page, q.id  # the folded answer under "Show the answer"
 
 
 def test_a_wrong_answer_may_be_tried_again_as_in_the_notebook(bank, env):

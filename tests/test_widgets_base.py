@@ -54,7 +54,9 @@ def test_every_control_group_displays_its_box_sized_by_the_theme_it_was_built_wi
     from mha_core.widgets._base import THEMED_CLASS, ControlGroup, large_controls_box
 
     shown = []
-    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    # Each group is shown with its keyboard helper (mha_core.widgets._keys) as a second output; keep the boxes.
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(
+        o for o in objs if "mha-keys-helper" not in getattr(o, "_dom_classes", ())))
     inner = widgets.VBox([widgets.IntSlider()])
 
     class Group(ControlGroup):

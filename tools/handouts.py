@@ -11,8 +11,18 @@ What a handout page holds, and why:
   (the copy inside the installed plotly package), never a CDN.
 - Maths is typeset by MathJax 2.7 copied from the ``jupyter_server_mathjax`` package into
   the output folder; nbconvert's default would load it from a CDN and, offline, show raw TeX.
-- The quick check at the end becomes its questions with each answer folded away
-  (``<details>``), read from the same bank as the notebook widget.
+- Each figure is drawn at the page's width (plotly's responsive mode, no fixed width), and
+  carries a text alternative written by ``mha_core.figures.describe`` from the figure's own
+  numbers: the plot is ``role="img"`` named by its title and described by that text, shown
+  under it (``handout_assets/figures.js``).
+- The quick check at the end works in the page, from the same bank as the notebook widget:
+  choose, Check, feedback on every option, numbers read by the same rules, the key folded
+  away (``<details>``) until asked, answers kept in the browser with a reset button
+  (``handout_assets/quiz.js``, whose grader a test holds to the package's). Printing
+  unfolds every answer.
+- Every page links to the previous and the next notebook and to the index; ``summary.html``
+  gathers the shapes legend, the equations, the model in one sentence and the map, taken
+  from the package and notebook 10, on at most two printed A4 pages.
 - Script tags that point outside the folder (nbconvert's require.js) are removed, and
   the build refuses to write a page that still requests anything from the network.
 
@@ -38,13 +48,21 @@ from mha_core.widgets._base import LIVE_NOTE
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 DEFAULT_OUT = ROOT / "handouts"
+#: The CSS and scripts every page loads, shipped beside the pages under ``ASSETS_DIR``.
+ASSET_SOURCE = Path(__file__).resolve().parent / "handout_assets"
+ASSETS_DIR = "handout"
+ASSET_FILES = ("handout.css", "figures.js", "quiz.js")
+#: The one font MathJax asks for that jupyter_server_mathjax does not ship: a double-struck
+#: letter (03's \mathbb{R}) makes its MathML styles load the TeX AMS font from this path.
+AMS_FONT = ("fonts/MathJax_AMS-Regular.otf", "fonts/HTML-CSS/TeX/otf/MathJax_AMS-Regular.otf")
 #: Where MathJax and plotly.js live inside the output folder.
 MATHJAX_DIR = "mathjax"
 PLOTLY_JS = "plotly.min.js"
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
-#: The MathJax parts its HTML-CSS output needs with the STIX web fonts, the only fonts the
-#: package ships (the SVG output and other languages stay behind).
-MATHJAX_PARTS = ("MathJax.js", "config", "extensions", "jax/input/TeX", "jax/output/HTML-CSS", "jax/element", "localization/en", "fonts/HTML-CSS/STIX-Web")
+#: The MathJax parts its HTML-CSS output needs with the STIX web fonts (the SVG output and
+#: other languages stay behind).
+MATHJAX_PARTS = ("MathJax.js", "config", "extensions", "jax/input/TeX", "jax/output/HTML-CSS", "jax/element", "localization/en",
+                 "fonts/HTML-CSS/STIX-Web")
 #: Read by MathJax when it loads: use the shipped STIX fonts, never a font from the network.
 MATHJAX_FONTS = (
     '<script>window.MathJax = {"HTML-CSS": {availableFonts: [], imageFont: null, '
@@ -60,6 +78,7 @@ REMOTE = re.compile(
     re.IGNORECASE,
 )
 QUICK_CHECK = re.compile(r"""quick_check\(\s*["'](\d\d)["']""")
+SUMMARY_PAGE = "summary.html"
 
 
 def notebooks(only=None) -> list[Path]:
@@ -78,7 +97,7 @@ def notebooks(only=None) -> list[Path]:
 
 
 def copy_assets(out: Path) -> None:
-    """plotly.js and the MathJax subset, once for all pages."""
+    """plotly.js, the MathJax subset and the pages' CSS and scripts, once for all pages."""
     import jupyter_server_mathjax
     import plotly
 
@@ -93,6 +112,12 @@ def copy_assets(out: Path) -> None:
         else:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
+    font = target / AMS_FONT[1]
+    font.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ASSET_SOURCE / AMS_FONT[0], font)
+    (out / ASSETS_DIR).mkdir(exist_ok=True)
+    for name in ASSET_FILES:
+        shutil.copyfile(ASSET_SOURCE / name, out / ASSETS_DIR / name)
 
 
 # ----------------------------------------------------------------------------- execution
@@ -123,48 +148,123 @@ def execute(path: Path, *, timeout: int = 180):
 # ----------------------------------------------------------------------------- static outputs
 
 
-def plotly_div(figure_json: dict) -> str:
-    """A figure as a ``<div>`` drawn by the page's one plotly.js (no script of its own)."""
+def _json_in_script(data) -> str:
+    """JSON that is safe inside a ``<script>`` element (no ``</script>`` can close it early)."""
+    return json.dumps(data, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def figure_html(figure_json: dict, figure_id: str) -> str:
+    """A figure for ``figures.js`` to draw, named and described for a screen reader.
+
+    The plot is an image (``role="img"``) whose name is the figure's title and whose
+    description is the text under it, written from the figure's numbers.
+    """
     import plotly.io as pio
 
+    from mha_core.figures.describe import in_words
+
     fig = pio.from_json(json.dumps(figure_json), skip_invalid=True)
-    return pio.to_html(fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False, "responsive": True})
+    spec = json.loads(pio.to_json(fig, validate=False))
+    words = in_words(spec)
+    name, text = html.escape(words.name), html.escape(words_text(words.description))
+    return (
+        f'<figure class="mha-figure" id="{figure_id}">'
+        f'<div class="mha-plot" role="img" aria-label="{name}" aria-describedby="{figure_id}-words"></div>'
+        f'<p class="mha-figure-words" id="{figure_id}-words"><b>In words:</b> {text}</p>'
+        f'<script type="application/json" class="mha-figure-data">{_json_in_script(spec)}</script></figure>'
+    )
 
 
-def quick_check_html(set_id: str) -> str:
-    """The set's questions, options listed, each answer and its feedback folded away."""
-    from mha_core.quiz.bank import default_bank
+def words_text(description: str) -> str:
+    """A description as the page shows it: `code` marks as quotes, one run of plain text.
+
+    Plain text on purpose: Chromium stops reading a description into the accessibility tree
+    after some dozens of child nodes, and each <code> would add two.
+    """
+    return re.sub(r"`([^`]+)`", "\u2018\\1\u2019", description)
+
+
+def _rich(text: str) -> str:
+    """Plain text to HTML, `backticks` as code: the quiz widget's own rule."""
+    from mha_core.quiz._widget_parts import rich
+
+    return rich(text)
+
+
+def quiz_data(question) -> dict:
+    """What ``quiz.js`` needs to grade ``question`` as the package does (data only, no rules)."""
+    from mha_core.quiz.grading import option_order
+
+    data = {"id": question.id, "kind": question.kind}
+    if question.kind == "numeric":
+        data.update(answer=question.answer, tolerance=question.tolerance, answer_text=question.answer_text(),
+                    feedback=question.feedback, wrong_feedback=question.wrong_feedback,
+                    misconceptions=[{"value": m.value, "feedback": m.feedback, "tolerance": m.tolerance}
+                                    for m in question.misconceptions])
+    else:
+        data.update(order=option_order(question),
+                    options=[{"correct": o.correct, "feedback": o.feedback} for o in question.options])
+    return data
+
+
+def question_html(q, number: int) -> str:
+    """One question as a form ``quiz.js`` brings to life; without scripts it still reads, key folded away."""
     from mha_core.quiz.grading import answer_letters, option_labels, option_order
+    from mha_core.quiz.numbers import format_number
 
-    bank = default_bank()
-    quiz_set = bank.get_set(set_id)
-    parts = [f'<div class="mha-handout-quiz"><h3>Quick check {html.escape(set_id)}: {html.escape(quiz_set.title)}</h3>']
-    parts.append("<p>Answer each question before you open its answer. In JupyterLab the same questions give feedback on every option.</p>")
-    for number, q in enumerate(bank.questions(set_id), start=1):
-        parts.append(f'<div class="mha-handout-question"><p><b>{number}.</b> {html.escape(q.text)}</p>')
-        if q.kind == "numeric":
-            unit = f" ({html.escape(q.unit)})" if q.unit else ""
-            parts.append(f"<p><i>Give a number{unit}.</i></p>")
-            answer = f"<p><b>{html.escape(q.answer_text())}</b>. {html.escape(q.feedback)}</p>"
-        else:
-            hint = "Tick every option that applies." if q.kind == "multi" else "Choose one option."
-            # The same letters as the notebook, classroom mode, the terminal and the key.
-            order = option_order(q)
-            labels = option_labels(order)
-            items = "".join(f"<li>{labels[i]} {html.escape(q.options[i].text)}</li>" for i in order)
-            parts.append(f'<p><i>{hint}</i></p><ul style="list-style:none">{items}</ul>')
-            answer = f"<p>The answer: <b>{html.escape(answer_letters(q))}</b></p><ul>" + "".join(
-                f"<li>{labels[i]} <b>{'right' if q.options[i].correct else 'wrong'}</b>: {html.escape(q.options[i].feedback)}</li>"
-                for i in order
-            ) + "</ul>"
-        parts.append(f"<details><summary>Answer</summary>{answer}<p>{html.escape(q.explanation)}</p></details></div>")
-    parts.append("</div>")
+    name = f"q-{q.id}"
+    parts = [f'<fieldset class="mha-quiz-question" id="{name}"><legend><b>{number}.</b> {_rich(q.text)}</legend>']
+    if q.kind == "numeric":
+        unit = f" (in {html.escape(q.unit)})" if q.unit else ""
+        parts.append(f'<p class="mha-quiz-hint">Type a number{unit}.</p>'
+                     f'<label class="mha-quiz-number-label">Your answer: <input type="text" class="mha-quiz-number" '
+                     f'inputmode="decimal" autocomplete="off" spellcheck="false"></label>')
+        key = f"<p>Answer: <b>{_rich(q.answer_text())}</b>. {_rich(q.feedback)}</p>"
+        others = [f"<li>{_rich(f'{format_number(m.value)}: {m.feedback}')}</li>" for m in q.misconceptions]
+    else:
+        # The same letters as the notebook, classroom mode, the terminal and the key.
+        order = option_order(q)
+        labels = option_labels(order)
+        kind = "radio" if q.kind == "single" else "checkbox"
+        hint = "Choose one option." if q.kind == "single" else "Select all that apply."
+        items = "".join(
+            f'<label><input type="{kind}" class="mha-quiz-choice" name="{name}" value="{i}">'
+            f"<span>{labels[i]} {_rich(q.options[i].text)}</span></label>" for i in order
+        )
+        parts.append(f'<p class="mha-quiz-hint">{hint}</p><div class="mha-quiz-options">{items}</div>')
+        key = f"<p>Answer: <b>{html.escape(answer_letters(q))}</b></p>" + "".join(
+            f"<p>{labels[i]} {_rich(q.options[i].feedback)}</p>" for i in order if q.options[i].correct)
+        others = [f"<li>{labels[i]} {_rich(q.options[i].feedback)}</li>" for i in order if not q.options[i].correct]
+    key += f"<p>{_rich(q.explanation)}</p>"
+    if others:
+        key += "<p><i>Why not the others:</i></p><ul>" + "".join(others) + "</ul>"
+    parts.append(
+        '<div class="mha-quiz-actions"><button type="button" class="mha-quiz-check">Check</button>'
+        '<span class="mha-quiz-tries"></span></div>'
+        '<div class="mha-quiz-feedback" role="status" aria-live="polite"></div>'
+        f"<details><summary>Show the answer</summary>{key}</details>"
+        f'<script type="application/json" class="mha-quiz-data">{_json_in_script(quiz_data(q))}</script></fieldset>'
+    )
     return "".join(parts)
 
 
+def quick_check_html(set_id: str) -> str:
+    """The set's questions as forms that grade in the page, each answer folded away until asked."""
+    from mha_core.quiz.bank import default_bank
+
+    bank = default_bank()
+    quiz_set = bank.get_set(set_id)
+    parts = [f'<section class="mha-handout-quiz" aria-label="Quick check {html.escape(set_id)}">'
+             f"<h3>Quick check {html.escape(set_id)}: {html.escape(quiz_set.title)}</h3>"
+             "<p>Answer each question, then press Check: you get feedback on what you chose, as in JupyterLab. "
+             "Your answers stay in this browser only. Each answer is folded away until you open it.</p>"]
+    parts += [question_html(q, number) for number, q in enumerate(bank.questions(set_id), start=1)]
+    parts.append('<p class="mha-quiz-reset-row"><button type="button" class="mha-quiz-reset" hidden>'
+                 'Clear my answers on this page</button> <span class="mha-quiz-reset-note" role="status"></span></p></section>')
+    return "".join(parts)
 
 
-def make_static(nb) -> dict:
+def make_static(nb, stem: str = "figure") -> dict:
     """Replace live outputs in place; returns counts of what was replaced."""
     counts = {"figures": 0, "widgets": 0, "quick_checks": 0}
     # Widget state (each FigureWidget's 5 MB plotly bundle among it) serves no static page.
@@ -181,8 +281,8 @@ def make_static(nb) -> dict:
         for out in cell.outputs:
             data = out.get("data", {})
             if PLOTLY_MIME in data:
-                outputs.append(_html_output(plotly_div(data[PLOTLY_MIME])))
                 counts["figures"] += 1
+                outputs.append(_html_output(figure_html(data[PLOTLY_MIME], f"{stem[:2]}-figure-{counts['figures']}")))
             elif WIDGET_MIME in data:
                 # Left over only where something displayed a bare widget: say where it lives.
                 outputs.append(_html_output(LIVE_NOTE))
@@ -202,10 +302,28 @@ def _html_output(text: str):
 # ----------------------------------------------------------------------------- pages
 
 
-HEAD_EXTRA = f'<script src="{PLOTLY_JS}"></script>\n<style>.mha-handout-quiz{{border-top:2px solid #ccc;margin-top:1em}}details{{margin:.3em 0 1em 1.5em}}</style>\n'
+HEAD_EXTRA = (
+    '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+    f'<link rel="stylesheet" href="{ASSETS_DIR}/handout.css">\n'
+    f'<script src="{PLOTLY_JS}"></script>\n'
+    f'<script defer src="{ASSETS_DIR}/figures.js"></script>\n'
+    f'<script defer src="{ASSETS_DIR}/quiz.js"></script>\n'
+)
 
 
-def to_html(nb, title: str) -> str:
+def nav_html(prev: dict | None, nxt: dict | None, where: str) -> str:
+    """Links to the notebook before and after this one, and to the index and the summary."""
+    def link(page, rel, arrow):
+        if page is None:
+            return f"<span>{arrow} (none)</span>"
+        return f'<a href="{html.escape(page["file"])}" rel="{rel}">{arrow} {html.escape(page["title"])}</a>'
+
+    return (f'<nav class="mha-nav" aria-label="{where}">{link(prev, "prev", "Previous:")}'
+            f'<a href="index.html">All notebooks</a><a href="{SUMMARY_PAGE}">One-page summary</a>'
+            f'{link(nxt, "next", "Next:")}</nav>')
+
+
+def to_html(nb, title: str, nav: str = "") -> str:
     """The executed, static notebook as one HTML page that needs nothing from the network."""
     from nbconvert import HTMLExporter
 
@@ -219,6 +337,9 @@ def to_html(nb, title: str) -> str:
     body = re.sub(r"<script[^>]+src=[\"'](?:https?:)?//[^\"']*[\"'][^>]*>\s*</script>", "", body)
     body = body.replace("<!-- Load mathjax -->", MATHJAX_FONTS + "<!-- Load mathjax -->", 1)
     body = body.replace("</head>", HEAD_EXTRA + "</head>", 1)
+    if nav:
+        body = body.replace("<main>", "<main>\n" + nav.replace("mha-nav\"", "mha-nav mha-nav-top\""), 1)
+        body = body.replace("</main>", nav.replace('aria-label="', 'aria-label="end of page: ', 1) + "\n</main>", 1)
     remote = REMOTE.findall(body)
     if remote:
         raise RuntimeError(f"{title}: the page would still request {len(remote)} resource(s) from the network")
@@ -232,12 +353,66 @@ def index_html(pages: list[dict]) -> str:
         for p in pages
     )
     return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Multi-head attention, hands on: handouts</title>'
-        "<style>body{font:18px/1.5 sans-serif;max-width:50em;margin:2em auto;padding:0 1em}td,th{padding:.3em .8em}</style></head>"
-        "<body><h1>Multi-head attention, hands on</h1>"
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1"><title>Multi-head attention, hands on: handouts</title>'
+        "<style>body{font:18px/1.5 sans-serif;max-width:50em;margin:2em auto;padding:0 1em}td,th{padding:.3em .8em}"
+        "table{max-width:100%}a{color:#0b4f8a}</style></head>"
+        "<body><main><h1>Multi-head attention, hands on</h1>"
         "<p>Each notebook, run top to bottom, as a page that works offline. Figures and controls are live only in "
-        "JupyterLab; here each shows its default setting. Quick-check answers are folded under each question.</p>"
-        f"<table><tr><th>notebook</th><th>size</th><th>figures</th></tr>{rows}</table></body></html>"
+        "JupyterLab; here each shows its default setting, with its numbers in words under it. Quick checks work in the "
+        "page: choose, press Check, read the feedback.</p>"
+        f'<p><a href="{SUMMARY_PAGE}">The course on one page</a>: shapes, equations, the model in one sentence, the map '
+        "(prints on two A4 pages).</p>"
+        f"<table><tr><th>notebook</th><th>size</th><th>figures</th></tr>{rows}</table></main></body></html>"
+    )
+
+
+def _markdown_section(nb, heading: str) -> str:
+    """The markdown cell of ``nb`` that starts with ``heading``, without that heading line."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith(heading):
+            return cell.source.lstrip()[len(heading):].strip()
+    raise ValueError(f"heading={heading!r} is not in the notebook; the summary page takes its text from there")
+
+
+#: The notebooks' maths as nbconvert's pages read it: $...$ inline, $$...$$ displayed.
+SUMMARY_MATHJAX = (
+    '<script>window.MathJax = {"HTML-CSS": {availableFonts: [], imageFont: null, preferredFont: null, '
+    'webFont: "STIX-Web"}, tex2jax: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], processEscapes: true}};</script>'
+)
+
+
+def summary_html() -> str:
+    """The course on one page, taken from the package (the shapes legend) and notebook 10 (the rest)."""
+    import nbformat
+    from nbconvert.filters import markdown2html
+
+    import mha_core
+
+    review = nbformat.read(next(NOTEBOOK_DIR.glob("10_*.ipynb")), as_version=4)
+    legend = re.findall(r"^    (B|T|D|H|Hkv|Dh)\s{2,}(.+)$", mha_core.__doc__, re.MULTILINE)
+    rows = "".join(f"<tr><th scope=\"row\"><code>{html.escape(n)}</code></th><td>{html.escape(m)}</td></tr>" for n, m in legend)
+    model = _markdown_section(review, "## The model in one sentence")
+    layer = _markdown_section(review, "## One layer, every step, every shape")
+    equation = layer.split("**The code.**")[0].strip()
+    course_map = _markdown_section(review, "## The map")
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>Multi-head attention, hands on: the course on one page</title>"
+        f'<link rel="stylesheet" href="{ASSETS_DIR}/handout.css">' + SUMMARY_MATHJAX +
+        f'<script src="{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}"></script>'
+        "<style>body{font:15px/1.4 sans-serif;max-width:60em;margin:1em auto;padding:0 1em}"
+        "h1{font-size:1.5em;margin:.3em 0}h2{font-size:1.15em;margin:.8em 0 .3em}p,li{margin:.25em 0}"
+        "table{border-collapse:collapse;max-width:100%}td,th{border:1px solid #bbb;padding:.15em .5em;text-align:left;vertical-align:top}"
+        "@page{size:A4;margin:14mm}@media print{body{font-size:10.5pt;margin:0;max-width:none}}</style></head>"
+        '<body><main><h1>Multi-head attention, hands on: the course on one page</h1>'
+        f'<nav class="mha-nav" aria-label="pages"><a href="index.html">All notebooks</a></nav>'
+        f"<h2>Shapes</h2><table><tbody>{rows}</tbody></table>"
+        f"<h2>The model in one sentence</h2>{markdown2html(model)}"
+        f"<h2>One layer: the equations</h2>{markdown2html(equation.replace('**The equation.**', '').strip())}"
+        f"<h2>The map</h2>{markdown2html(course_map)}"
+        "</main></body></html>"
     )
 
 
@@ -246,24 +421,36 @@ def title_of(nb, path: Path) -> str:
     return first.lstrip("# ").strip() or path.stem
 
 
+def write_pages(executed: list[tuple[Path, object]], out: Path, *, log=print, seconds=None) -> list[dict]:
+    """Write one page per executed notebook (linked to its neighbours), the summary and the index."""
+    seconds = seconds or {}
+    entries = [{"file": f"{path.stem}.html", "title": title_of(nb, path)} for path, nb in executed]
+    pages = []
+    for n, (path, nb) in enumerate(executed):
+        counts = make_static(nb, path.stem)
+        nav = nav_html(entries[n - 1] if n else None, entries[n + 1] if n + 1 < len(entries) else None, "notebooks")
+        page = out / entries[n]["file"]
+        page.write_text(to_html(nb, entries[n]["title"], nav), encoding="utf-8")
+        entry = {**entries[n], "kib": page.stat().st_size // 1024, "seconds": seconds.get(path.stem), **counts}
+        pages.append(entry)
+        log(f"{page.name}: {entry['kib']} KiB, {counts['figures']} figures, {entry['seconds']} s")
+    (out / SUMMARY_PAGE).write_text(summary_html(), encoding="utf-8")
+    (out / "index.html").write_text(index_html(pages), encoding="utf-8")
+    (out / "handouts.json").write_text(json.dumps(pages, indent=2))
+    return pages
+
+
 def build(out: Path = DEFAULT_OUT, only=None, *, log=print) -> list[dict]:
-    """Execute the notebooks, write one page each, the assets and ``index.html``; returns one dict per page."""
+    """Execute the notebooks, write one page each, the assets, the summary and ``index.html``; one dict per page."""
     paths = notebooks(only)
     out.mkdir(parents=True, exist_ok=True)
     copy_assets(out)
-    pages = []
+    executed, seconds = [], {}
     for path in paths:
         start = time.perf_counter()
-        nb = execute(path)
-        counts = make_static(nb)
-        title = title_of(nb, path)
-        page = out / f"{path.stem}.html"
-        page.write_text(to_html(nb, title), encoding="utf-8")
-        entry = {"file": page.name, "title": title, "kib": page.stat().st_size // 1024, "seconds": round(time.perf_counter() - start, 1), **counts}
-        pages.append(entry)
-        log(f"{page.name}: {entry['kib']} KiB, {counts['figures']} figures, {entry['seconds']} s")
-    (out / "index.html").write_text(index_html(pages), encoding="utf-8")
-    (out / "handouts.json").write_text(json.dumps(pages, indent=2))
+        executed.append((path, execute(path)))
+        seconds[path.stem] = round(time.perf_counter() - start, 1)
+    pages = write_pages(executed, out, log=log, seconds=seconds)
     total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     log(f"{len(pages)} pages in {out} ({total / 2**20:.1f} MiB with plotly.js and MathJax)")
     return pages

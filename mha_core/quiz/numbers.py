@@ -21,7 +21,7 @@ def format_number(value: float | None) -> str:
 
 _GROUPED = re.compile(r"[0-9]{1,3}(?:(?P<sep>[,_ \u00a0\u202f'])[0-9]{3})(?:(?P=sep)[0-9]{3})*")
 _SCALE_WORDS = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "g": 1e9}
-_POWER = re.compile(r"^(?P<mantissa>.+?)\s*(?:[x×*·]\s*10\s*(?:\^|\*\*)\s*(?P<exp>[+-−]?[0-9]{1,3}))$")
+_POWER = re.compile(r"^(?P<mantissa>.+?)\s*(?:[x×*·]\s*10\s*(?:\^|\*\*)\s*(?P<exp>[+\-−]?[0-9]{1,3}))$")
 
 
 def _parse_plain(text: str) -> float | None:
@@ -59,7 +59,10 @@ def parse_number(text: str) -> float | None:
         mantissa = _parse_plain(power["mantissa"])
         if mantissa is None:
             return None
-        value = mantissa * 10.0 ** int(power["exp"].replace("−", "-"))
+        try:
+            value = mantissa * 10.0 ** int(power["exp"].replace("−", "-"))
+        except OverflowError:  # 10.0 ** 400 raises rather than giving inf
+            return None
         return value if math.isfinite(value) else None
     words = re.fullmatch(r"(.+?)\s*([A-Za-z]+)", text)
     if words and words[2].lower() in _SCALE_WORDS and (words[2].lower() not in ("m", "g") or words[2] in ("M", "G")):

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from .. import _validate, projector
 from ..figures._style import WIDGET_WIDTH
+from ._keys import show_keyboard_ready
 
 
 class _FigureWidget(go.FigureWidget):
@@ -183,7 +184,8 @@ class ControlGroup:
             display(go.Figure(self.figure), HTML(LIVE_NOTE))
         else:
             # The group's controls sized by the theme it was built with (its figure already is).
-            display(themed_box(self.box, getattr(self, "theme", None)))
+            # Then the keyboard helper: arrow keys for its toggle buttons, its keys kept from JupyterLab's shortcuts.
+            show_keyboard_ready(themed_box(self.box, getattr(self, "theme", None)))
 
 
 #: Set to 1 when notebooks are executed for static pages (``make handouts``).

@@ -25,6 +25,7 @@ import numpy as np
 from .. import _validate, projector
 from ..figures.toy import ablation_figure, role_history_figure
 from ._base import ControlGroup, figure_widget, message_box, show_message, themed_box, update_in_place
+from ._keys import show_keyboard_ready
 
 #: The head counts the slider offers; those that do not divide d_model = 48 get a message.
 MAX_HEADS = 8
@@ -178,10 +179,8 @@ class LiveTraining(ControlGroup):
 
 def live_training(n_heads: int = 3, seed: int = 0, max_steps: int | None = None) -> LiveTraining:
     """Show the controls, then train the starting setting live; returns the group."""
-    from IPython.display import display
-
     group = LiveTraining(n_heads, seed, max_steps)
-    display(themed_box(group.box, group.theme))
+    show_keyboard_ready(themed_box(group.box, group.theme))  # as ControlGroup._ipython_display_ shows a group
     group.train()
     return group
 

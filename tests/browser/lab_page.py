@@ -560,3 +560,22 @@ def fit_problems(page) -> dict:
         }""",
         [OUTPUT, FIT_SELECTORS, CONTROL_SELECTORS, FIT_TOLERANCE_PX],
     )
+
+
+def keyboard_radio_button(group, label: str, key: str = "ArrowRight") -> str:
+    """Choose the toggle button ``label`` as a keyboard user does in a row of toggle buttons, which
+    ``mha_core.widgets._keys`` makes a radio group (one Tab stop, on the chosen button): focus the chosen
+    button, then press ``key`` (ArrowRight or ArrowLeft) until ``label`` is chosen. Returns the keys pressed."""
+    page = group.page
+    chosen = group.locator(".widget-toggle-button[aria-checked='true']").first
+    chosen.focus(timeout=10_000)
+    read = "() => document.activeElement && document.activeElement.getAttribute('aria-checked') === 'true' ? " \
+           "document.activeElement.textContent.trim() : null"
+    pressed = []
+    for _ in range(group.locator(".widget-toggle-button").count()):
+        if page.evaluate(read) == label:
+            return " ".join(pressed)
+        page.keyboard.press(key)
+        pressed.append(key)
+        page.wait_for_function(f"() => ({read})() !== null", timeout=10_000)
+    raise AssertionError(f"after {pressed} the focused, chosen button reads {page.evaluate(read)!r}, not {label!r}")

@@ -37,6 +37,7 @@ from lab_page import (
     click_checkbox,
     click_toggle_button,
     decode_typed_arrays,
+    keyboard_radio_button,
     keyboard_toggle_button,
     output_with,
     plot_data,
@@ -316,11 +317,11 @@ def head_count(page, lab) -> dict:
         return head_grid_figure(head_weights(16, int(label), seed=0), TOKENS)  # weights (H, T, T), tiled
 
     # The widget writes its own title; the tiles (z), their labels and the head titles are compared.
-    # First by keyboard, as the notebook tells you (Tab to a button, then Space or Enter: the arrow keys
-    # move JupyterLab's cell selection), then by clicking.
-    keys = {"8": "Space", "2": "Enter"}
-    by_keys = _choices_check(page, ".mha-head-count", build, lambda g, label: keyboard_toggle_button(g, label, keys[label]),
-                             "pressed Tab/Shift+Tab then Space/Enter to", labels=["8", "2"], initial="4",
+    # First by keyboard, as the notebook tells you: the row of buttons is one Tab stop (a radio group,
+    # mha_core.widgets._keys), and the arrow keys move the choice.
+    keys = {"8": "ArrowRight", "2": "ArrowLeft"}
+    by_keys = _choices_check(page, ".mha-head-count", build, lambda g, label: keyboard_radio_button(g, label, keys[label]),
+                             "pressed the arrow keys to", labels=["8", "2"], initial="4",
                              layout_keys=("annotations", "shapes"), name="03 head count (keyboard)", index=0)
     # Ends at 16 heads, the tallest grid, so the fit check after the controls sees it.
     by_clicks = toggle_check(page, ".mha-head-count", build, initial="2", labels=["4", "8", "16"],

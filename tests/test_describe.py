@@ -1,0 +1,111 @@
+"""mha_core.figures.describe: a figure's name and its key numbers in words, read from the figure's own data.
+
+Each test builds a figure with the package's own builders and checks the words against the
+numbers computed here from the same inputs (not against the figure), so a description that
+reads the wrong row, the wrong panel or the wrong label fails.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.io as pio
+import pytest
+
+from mha_core.examples import TOKENS, demo_layer, token_vectors
+from mha_core.figures.describe import MAX_CHARS, FigureWords, in_words, number, plain
+from mha_core.figures.heads import head_grid_figure
+from mha_core.figures.sizing import vaswani_figure
+from mha_core.figures.welcome import weights_bar_figure
+
+
+@pytest.fixture(scope="module")
+def four_heads():
+    layer = demo_layer(d_model=16, n_heads=4, seed=0)
+    return layer(token_vectors(d_model=16, seed=0)).weights  # (H, T, T)
+
+
+def test_name_is_the_title_without_markup():
+    fig = weights_bar_figure(np.full(6, 1 / 6), TOKENS, query_token="changed", sharpness=1)
+    words = in_words(fig)
+    assert isinstance(words, FigureWords)
+    assert words.name == "Weights the query 'changed' gives each token (sharpness 1)"
+    assert plain("a<br>b <b>c</b> &amp; d") == "a b c & d"
+
+
+def test_bars_name_every_token_with_its_weight():
+    weights = np.array([0.05, 0.61, 0.07, 0.16, 0.08, 0.03])
+    words = in_words(weights_bar_figure(weights, TOKENS, query_token="changed", sharpness=1))
+    for token, w in zip(TOKENS, weights):
+        assert f"`{token}` {w:.2f}" in words.description
+    assert "key token" in words.description  # the axis says what the bars stand for
+
+
+def test_head_grid_gives_each_query_its_largest_weight_per_head(four_heads):
+    fig = head_grid_figure(four_heads, TOKENS, show_values=False)
+    text = in_words(fig).description
+    H, T, _ = four_heads.shape
+    for h in range(H):
+        tops = ", ".join(f"`{query}` {number(four_heads[h, i].max())} on `{TOKENS[int(np.argmax(four_heads[h, i]))]}`"
+                         for i, query in enumerate(TOKENS))
+        want = f"head {h + 1}, largest per query token: {tops}."
+        assert want in text, want
+    # Colour carries the weights, so the words say so; the outline is named, not read as data.
+    assert "Colour shows weight, from 0 to 1" in text
+    assert "An outline marks each row's largest value" in text
+    assert len(text) <= MAX_CHARS
+
+
+def test_one_table_is_read_row_by_row_with_the_two_largest():
+    weights = demo_layer(d_model=16, n_heads=4, seed=0)(token_vectors(d_model=16, seed=0)).weights[1]  # (T, T)
+    text = in_words(head_grid_figure(weights[None], TOKENS, show_values=False)).description
+    for i, query in enumerate(TOKENS):
+        first, second = np.argsort(-weights[i])[:2]
+        assert (f"query token `{query}`: largest {number(weights[i, first])} on `{TOKENS[first]}`, "
+                f"then {number(weights[i, second])} on `{TOKENS[second]}`.") in text
+
+
+def test_a_big_grid_is_read_by_its_extremes_and_kept_short(four_heads):
+    many = np.concatenate([four_heads, four_heads[::-1]])  # (8, T, T): more panels than are read row by row
+    text = in_words(head_grid_figure(many, TOKENS, show_values=False)).description
+    assert len(text) <= MAX_CHARS
+    read = [h for h in range(many.shape[0]) if f"head {h + 1}, largest" in text]
+    assert read[:3] == [0, 1, 2], text
+    for h in read:
+        assert f"head {h + 1}, largest {number(many[h].max())}" in text
+    if len(read) < many.shape[0]:
+        assert "(More in the figure.)" in text
+
+
+def test_lines_read_every_point_of_a_short_series():
+    fig = vaswani_figure()
+    text = in_words(fig).description
+    labels = [plain(x) for x in fig.data[0].x]
+    for label, bleu in zip(labels, fig.data[0].y):
+        assert f"`{label}` {number(bleu)}" in text
+    assert "BLEU (higher is better)" in text  # the series is named by its panel's title
+
+
+def test_json_and_typed_arrays_read_like_the_figure(four_heads):
+    fig = head_grid_figure(four_heads, TOKENS, show_values=False)
+    spec = json.loads(pio.to_json(fig))
+    assert in_words(spec) == in_words(fig)
+    assert in_words(fig.to_plotly_json()) == in_words(fig)
+
+
+def test_a_long_series_gives_start_end_and_extremes():
+    import plotly.graph_objects as go
+
+    x = list(range(10))
+    y = [3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0, 6.0, 5.5, 3.5]
+    fig = go.Figure(go.Scatter(x=x, y=y, mode="lines", name="loss"), layout=dict(xaxis_title="step"))
+    text = in_words(fig).description
+    assert "loss: from 3 at step 0 to 3.50 at 9; highest 9 at 5, lowest 1 at 1." in text
+
+
+def test_not_a_figure_is_refused_by_name():
+    with pytest.raises(TypeError, match="figure="):
+        in_words("a string")
+    with pytest.raises(TypeError, match="'data'"):
+        in_words({"layout": {}})

@@ -213,7 +213,8 @@ def large_controls_css(theme: projector.Theme) -> str:
     pointer crossed the controls, and a live figure is read, not zoomed.
     """
     scope = f".{THEMED_CLASS}"
-    return (f"<style>{scope} .widget-toggle-button, {scope} .widget-label, {scope} .widget-readout"
+    return (f"<style>{scope} .widget-toggle-button, {scope} .widget-label, {scope} .widget-readout,"
+            f" {scope} .widget-checkbox .widget-label-basic span, {scope} .widget-dropdown select"
             f" {{ font-size: {theme.control_font_size}px; }}"
             f" {scope} .modebar-container {{ display: none; }}</style>"
             + projector.controls_css(theme, scope=scope))

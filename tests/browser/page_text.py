@@ -96,7 +96,9 @@ _COLLECT = r"""([areas, overlapPx]) => {
             if (box.right - box.left <= 0 || box.bottom - box.top <= 0) continue;
             out.push({output: index, kind: 'html', text: text.slice(0, 60), where: describe(el),
                       px: parseFloat(getComputedStyle(el).fontSize), ...box, figure: false,
-                      lines: range.getClientRects().length});
+                      lines: range.getClientRects().length,
+                      // JupyterLab's own rendering of printed text (stdout, stderr, text/plain) in its code font.
+                      printed: !!el.closest('.jp-RenderedText')});
         }
     });
     return out;
@@ -140,10 +142,22 @@ def overlaps(boxes: list[dict], *, tolerance_px: float = OVERLAP_PX) -> list[tup
     return found
 
 
-def text_problems(page, min_px: float, areas: str = OUTPUT_AREAS) -> dict:
-    """``{"small": [...], "overlaps": [...], "smallest": px, "count": n}`` for the page's outputs."""
+def text_problems(page, min_px: float, areas: str = OUTPUT_AREAS, *, printed_min_px: float | None = None) -> dict:
+    """``{"small": [...], "overlaps": [...], "cut": [...], "smallest": px, "count": n}`` for the page's outputs.
+
+    ``printed_min_px``: the smallest size allowed for printed text (JupyterLab draws ``print()`` output in
+    its own code font, 13 px by default on a laptop, a setting of JupyterLab's theme and not the course's);
+    None holds it to ``min_px`` like everything else. ``printed_px`` in the result is its smallest size.
+    """
     boxes = text_boxes(page, areas)
-    return problems_in(boxes, min_px)
+    printed = [b for b in boxes if b.get("printed")]
+    if printed_min_px is not None:
+        boxes = [b for b in boxes if not b.get("printed")]
+    found = problems_in(boxes, min_px)
+    if printed_min_px is not None:
+        found["small"] += problems_in(printed, printed_min_px)["small"]
+    found["printed_px"] = min((b["px"] for b in printed), default=None)
+    return found
 
 
 def problems_in(boxes: list[dict], min_px: float) -> dict:

@@ -53,6 +53,8 @@ RUN_TIMEOUT_S = 75
 RENDER_TIMEOUT_S = 30
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+#: JupyterLab 4's code font on a laptop (``--jp-code-font-size``), in which it prints a cell's text output.
+JUPYTERLAB_CODE_PX = 13
 
 
 def _sha256(path) -> str:
@@ -112,8 +114,9 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
 
         fit = fit_problems(page)
         result["fit"] = {k: fit[k] for k in ("output_width", "visible_height", "groups")}
-        text = page_text.text_problems(page, LAPTOP.min_text_size)
-        result.update(smallest_px=text["smallest"], texts=text["count"], visible_height=fit["visible_height"],
+        # Printed text (print() output) is in JupyterLab's code font, 13 px on a laptop: JupyterLab's setting.
+        text = page_text.text_problems(page, LAPTOP.min_text_size, printed_min_px=JUPYTERLAB_CODE_PX)
+        result.update(smallest_px=text["smallest"], printed_px=text["printed_px"], texts=text["count"], visible_height=fit["visible_height"],
                       tallest_group=max((g["height"] for g in fit["groups"]), default=None))
         screen = f"{VIEWPORT['width']} x {VIEWPORT['height']} with the file browser open"
         assert not fit["overflow"], f"at {screen}, outside the output area:\n" + "\n".join(fit["overflow"])

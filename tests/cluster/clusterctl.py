@@ -9,7 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -50,23 +49,10 @@ def missing() -> list[str]:
 class ClusterHub(Hub):
     """tests/hub's Hub, started with deploy/cluster/start.sh and the cluster's settings."""
 
+    start_script = CLUSTER_START
+
     def start(self, timeout: float = 120) -> "ClusterHub":
-        self.root.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([str(CLUSTER_START)], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, process_group=0)
-        log.close()
-        started = len(self.log())
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the cluster hub exited ({self.proc.returncode}) while starting:\n{self.log_tail()}")
-            with contextlib.suppress(OSError, Exception):
-                if "JupyterHub is now running" in self.log()[started:] and \
-                        self.request("GET", "/hub/health", timeout=3).status == 200:
-                    return self
-            time.sleep(0.5)
-        raise RuntimeError(f"the cluster hub did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+        return super().start(timeout)  # Slurm's first job check makes the cluster's hub slower to answer
 
 
 @contextlib.contextmanager

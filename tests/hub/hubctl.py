@@ -166,19 +166,24 @@ class Hub:
         self.root.mkdir(parents=True, exist_ok=True)
         return subprocess.run([str(START)], env=self.env, capture_output=True, text=True, timeout=timeout)
 
+    #: What starts the hub (tests/cluster's hub starts deploy/cluster/start.sh).
+    start_script = START
+
     def start(self, timeout: float = 90) -> "Hub":
         self.root.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         # Its own process group, which it leads: ctrl_c() signals that group, as a terminal does.
-        self.proc = subprocess.Popen([str(START)], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen([str(self.start_script)], env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, process_group=0)
         log.close()
+        started = len(self.log())  # a restarted hub appends to the same log: read only what this start wrote
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the hub exited ({self.proc.returncode}) while starting:\n{self.log_tail()}")
             with contextlib.suppress(OSError, http.client.HTTPException, ssl.SSLError):
-                if self.request("GET", "/hub/health", timeout=3).status == 200 and "JupyterHub is now running" in self.log():
+                if "JupyterHub is now running" in self.log()[started:] and \
+                        self.request("GET", "/hub/health", timeout=3).status == 200:
                     return self
             time.sleep(0.5)
         raise RuntimeError(f"the hub did not answer within {timeout:.0f} s:\n{self.log_tail()}")

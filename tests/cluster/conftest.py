@@ -22,7 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clusterctl import CLUSTER, LEARNERS, REPO, ClusterHub, jobs, load_sim, missing  # noqa: E402
-from hubctl import Cleanup  # noqa: E402
+from hubctl import Cleanup, hold_machine  # noqa: E402
 
 
 def pytest_configure(config):
@@ -42,7 +42,12 @@ def sim():
     problems = missing()
     if problems:
         fail_or_skip("; ".join(problems))
+    left = hold_machine()  # one hub or cluster session at a time here; a killed one's leftovers removed
     sim = load_sim()
+    if sim.our_netns() or sim.our_links() or sim.STATE.exists():
+        left.append(f"simulated cluster: {sim.down()}")  # no other session runs: it is a killed one's
+    if left:
+        print(f"\ncluster test: removed what an interrupted earlier session left: {left}", file=sys.stderr)
     if sim.our_netns() or sim.our_links() or sim.STATE.exists():
         fail_or_skip(f"a simulated cluster is already up here; remove it first: sudo python3 {CLUSTER / 'sim.py'} down")
     t0 = time.perf_counter()

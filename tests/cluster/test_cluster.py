@@ -269,7 +269,9 @@ def test_the_hub_restarts_mid_class_and_no_work_is_lost(sim, cluster_hub):
     assert {n: j[0] for n, j in after.items()} == {n: j[0] for n, j in before.items()}, "the same jobs, not new ones"
     for name in LEARNERS:
         model = hub.api("GET", f"/users/{name}", tokens[name]).json()
-        assert model.get("servers", {}).get("", {}).get("ready"), f"the hub found {name}'s server again: {model}"
+        assert model.get("servers", {}).get("", {}).get("ready"), (
+            f"the hub found {name}'s server again: {model}; the hub's log of it:\n"
+            + "\n".join([line for line in hub.log().splitlines() if name in line][-15:]))
         assert get_file(hub, name, tokens[name], "course/before-restart.txt") == f"{name} was here\n"
         assert get_file(hub, name, tokens[name], note_file(name)) == f"what {name} wrote before the node died\n"
     print(f"\ncluster test timings (s): {json.dumps({k: v for k, v in CLASS['timings'].items() if k != 'server_start_s'})}; "

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hubctl import ALICE, BOB, HUB_PYTHON, PROXY, REPO, TESS, Cleanup, fail_or_skip, new_hub  # noqa: E402
+from hubctl import ALICE, BOB, HUB_PYTHON, PROXY, REPO, TESS, Cleanup, fail_or_skip, hold_machine, new_hub  # noqa: E402
 
 
 def missing() -> list[str]:
@@ -38,6 +38,10 @@ def hub_cleanup():
     problems = missing()
     if problems:
         fail_or_skip("; ".join(problems))
+    # One session at a time here; what a killed one left goes first (a kept account would be refused a server).
+    left = hold_machine()
+    if left:
+        print(f"\nhub tests: removed what an interrupted earlier session left: {left}", file=sys.stderr)
     cleanup = Cleanup()
     cleanup.open_path_to(REPO)
     try:

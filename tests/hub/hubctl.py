@@ -11,6 +11,7 @@ server), since Python, unlike Chromium, does not resolve ``NAME.localhost`` by i
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import grp
 import http.client
 import json
@@ -316,7 +317,8 @@ class Hub:
     def start_server(self, name: str, token: str, timeout: float = 150) -> dict:
         resp = self.api("POST", f"/users/{name}/server", token)
         if resp.status not in (201, 202, 400):  # 400: already running
-            raise RuntimeError(f"starting {name}'s server answered {resp.status}: {resp.text[:300]}")
+            said = "\n".join([line for line in self.log().splitlines() if name in line or "Traceback" in line][-12:])
+            raise RuntimeError(f"starting {name}'s server answered {resp.status}: {resp.text[:300]}; the hub's log:\n{said}")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             model = self.api("GET", f"/users/{name}", token).json()
@@ -341,6 +343,70 @@ class Hub:
         """A request to ``owner``'s server (on its own origin unless ``host`` says otherwise), with ``token``."""
         kw.setdefault("host", self.host(owner))
         return self.request(method, f"/user/{owner}{path}", token=token, **kw)
+
+
+#: One hub or cluster test session on a machine at a time: they share the learners' account
+#: names, /run/mha-hub and the simulated cluster. Held from the first fixture that needs it
+#: to the end of the process, and released by the kernel if the process is killed.
+MACHINE_LOCK = Path("/run/lock/mha-course-hub-tests.lock")
+#: The accounts only the tests make: the hub tests' (``ht-``) and the cluster test's (``ct-l``).
+TEST_ACCOUNT = re.compile(r"(ht-[a-z]+|ct-l[0-9]+)")
+#: The folders the hub and cluster tests make under /tmp; a session that was killed leaves its own.
+TEST_FOLDERS = ("mha-hubtest-", "mha-clustertest-")
+_machine_lock: int | None = None
+
+
+def hold_machine(wait_s: float = 2400, poll_s: float = 5) -> list[str]:
+    """Wait until no other hub or cluster test session runs here, then remove what an earlier,
+    interrupted one left (see ``remove_leftovers``); returns what was removed.
+
+    A second call in the same process returns at once: the lock is already held.
+    """
+    global _machine_lock
+    if _machine_lock is not None:
+        return []
+    MACHINE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(MACHINE_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise RuntimeError(f"another hub or cluster test session held {MACHINE_LOCK} for {wait_s:.0f} s")
+            time.sleep(poll_s)
+    _machine_lock = fd
+    return remove_leftovers()
+
+
+def remove_leftovers() -> list[str]:
+    """What a killed hub or cluster test session left: processes started from its folders under
+    /tmp, the tests' own accounts (their processes first) and their /run/mha-hub entries, the
+    folders. Only names the tests alone use; call it with the machine lock held."""
+    removed = []
+    for prefix in TEST_FOLDERS:
+        left = processes_mentioning(f"/tmp/{prefix}")
+        kill_pids(int(p.split()[0]) for p in left)
+        removed += [f"process {p[:80]}" for p in left]
+    for entry in pwd.getpwall():
+        if TEST_ACCOUNT.fullmatch(entry.pw_name):
+            Cleanup.remove_account(entry.pw_name)
+            removed.append(f"account {entry.pw_name}")
+    with contextlib.suppress(OSError):
+        for path in RUNTIME_ROOT.iterdir():
+            if TEST_ACCOUNT.fullmatch(path.name):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink()
+                removed.append(f"runtime entry {path}")
+    for prefix in TEST_FOLDERS:
+        for path in Path("/tmp").glob(f"{prefix}*"):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(f"folder {path}")
+    return removed
 
 
 class Cleanup:
@@ -370,7 +436,8 @@ class Cleanup:
                 self.opened.append((folder, mode))
                 os.chmod(folder, (mode & 0o7777) | 0o001)
 
-    def remove_account(self, name: str) -> None:
+    @staticmethod
+    def remove_account(name: str) -> None:
         uid = uid_of(name)
         if uid is None:
             return

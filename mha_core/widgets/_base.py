@@ -177,11 +177,11 @@ class ControlGroup:
         raise NotImplementedError
 
     def _ipython_display_(self):
-        from IPython.display import HTML, display
-
         if static_mode():
-            # A handout has no kernel to move a control: show the figure as it stands.
-            display(go.Figure(self.figure), HTML(LIVE_NOTE))
+            # A handout has no kernel to move a control: the page switches between settings computed here.
+            from ._states import static_display
+
+            static_display(self)
         else:
             # The group's controls sized by the theme it was built with (its figure already is).
             # Then the keyboard helper: arrow keys for its toggle buttons, its keys kept from JupyterLab's shortcuts.

@@ -9,8 +9,12 @@ answer a quick check. The page is 1280 x 800 with JupyterLab's file browser open
 laptop or a projector): no figure, table or control may stick out of its output area,
 each control and the figure it moves must fit on the screen together, and no text of an output may be under
 the laptop theme's 14 px, print over another or run past its figure (``page_text``); then the
-window is widened to 1920 x 1080 and nothing may stick out there either. A screenshot per notebook goes to artifacts/browser/, and the
-time to interactive and kernel-websocket bytes to the report (see conftest.py).
+window is widened to 1920 x 1080 and nothing may stick out there either. Last, back at
+1280 x 800, every control group is walked with the keyboard alone (``keyboard_walk``: reached
+with Tab, every control moved by its keys, JupyterLab never moving; one fresh try more when
+only a figure's view died). A screenshot per notebook goes to artifacts/browser/, and the
+time to interactive and kernel-websocket bytes to the report (see conftest.py); the
+keyboard walk's keys and times to artifacts/browser/keyboard.json.
 
 Run: ``.venv/bin/python -m pytest tests/browser -q``.
 """
@@ -21,6 +25,7 @@ import hashlib
 import time
 import traceback
 
+import keyboard_walk
 import page_text
 import pytest
 from browser_config import ARTIFACTS, NOTEBOOK_DIR, SERVER_ROOT
@@ -52,7 +57,7 @@ OPEN_TIMEOUT_S = 60
 RUN_TIMEOUT_S = 75
 RENDER_TIMEOUT_S = 30
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 #: JupyterLab 4's code font on a laptop (``--jp-code-font-size``), in which it prints a cell's text output.
 JUPYTERLAB_CODE_PX = 13
 
@@ -61,15 +66,27 @@ def _sha256(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.fixture(scope="module")
+def keyboard_report():
+    """Each notebook's keyboard walk, written to artifacts/browser/keyboard.json when the module ends."""
+    records: list[dict] = []
+    yield records
+    keyboard_walk.write_report(records)
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, browser, browser_run):
+def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, browser, browser_run, keyboard_report):
     expect, has_entry = expectation_for(notebook.stem)
     result = {"notebook": notebook.stem, "outcome": "failed", "has_expectations": has_entry, "controls": []}
     browser_run["results"].append(result)
+    keys = {"notebook": notebook.stem, "dead_figure_views": []}
+    keyboard_report.append(keys)
     stored = _sha256(notebook)
     lab.delete_sessions()  # a fresh kernel for this notebook
     page = browser.new_page()
     meter = WebsocketMeter().attach(page)
+    updates = keyboard_walk.FigureUpdates().attach(page)
+    walked = False
     page_errors = []
     page.on("pageerror", lambda exc: page_errors.append(str(exc)[:300]))
     try:
@@ -133,6 +150,13 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
         assert not meter.callback_errors, "a control's callback wrote to stderr in the kernel:\n" + "\n---\n".join(
             meter.callback_errors)
         result["counts"] = rendered_counts(page)
+        try:
+            keyboard_walk.walk_page(page, keys, updates)
+            walked = True
+        except keyboard_walk.DeadFigureView as exc:
+            # Not the keyboard's doing (the control moved, JupyterLab stayed put, the kernel sent the update):
+            # walked again below in a fresh page and kernel, recorded in keyboard.json either way.
+            keys["dead_figure_views"].append(str(exc))
         result["outcome"] = "passed"
     except BaseException as exc:
         result["outcome"] = "failed"
@@ -151,6 +175,12 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
             lab.delete_sessions()  # shuts this notebook's kernel down
         except OSError as exc:
             result.setdefault("error", f"could not delete the sessions afterwards: {exc}; server log:\n{lab.log_tail()}")
+    if not walked:
+        try:
+            keyboard_walk.walk_fresh(notebook, lab, browser, keys)
+        except BaseException as exc:
+            result["outcome"], result["error"] = "failed", f"keyboard walk, fresh try: {exc}"[:2000]
+            raise
     # Autosave is off: the notebook on disk (stored without outputs) must be untouched.
     if _sha256(notebook) != stored:
         result["outcome"], result["error"] = "failed", f"{notebook.name} changed on disk while the test ran it"

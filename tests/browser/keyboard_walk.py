@@ -1,7 +1,7 @@
-"""Every control of every notebook, from the keyboard alone, inside JupyterLab.
+"""Every control of every notebook, from the keyboard alone, inside JupyterLab: the walk
+``test_browser.py`` makes in each notebook's laptop run, after its other checks (one Run All for both).
 
-For each ``notebooks/NN_name.ipynb``: open it in JupyterLab (1280 x 800, file browser
-open), Run All, then for every control group in the page (a box that
+In the notebook's page (1280 x 800, file browser open, every cell run), for every control group (a box that
 ``mha_core.widgets._keys.keyboard_ready`` marks, and whose ``KeyboardHelper`` found it; any
 output with a control and a figure but no such mark fails the test):
 
@@ -25,8 +25,6 @@ fresh page and kernel: the control moved, JupyterLab stayed put and the kernel s
 figure its update, but the FigureWidget's view in the page did not redraw (a dead view;
 on a busy two-core machine it happens with or without the keyboard helper). Each such
 case is written to ``artifacts/browser/keyboard.json`` with the per-control keys and times.
-
-Run alone (one browser test process at a time): ``.venv/bin/python -m pytest tests/browser/test_keyboard.py -q``.
 """
 
 from __future__ import annotations
@@ -34,8 +32,7 @@ from __future__ import annotations
 import json
 import time
 
-import pytest
-from browser_config import ARTIFACTS, NOTEBOOK_DIR, SERVER_ROOT
+from browser_config import ARTIFACTS, SERVER_ROOT
 from lab_page import (
     code_prompts,
     open_file_browser,
@@ -48,10 +45,6 @@ from lab_page import (
     wait_run_finished,
 )
 from notebook_checks import expectation_for
-
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
-
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 #: A control group in the page: the box ``mha_core.widgets._keys.keyboard_ready`` marks.
 KEY_GROUP = ".mha-keys"
@@ -346,7 +339,8 @@ def walk_group(page, group: dict, log: list, updates: FigureUpdates) -> None:
     last = focused_control(page)
     assert last and last["id"] == group["controls"][-1]["id"], (
         f"Shift+Tab from the cell below the group of cell {cell} focused {last!r}, not its last control "
-        f"{group['controls'][-1]['id']}")
+        f"{group['controls'][-1]['id']}; the element: "
+        + page.evaluate("() => document.activeElement ? document.activeElement.outerHTML.slice(0, 300) : ''"))
     moved = {visit(page, last, cell, log, updates)}
     for _ in range(len(group["controls"]) - 1):
         moved.add(visit(page, tab(page, "Shift+Tab", cell), cell, log, updates))
@@ -364,32 +358,46 @@ def walk_group(page, group: dict, log: list, updates: FigureUpdates) -> None:
     assert out is None or not out["in_group"] or out["cell"] != cell, f"Tab past the group's last control stays on {out!r}"
 
 
-# --------------------------------------------------------------------------- the test
+# --------------------------------------------------------------------------- a notebook's walk
 
 
-@pytest.fixture(scope="module")
-def keyboard_report():
-    """Per notebook: seconds to interactive, control groups walked, and each control's keys and redraw time;
-    written to artifacts/browser/keyboard.json when the module ends."""
-    records: list[dict] = []
-    yield records
+def write_report(records: list[dict]) -> None:
+    """Per notebook: seconds to interactive, control groups walked, each control's keys and redraw time."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "keyboard.json").write_text(json.dumps(records, indent=2))
 
 
-#: Fresh tries per notebook when only a FigureWidget's view died (DeadFigureView); any other failure fails at once.
-TRIES = 2
+def walk_page(page, record: dict, updates: FigureUpdates) -> None:
+    """Every control group of the notebook open in ``page`` (every cell run), walked with the keyboard alone."""
+    record.update(groups=0, controls=[])
+    started = time.monotonic()
+    # The walk starts from the notebook, as after Run All: the checks before it may have left the focus on a control.
+    page.evaluate("""() => {
+        if (document.activeElement) document.activeElement.blur();
+        const notebook = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
+        if (notebook) notebook.focus();
+    }""")
+    found, _, bound = poll_until(lambda: control_groups(page), lambda f: all(g["bound"] for g in f["groups"]),
+                                 timeout_s=20)
+    assert bound, f"a control group's keyboard helper did not start: {[g['cell'] for g in found['groups'] if not g['bound']]}"
+    record["helper_output_px"] = found["helper_px"]
+    assert not found["ungrouped"], (f"cells {found['ungrouped']} show controls and a figure without keyboard_ready "
+                                    "(display the group, or show_keyboard_ready(box))")
+    groups = [g for g in found["groups"] if g["figures"]]
+    record["groups"] = len(groups)
+    for group in groups:
+        assert group["controls"], f"the group in cell {group['cell']} has no control the keyboard can reach"
+        walk_group(page, group, record["controls"], updates)
+    record["walk_s"] = round(time.monotonic() - started, 1)
 
 
-def walk_notebook(notebook, lab, browser, record: dict) -> None:
-    """One try: a fresh kernel and page, Run All, then every control group walked with the keyboard."""
+def walk_fresh(notebook, lab, browser, record: dict) -> None:
+    """The walk again in a fresh kernel and page (after a dead figure view, ``DeadFigureView``): Run All, then ``walk_page``."""
     expect, _ = expectation_for(notebook.stem)
     lab.delete_sessions()  # a fresh kernel
     page = browser.new_page()
     updates = FigureUpdates().attach(page)
-    record.update(groups=0, controls=[])
     try:
-        started = time.monotonic()
         open_notebook(page, lab, notebook.relative_to(SERVER_ROOT).as_posix(), workspace=f"keyboard-{notebook.stem}")
         wait_kernel_idle(page, timeout_s=60)
         open_file_browser(page)
@@ -397,36 +405,7 @@ def walk_notebook(notebook, lab, browser, record: dict) -> None:
         run_all(page)
         wait_run_finished(page, timeout_s=90)
         wait_rendered(page, expect.minimum, timeout_s=30)
-        record["ready_s"] = round(time.monotonic() - started, 1)
-        found, _, bound = poll_until(lambda: control_groups(page), lambda f: all(g["bound"] for g in f["groups"]),
-                                     timeout_s=20)
-        assert bound, f"a control group's keyboard helper did not start: {[g['cell'] for g in found['groups'] if not g['bound']]}"
-        record["helper_output_px"] = found["helper_px"]
-        assert not found["ungrouped"], (f"cells {found['ungrouped']} show controls and a figure without keyboard_ready "
-                                        "(display the group, or show_keyboard_ready(box))")
-        groups = [g for g in found["groups"] if g["figures"]]
-        record["groups"] = len(groups)
-        for group in groups:
-            assert group["controls"], f"the group in cell {group['cell']} has no control the keyboard can reach"
-            walk_group(page, group, record["controls"], updates)
-        record["seconds"] = round(time.monotonic() - started, 1)
+        walk_page(page, record, updates)
     finally:
         page.close()
         lab.delete_sessions()
-
-
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_every_control_moves_its_figure_from_the_keyboard_alone_and_jupyterlab_stays_put(notebook, lab, browser,
-                                                                                          keyboard_report):
-    record = {"notebook": notebook.stem, "dead_figure_views": []}
-    keyboard_report.append(record)
-    for attempt in range(1, TRIES + 1):
-        try:
-            walk_notebook(notebook, lab, browser, record)
-            return
-        except DeadFigureView as exc:
-            # Not the keyboard's doing (the control moved, JupyterLab stayed put, the kernel sent the update);
-            # a fresh page and kernel usually draw it. Recorded in artifacts/browser/keyboard.json either way.
-            record["dead_figure_views"].append(str(exc))
-            if attempt == TRIES:
-                raise

@@ -30,8 +30,11 @@ $(STAMP): requirements.lock pyproject.toml
 lab: $(STAMP)
 	$(BIN)/python tools/course.py lab
 
+# Every test: the unit tests on every core (pytest-xdist), then one at a time the tests that start
+# JupyterLab and Chromium, the class hub and the simulated cluster (tools/course.py test: the
+# route without make runs the same). Fails if either run failed.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python tools/course.py test
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

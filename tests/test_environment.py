@@ -537,3 +537,26 @@ def test_the_readme_layout_names_every_module_and_folder_of_the_package():
     assert not missing, f"README's layout does not name {missing}"
     for folder in ("notebooks/", "data/", "tests/", "benchmarks/", "scripts/", "binder/", "docs/", "deploy/", ".ci/run"):
         assert folder in block, folder
+
+
+def test_the_test_command_runs_every_test_folder_once_in_two_runs():
+    """Unit tests on every core, then the browser, hub and cluster tests one at a time: together every test, each once."""
+    unit, machine = course.test_commands("PY")
+    assert unit[:5] == ["PY", "-m", "pytest", "-n", "auto"]
+    ignored = {arg.split("=", 1)[1] for arg in unit if arg.startswith("--ignore=")}
+    assert ignored == set(course.MACHINE_TESTS)
+    assert [arg for arg in machine if arg.startswith("tests/")] == list(course.MACHINE_TESTS)
+    assert "-n" not in machine  # one JupyterLab, one Chromium, one hub at a time
+    folders = {p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")}
+    assert {f for f in folders if f != "tests"} <= set(course.MACHINE_TESTS), "a test folder neither run covers"
+    # With arguments, one pytest run with exactly them (pytest's own selection applies).
+    assert course.test_commands("PY", ["-k", "parity"]) == [["PY", "-m", "pytest", "-k", "parity"]]
+
+
+def test_the_test_command_fails_if_either_run_failed(monkeypatch, capsys):
+    codes = iter([0, 1])
+    monkeypatch.setattr(course.subprocess, "call", lambda cmd, cwd: next(codes))
+    assert course.run_tests("PY") == 1
+    assert "unit tests exit 0, browser/hub/cluster tests exit 1" in capsys.readouterr().out
+    codes = iter([3, 0])
+    assert course.run_tests("PY") == 3

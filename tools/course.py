@@ -2,7 +2,9 @@
 
     python tools/course.py lab       build .venv from requirements.lock if needed, then open
                                      notebooks/00_welcome.ipynb in JupyterLab
-    python tools/course.py test      build .venv if needed, then run the tests (arguments go to pytest)
+    python tools/course.py test      build .venv if needed, then run every test: the unit tests on
+                                     every core, then the browser, hub and cluster tests (with
+                                     arguments: one pytest run with them)
     python tools/course.py env       only build .venv
     python tools/course.py install   install the lock and the course into the environment of the
                                      Python running this (a conda environment, the Binder image)
@@ -202,8 +204,26 @@ def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = No
     return cmd + list(extra)
 
 
-def test_command(python: str, extra: list[str] = ()) -> list[str]:
-    return [str(python), "-m", "pytest", *extra]
+#: The tests that start JupyterLab and Chromium, the class hub and the simulated cluster. They run
+#: one at a time, after the unit tests: they share this machine's accounts, ports and CPU.
+MACHINE_TESTS = ("tests/browser", "tests/hub", "tests/cluster")
+
+
+def test_commands(python: str, extra: list[str] = ()) -> list[list[str]]:
+    """The pytest runs of ``test``: with arguments, one run with them; without, every test in two
+    runs, the unit tests on every core (pytest-xdist), then ``MACHINE_TESTS``. Each prints its slowest tests."""
+    if extra:
+        return [[str(python), "-m", "pytest", *extra]]
+    unit = [str(python), "-m", "pytest", "-n", "auto", "--durations=15", *(f"--ignore={path}" for path in MACHINE_TESTS)]
+    return [unit, [str(python), "-m", "pytest", "--durations=25", *MACHINE_TESTS]]
+
+
+def run_tests(python: str, extra: list[str] = ()) -> int:
+    """Every run of ``test_commands``, the second even when the first failed; the first failing exit status."""
+    codes = [subprocess.call(cmd, cwd=ROOT) for cmd in test_commands(python, extra)]  # Ctrl+C: KeyboardInterrupt
+    if len(codes) > 1:
+        print(f"tools/course.py test: unit tests exit {codes[0]}, browser/hub/cluster tests exit {codes[1]}")
+    return next((code for code in codes if code), 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,9 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         if options.command == "env":
             print(f"course environment ready: {python}")
             return 0
-        cmd = lab_command(python, options.args) if options.command == "lab" else test_command(python, options.args)
         try:
-            return subprocess.call(cmd, cwd=ROOT)
+            if options.command == "test":
+                return run_tests(python, options.args)
+            return subprocess.call(lab_command(python, options.args), cwd=ROOT)
         except KeyboardInterrupt:
             return 130
     except CourseError as exc:

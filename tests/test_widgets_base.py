@@ -24,15 +24,32 @@ def test_update_in_place_changes_only_what_differs_and_keeps_the_object():
     assert target.layout.xaxis.type == "category"
 
 
-def test_a_data_change_names_the_explicit_axis_types_for_the_browser():
-    # plotly.js clears an axis type when a trace on it is restyled, unless the update names it.
+def test_every_change_reaches_the_page_as_the_whole_figure_in_one_message():
+    # The page draws what the model holds (Plotly.react), so a late view or an early message loses nothing.
     target = figure_widget(bars([1, 2, 3]))
-    sent = []
-    target.observe(lambda change: change["new"] and sent.append(change["new"]), names="_py2js_update")
-    update_in_place(target, bars([3, 2, 1]))
-    (message,) = sent
-    np.testing.assert_array_equal(np.asarray(message["style_data"]["y"][0]), [3, 2, 1])
-    assert message["layout_data"]["xaxis.type"] == "category"
+    sent, deltas = [], []
+    target.observe(lambda change: sent.append(change["name"]), names=["_widget_data", "_widget_layout"])
+    target.observe(lambda change: deltas.append(change["name"]),
+                   names=[name for name in target.trait_names() if name.startswith("_py2js_")])
+    messages = []
+    original = target.send_state
+    target.send_state = lambda key=None: (messages.append(key), original(key))
+    update_in_place(target, bars([3, 2, 1], title="new"))
+    assert sorted(sent) == ["_widget_data", "_widget_layout"] and len(messages) == 1
+    np.testing.assert_array_equal(np.asarray(target._widget_data[0]["y"]), [3, 2, 1])
+    assert target._widget_layout["title"]["text"] == "new"
+    assert target._widget_layout["xaxis"]["type"] == "category"  # the whole layout, axis types with it
+    # plotly's own delta messages are never sent: no view of plotly's would apply them.
+    assert deltas == []
+
+
+def test_one_plotly_js_per_kernel_for_every_live_figure():
+    from mha_core.widgets._live_figure import PLOTLY_JS, plotly_library
+
+    first, second = figure_widget(bars([1])), figure_widget(bars([2]))
+    assert first._esm == second._esm and len(first._esm) < 10_000  # the course's small view, not plotly's 5 MB bundle
+    assert plotly_library() is plotly_library()
+    assert plotly_library().source == PLOTLY_JS.read_text(encoding="utf-8")
 
 
 def test_a_figure_without_width_gets_the_widget_width():
@@ -123,13 +140,14 @@ def test_a_spec_with_plotlys_shorthand_changes_only_what_differs_and_never_drops
         return {"data": [{"type": "bar", "x": [1, 2, 3], "y": y}],
                 "layout": base_layout("t", theme=LAPTOP, xaxis={"title_text": "key token", "type": "category"})}
 
+    from mha_core.widgets._base import _changed_leaves, _plain
+
     target = figure_widget(spec([1, 2, 3]))
-    sent = []
-    target.observe(lambda change: change["new"] and sent.append(change["new"]), names="_py2js_update")
+    assert list(_changed_leaves(target._mha_shown["layout"], _plain(spec([3, 2, 1]))["layout"])) == []
+    assert [path for path, _ in _changed_leaves(target._mha_shown["data"][0], _plain(spec([3, 2, 1]))["data"][0])] == ["y"]
     update_in_place(target, spec([3, 2, 1]))
     assert target.layout.xaxis.title.text == "key token"
-    (message,) = sent
-    assert set(message["layout_data"]) == {"xaxis.type"}  # only the axis type plotly.js needs with a restyle
+    assert target._widget_layout["xaxis"]["title"]["text"] == "key token"
 
 
 def test_a_spec_naming_the_first_axis_xaxis1_updates_that_axis_and_keeps_it():

@@ -12,42 +12,11 @@ import plotly.graph_objects as go
 
 from .. import _validate, projector
 from ..figures._style import WIDGET_WIDTH
+from . import _words
 from ._keys import show_keyboard_ready
+from ._live_figure import LiveFigure
 
-
-class _FigureWidget(go.FigureWidget):
-    """A ``go.FigureWidget`` whose comm opens only after plotly has filled in its data and layout.
-
-    A plain ``go.FigureWidget`` opens its comm with no traces and sends the figure in a
-    second message. JupyterLab drops messages that reach a widget model still being
-    created (slow on a busy machine), and the figure is then drawn empty, for good.
-    Opening the comm last puts the whole figure in the first message.
-    """
-
-    def __init__(self, *args, **kwargs):
-        self._defer_open = True
-        super().__init__(*args, **kwargs)
-        self._defer_open = False
-        self.open()
-
-    def open(self):
-        if not getattr(self, "_defer_open", False):
-            super().open()
-
-    def _send_update_msg(self, restyle_data, relayout_data, trace_indexes=None, source_view_id=None):
-        # plotly.js resets the type of every axis a restyled trace uses (so 'category'
-        # becomes 'linear' when a bar's y changes) unless the same update names that
-        # type. Name every explicitly set axis type whenever trace data changes.
-        if restyle_data:
-            relayout_data = {**self._explicit_axis_types(), **(relayout_data or {})}
-        super()._send_update_msg(restyle_data, relayout_data, trace_indexes, source_view_id)
-
-    def _explicit_axis_types(self) -> dict:
-        return {
-            f"{name}.type": axis["type"]
-            for name, axis in self._layout.items()
-            if name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and axis.get("type") not in (None, "-")
-        }
+_words.install()  # in a kernel, every go.Figure shown carries its words (see _words)
 
 
 def figure_widget(fig: go.Figure | dict) -> go.FigureWidget:
@@ -57,7 +26,7 @@ def figure_widget(fig: go.Figure | dict) -> go.FigureWidget:
     A figure without a width gets ``WIDGET_WIDTH`` (see ``figures._style``).
     """
     fig = go.Figure(fig) if isinstance(fig, dict) else fig  # plotly checks every property here, once
-    target = _FigureWidget(fig)
+    target = LiveFigure(fig)  # drawn by the course's own view: see _live_figure
     if fig.layout.width is None:
         target.layout.width = WIDGET_WIDTH
     target._mha_shown = _plain(fig)  # what the browser shows, for update_in_place's diff
@@ -163,6 +132,7 @@ def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:
         for path, value in _changed_leaves(old["layout"], new["layout"]):
             target.layout[path] = value
     target._mha_shown = new
+    _words.refresh(target, new)  # the words of what is now shown, to a screen reader (nothing when not shown)
 
 
 class ControlGroup:

@@ -183,7 +183,8 @@ class DeadFigureView(AssertionError):
 
 
 class FigureUpdates:
-    """When the kernel sent a FigureWidget an update (a comm_msg whose state holds a ``_py2js_*`` value): so a
+    """When the kernel sent a figure an update (a comm_msg whose state holds the figure, ``_widget_data`` or
+    ``_widget_layout``: ``mha_core.widgets._live_figure``; or one of plotly's own ``_py2js_*`` deltas): so a
     figure that did not redraw tells "the key did nothing" apart from "the page's view of the figure is dead"
     (seen on a busy machine with or without the keyboard helper; see the report)."""
 
@@ -202,7 +203,8 @@ class FigureUpdates:
         except Exception:  # noqa: BLE001 (a frame that is not a kernel message: nothing to count)
             return
         state = (content.get("data") or {}).get("state") or {} if header.get("msg_type") == "comm_msg" else {}
-        if any(key.startswith("_py2js_") and value is not None for key, value in state.items()):
+        if any((key.startswith("_py2js_") or key in ("_widget_data", "_widget_layout")) and value is not None
+               for key, value in state.items()):
             self.times.append(time.monotonic())
 
     def since(self, moment: float) -> bool:

@@ -1,0 +1,189 @@
+"""The figure a control group redraws: plotly's ``FigureWidget`` in Python, drawn in the page by a
+few lines of the course's own JavaScript and one shared copy of plotly.js.
+
+Why not plotly's own view. ``go.FigureWidget`` is an anywidget whose front-end module is
+plotly's 5 MB widget bundle, sent and evaluated once per figure. anywidget (0.9 to 0.11)
+gives a model two seconds to load its module; past that its ``ready`` promise is
+rejected, and every later message to the model is dropped, for good: the figure is
+drawn once and never redraws. On a busy machine (a class on one server, or the test
+suite on two cores) evaluating 5 MB takes longer than that. Measured in Chromium with
+its CPU slowed twelve times: "[anywidget] Failed to initialize model." and a notebook 09
+calculator whose figure ignored every move.
+
+What this module does instead.
+
+- ``PlotlyLibrary``: one widget per kernel that carries plotly.js (the copy plotly ships,
+  ``package_data/plotly.min.js``) and evaluates it once per page, outside any
+  anywidget deadline (its module only schedules the work and returns).
+- ``LiveFigure``: a ``go.FigureWidget`` (the same Python API: ``data``, ``layout``,
+  ``batch_update``, and ``update_in_place`` in ``_base``) whose front-end module is a
+  few hundred bytes. Python keeps the whole figure and, after each change, sends it
+  whole in one message (plotly's own traits ``_widget_data`` and ``_widget_layout``, with
+  its serializers: 1-D numeric arrays travel as binary buffers). The view waits for
+  plotly.js and then draws the figure as the model holds it now with ``Plotly.react``, so
+  a view that comes late or a message that comes early loses nothing.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from pathlib import Path
+
+import plotly
+import plotly.graph_objects as go
+import traitlets
+
+#: plotly.js as plotly ships it (a UMD bundle that also sets ``window.Plotly``).
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+# One promise per page for plotly.js: made by whichever module runs first, settled by the library.
+_SHARED = r"""
+const shared = () => {
+  const w = globalThis;
+  if (!w.__mhaPlotly) {
+    let settle;
+    const promise = new Promise((resolve, reject) => { settle = {resolve, reject}; });
+    w.__mhaPlotly = {promise, settle, loading: false};
+  }
+  return w.__mhaPlotly;
+};
+"""
+
+LIBRARY_ESM = _SHARED + r"""
+function load(source) {
+  const one = shared();
+  if (one.loading) return;
+  one.loading = true;
+  // After this module has returned: the work is not counted against anywidget's deadline.
+  setTimeout(() => {
+    try {
+      const module = {exports: {}};
+      new Function("module", source)(module);  // plotly.js's UMD wrapper fills module.exports
+      one.settle.resolve(module.exports);
+    } catch (error) {
+      one.loading = false;
+      one.settle.reject(error);
+    }
+  }, 0);
+}
+export default {
+  initialize({ model }) {
+    if (model.get("source")) load(model.get("source"));
+    else model.on("change:source", () => load(model.get("source")));
+  },
+};
+"""
+
+FIGURE_ESM = _SHARED + r"""
+// plotly's serializer: a 1-D numeric array is {buffer, dtype, shape}; "_undefined_" is a value left unset.
+const ARRAYS = {int8: Int8Array, int16: Int16Array, int32: Int32Array, uint8: Uint8Array, uint16: Uint16Array,
+                uint32: Uint32Array, float32: Float32Array, float64: Float64Array};
+function decode(value) {
+  if (Array.isArray(value)) return value.map(decode);
+  if (value && typeof value === "object") {
+    if (value.buffer && value.dtype && ARRAYS[value.dtype]) {
+      const view = value.buffer, Type = ARRAYS[value.dtype];
+      return new Type(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength));
+    }
+    const out = {};
+    for (const [key, item] of Object.entries(value)) if (item !== "_undefined_") out[key] = decode(item);
+    return out;
+  }
+  return value;
+}
+export default {
+  render({ model, el }) {
+    let alive = true, drawing = Promise.resolve();
+    const plot = document.createElement("div");
+    plot.className = "mha-live-figure";
+    el.appendChild(plot);
+    const draw = () => {
+      drawing = drawing.then(() => shared().promise).then((Plotly) => {
+        if (!alive) return;
+        return Plotly.react(plot, decode(model.get("_widget_data")), decode(model.get("_widget_layout")),
+                            {displaylogo: false, responsive: false});
+      }).catch((error) => {
+        plot.textContent = "This figure could not be drawn: " + error;
+      });
+    };
+    draw();
+    model.on("change:_widget_data", draw);
+    model.on("change:_widget_layout", draw);
+    return () => {
+      alive = false;
+      model.off("change:_widget_data", draw);
+      model.off("change:_widget_layout", draw);
+      shared().promise.then((Plotly) => Plotly.purge(plot)).catch(() => {});
+    };
+  },
+};
+"""
+
+_library = None
+
+
+def plotly_library():
+    """The kernel's one ``PlotlyLibrary`` (made on first use; it lives as long as the kernel)."""
+    global _library
+    if _library is None:
+        import anywidget
+
+        class PlotlyLibrary(anywidget.AnyWidget):
+            """plotly.js for every ``LiveFigure`` of the page: sent once per kernel, evaluated once per page."""
+
+            _esm = LIBRARY_ESM
+            source = traitlets.Unicode("").tag(sync=True)
+
+        _library = PlotlyLibrary(source=PLOTLY_JS.read_text(encoding="utf-8"))
+    return _library
+
+
+class LiveFigure(go.FigureWidget):
+    """A ``go.FigureWidget`` drawn by ``FIGURE_ESM``: every change reaches the page as the whole figure, in one message.
+
+    Its comm opens only after the figure is filled in (``_defer_open``), so the first
+    message holds the whole figure: JupyterLab drops messages that reach a model still
+    being created.
+    """
+
+    _esm = FIGURE_ESM
+
+    def __init__(self, *args, **kwargs):
+        plotly_library()  # the page's plotly.js comes with the first figure of the kernel
+        self._defer_open = True
+        super().__init__(*args, **kwargs)
+        self._defer_open = False
+        self.open()
+
+    def open(self):
+        if not getattr(self, "_defer_open", False):
+            super().open()
+
+    def _push(self) -> None:
+        """The figure as Python holds it now, to the page, in one message."""
+        with self.hold_sync():
+            self._widget_data = deepcopy(self._data)
+            self._widget_layout = deepcopy(self._layout_obj._props)
+
+    # plotly sends each change as a delta for its own view to apply and acknowledge; here every
+    # one of them sends the whole figure instead (Python's state is already updated when they run).
+    def _send_addTraces_msg(self, new_traces_data):
+        self._push()
+
+    def _send_moveTraces_msg(self, current_inds, new_inds):
+        self._push()
+
+    def _send_deleteTraces_msg(self, delete_inds):
+        self._push()
+
+    def _send_restyle_msg(self, restyle_data, trace_indexes=None, source_view_id=None):
+        self._push()
+
+    def _send_relayout_msg(self, layout_data, source_view_id=None):
+        self._push()
+
+    def _send_update_msg(self, restyle_data, relayout_data, trace_indexes=None, source_view_id=None):
+        self._push()
+
+    def _send_animate_msg(self, styles_data, relayout_data, trace_indexes, animation_opts):
+        self._push()

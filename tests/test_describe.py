@@ -109,3 +109,29 @@ def test_not_a_figure_is_refused_by_name():
         in_words("a string")
     with pytest.raises(TypeError, match="'data'"):
         in_words({"layout": {}})
+
+
+def test_a_tall_table_is_read_by_its_three_largest_cells_ties_in_reading_order_and_its_smallest():
+    # 12 rows, one column: too many rows to read one by one. 0.9 twice: the upper one comes first.
+    z = np.array([[0.2], [0.9], [0.5], [0.05], [0.9], [0.3], [0.1], [0.4], [0.6], [0.7], [0.8], [0.35]])
+    fig = {"data": [{"type": "heatmap", "z": z.tolist()}], "layout": {"title": {"text": "One column"}}}
+    text = in_words(fig).description
+    assert text.startswith("largest 0.90 at row 1, column 0; then 0.90 at row 4, column 0; then 0.80 at row 10, "
+                           "column 0; smallest 0.05 at row 3, column 0."), text
+
+
+def test_words_read_aloud_quote_what_the_text_marks_as_code():
+    from mha_core.figures.describe import spoken
+
+    assert spoken("largest 0.61 on `key`, then 0.22 on `cache`.") == "largest 0.61 on \u2018key\u2019, then 0.22 on \u2018cache\u2019."
+    assert spoken("no marks") == "no marks"
+
+
+def test_points_on_labelled_rows_are_read_by_their_values_across():
+    # A dot plot: each sentence on its own row (y = 0, 1, 2 with word labels), its value along x.
+    fig = {"data": [{"type": "scatter", "mode": "markers", "x": [0.95, 0.91, 0.97, 0.93, 0.96, 0.94, 0.92],
+                     "y": list(range(7))},],
+           "layout": {"title": {"text": "Cosines"}, "xaxis": {"title": {"text": "cosine"}},
+                      "yaxis": {"tickvals": list(range(7)), "ticktext": [f"sentence {c}" for c in "abcdefg"]}}}
+    text = in_words(fig).description
+    assert "7 points, highest 0.97 at `sentence c`, lowest 0.91 at `sentence b`." in text, text

@@ -22,3 +22,20 @@ def test_a_running_ipython_shell_is_ipython(monkeypatch):
     assert _display.in_ipython() is True
     monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # IPython imported, no shell running
     assert _display.in_ipython() is False
+
+
+def test_a_kernel_that_imports_only_the_figures_shows_every_figure_with_its_words():
+    # A notebook shows builders' figures before it imports any widget: importing mha_core.figures is enough.
+    probe = """
+import sys
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+import mha_core.figures
+import plotly.graph_objects as go
+print(shell.display_formatter.ipython_display_formatter.lookup(go.Figure()) is not None,
+      any(m.startswith('mha_core.widgets') for m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False"]  # registered, and the widgets not imported for it
+    assert _display.show_figures_with_words() is False  # outside a kernel: nothing registered

@@ -27,6 +27,7 @@ plotly's typed-array form (``{"dtype": "f8", "bdata": ...}``).
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import math
 import re
@@ -98,7 +99,13 @@ def plain(text) -> str:
         return ""
     if isinstance(text, dict):
         text = text.get("text", "")
-    text = re.sub(r"<br\s*/?>", " ", str(text), flags=re.IGNORECASE)
+    return _plain_text(str(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_text(text: str) -> str:
+    # Cached: a live figure is read again on every control change, with mostly the same titles and labels.
+    text = re.sub(r"<br\s*/?>", " ", text, flags=re.IGNORECASE)
     text = html.unescape(re.sub(r"<[^>]+>", "", text))
     return re.sub(r"\s+", " ", text).strip()
 
@@ -234,16 +241,20 @@ def _heatmap(trace: dict, layout: dict, notes: list[str], *, panels_in_figure: i
                     parts.append(f"then {number(row[order[1]])} on {xaxis.label(xs[c0 + order[1]])}")
                 sentences.append(f"{prefix}{row_name} {yaxis.label(ys[r0 + i])}: " + ", ".join(parts) + ".")
         else:
-            flat = [(block[i, j], i, j) for i in range(block.shape[0]) for j in range(block.shape[1]) if np.isfinite(block[i, j])]
-            flat.sort(key=lambda t: -t[0])
-            top = flat[:2] if len(panels) > PANELS_READ else flat[:3]
+            # Every finite cell, largest first (ties in reading order), as (value, row, column).
+            rows, cols = np.nonzero(np.isfinite(block))
+            values = block[rows, cols]
+            order = np.argsort(-values, kind="stable")
+            at = lambda k: (float(values[k]), int(rows[k]), int(cols[k]))  # noqa: E731
+            top = [at(k) for k in order[:2 if len(panels) > PANELS_READ else 3]]
+            smallest = at(order[-1])
 
             def cell(v, i, j):
                 return f"{number(v)} at {row_name} {yaxis.label(ys[r0 + i])}, {col_name} {xaxis.label(xs[c0 + j])}"
 
             text = f"{prefix}largest " + "; then ".join(cell(*t) for t in top)
             if len(panels) <= PANELS_READ:
-                text += f"; smallest {cell(*flat[-1])}"
+                text += f"; smallest {cell(*smallest)}"
             sentences.append(text + ".")
     # Colour carries the values: say what it stands for, and that the words give the same numbers.
     bar = trace.get("colorbar") or {}
@@ -291,11 +302,22 @@ def _scatter(trace: dict, layout: dict, notes: list[str]) -> list[str]:
         return []
     xaxis = _Axis(layout, trace.get("xaxis"), "x")
     xs = _labels(trace.get("x")) or list(range(len(y)))
+    yaxis = _Axis(layout, trace.get("yaxis"), "y")
+    x_values = _array(trace.get("x"))
+    worded = bool(yaxis.ticks) and all(isinstance(t, str) and not re.fullmatch(r"[-+0-9.,\s%]*", plain(t))
+                                       for t in yaxis.ticks.values())
+    if (worded and x_values is not None and x_values.shape == y.shape
+            and all(float(v) in yaxis.ticks for v in y if np.isfinite(v))):
+        # Points placed on labelled rows (a dot plot): the values run across, the labels down.
+        y, xs, xaxis = x_values, list(trace.get("y")), yaxis
+        swapped = True
+    else:
+        swapped = False
     name = _series_name(trace, "points" if "lines" not in str(trace.get("mode", "lines")) else "line", layout)
     at = [(y[i], xaxis.label(xs[i])) for i in range(len(y)) if np.isfinite(y[i]) and i < len(xs)]
     if not at:
         return []
-    x_name = xaxis.short("x")
+    x_name = xaxis.short("" if swapped else "x")
     if len(at) <= ITEMS_READ:
         return [f"{name}, by {x_name}: " + ", ".join(f"{label} {number(v)}" for v, label in at) + "."]
     hi = max(at, key=lambda t: t[0])
@@ -303,7 +325,8 @@ def _scatter(trace: dict, layout: dict, notes: list[str]) -> list[str]:
     if "lines" in str(trace.get("mode", "lines")):
         return [f"{name}: from {number(at[0][0])} at {x_name} {at[0][1]} to {number(at[-1][0])} at {at[-1][1]}; "
                 f"highest {number(hi[0])} at {hi[1]}, lowest {number(lo[0])} at {lo[1]}."]
-    return [f"{name}: {len(at)} points, highest {number(hi[0])} at {x_name} {hi[1]}, lowest {number(lo[0])} at {lo[1]}."]
+    where = f"{x_name} " if x_name else ""
+    return [f"{name}: {len(at)} points, highest {number(hi[0])} at {where}{hi[1]}, lowest {number(lo[0])} at {lo[1]}."]
 
 
 def _box(trace: dict, layout: dict, notes: list[str]) -> list[str]:
@@ -380,6 +403,15 @@ def in_words(figure) -> FigureWords:
     sentences = kept + ([more] if kept != sentences else [])
     body = " ".join(([axes] if axes else []) + sentences + tail)
     return FigureWords(name=name, description=body or f"{name}: a figure with no values to read.")
+
+
+def spoken(description: str) -> str:
+    """``description`` as a page reads it aloud: `code` marks become quotes (one run of plain text).
+
+    Plain text on purpose: Chromium stops reading a description into the accessibility tree
+    after some dozens of child nodes, and each ``<code>`` element would add two.
+    """
+    return re.sub(r"`([^`]+)`", "\u2018\\1\u2019", description)
 
 
 def _axis_sentence(layout: dict, kinds: set) -> str:

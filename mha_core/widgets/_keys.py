@@ -13,13 +13,15 @@ document.
 
 What this module adds. ``show_keyboard_ready(box)`` marks a control group's box
 (``keyboard_ready``) and shows it, followed by one invisible ``KeyboardHelper`` (an
-anywidget, about 3 KB of JavaScript, no network) in the same cell's output. In the page
+anywidget, about 5 KB of JavaScript, no network) in the same cell's output. In the page
 the helper finds the marked box shown just before it and:
 
 - turns each row of toggle buttons into a radio group (``role=radiogroup``, each button
   ``role=radio`` with ``aria-checked``) with one Tab stop, on the chosen button: the
   arrow keys (and Home, End) move the choice to the previous or next button, wrapping
   at the ends, and Space or Enter choose the button in focus;
+- names each slider's handle (``role=slider``) by the slider's label (``aria-label``), which
+  ipywidgets draws beside the handle without tying the two together;
 - keeps every key a control of the group uses from reaching JupyterLab: a key pressed
   inside the group goes no further than the group's box, unless it is Tab, Escape,
   Shift+Enter (run the cell) or held with Ctrl, Alt or Meta (JupyterLab's own
@@ -29,6 +31,14 @@ the helper finds the marked box shown just before it and:
 In plain Python and in the static handouts nothing of this runs: the helper is a widget
 with no view until a JupyterLab page draws it, and ``ControlGroup`` shows a plain
 figure instead of the box when ``MHA_COURSE_STATIC`` is set.
+
+The helper also carries the words of the group's figure (``words``: the figure's name and
+description from ``mha_core.figures.describe``, kept current by ``_words.refresh`` on every
+redraw). In the page it writes them into a polite live region of its own (``aria-live="polite"``,
+``aria-atomic="true"``, visually hidden: see ``_words``), so a screen reader announces the new
+words after a control changes the figure, without moving the focus; and it makes the group's
+plot an image (``role="img"``) named by the figure's title and described by those words, its
+SVG hidden from the accessibility tree.
 
 Why the helper is not a child of the box (measured in JupyterLab 4.6, plotly 7.1, on a busy
 two-core machine): adding it to the box's children after the box exists sent a second
@@ -41,6 +51,8 @@ without it.
 from __future__ import annotations
 
 import ipywidgets as widgets
+
+from . import _words
 
 #: The class that marks a control group's box for the helper (its keys stop there).
 GROUP_CLASS = "mha-keys"
@@ -55,9 +67,23 @@ _ESM = """
 const GROUP = %(group)s;
 const ROVING = %(roving)s;
 const PASSED = new Set(%(passed)s);
+const WORDS = %(words)s;
+const SR_ONLY = %(sr_only)s;
+
+// A slider's handle (noUiSlider's role="slider") is named by the slider's label, which ipywidgets
+// draws beside it without tying the two together: without a name a screen reader says only "slider".
+function nameSliders(root) {
+  for (const slider of root.querySelectorAll(".widget-slider")) {
+    const label = slider.querySelector(".widget-label");
+    const name = label && label.textContent.trim();
+    if (!name) continue;
+    for (const handle of slider.querySelectorAll("[role='slider']")) set(handle, "aria-label", name);
+  }
+}
 
 // One radio group per row of toggle buttons: a single Tab stop on the chosen button.
 function arrange(root) {
+  nameSliders(root);
   for (const control of root.querySelectorAll(".widget-toggle-buttons")) {
     const buttons = [...control.querySelectorAll("button.widget-toggle-button")];
     if (!buttons.length) continue;
@@ -74,6 +100,20 @@ function arrange(root) {
       set(b, "tabindex", b === stop ? "0" : "-1");
     }
   }
+}
+
+// Each plot of the group: one image, named by its title and described by its words (region i).
+function label(root, words, ids) {
+  const plots = [...root.querySelectorAll(".js-plotly-plot")];
+  plots.forEach((plot, i) => {
+    if (!words[i]) return;
+    set(plot, "role", "img");
+    set(plot, "aria-label", words[i].name);
+    set(plot, "aria-describedby", ids[i]);
+    for (const svg of plot.querySelectorAll("svg.main-svg")) set(svg, "aria-hidden", "true");
+  });
+  const tester = document.getElementById("js-plotly-tester");  // plotly's off-screen text ruler
+  if (tester) set(tester, "aria-hidden", "true");
 }
 
 function set(el, name, value) {
@@ -107,9 +147,38 @@ function onKeydown(event) {
 }
 
 export default {
-  render({ el }) {
+  render({ model, el }) {
     el.classList.add(%(helper)s);
+    // The live regions sit in a visually hidden box of their own: ipywidgets' layout view owns the
+    // element's own style (it removes width, height, margin and overflow that it did not set).
+    const hidden = document.createElement("div");
+    hidden.setAttribute("style", SR_ONLY);
+    el.appendChild(hidden);
     let root = null, observer = null, timer = 0, waited = 0;
+    // One polite live region per figure of the group; ids unique to this view of the helper.
+    const uid = "mha-words-" + Math.random().toString(36).slice(2, 10);
+    const regions = [], ids = [];
+    const say = () => {
+      const words = model.get("words") || [];
+      while (regions.length < words.length) {
+        const region = document.createElement("div"), name = document.createElement("span"), text = document.createElement("span");
+        region.className = WORDS;
+        region.setAttribute("aria-live", "polite");
+        region.setAttribute("aria-atomic", "true");
+        text.id = uid + "-" + regions.length;
+        region.append(name, " ", text);
+        hidden.appendChild(region);
+        regions.push({ name, text });
+        ids.push(text.id);
+      }
+      words.forEach((w, i) => {
+        if (regions[i].name.textContent !== w.name + ".") regions[i].name.textContent = w.name + ".";
+        if (regions[i].text.textContent !== w.description) regions[i].text.textContent = w.description;
+      });
+      if (root) label(root, words, ids);
+    };
+    say();
+    model.on("change:words", say);
     // The box is the output before this one; it appears once all its views exist (a figure takes seconds).
     const attach = () => {
       // The marked box shown last before this helper in the same output area (a cell's outputs).
@@ -123,13 +192,16 @@ export default {
         return;
       }
       arrange(root);
+      label(root, model.get("words") || [], ids);
       root.setAttribute("data-mha-keys", "on");  // for tests and for a person reading the page
       root.addEventListener("keydown", onKeydown);
-      observer = new MutationObserver(() => arrange(root));
+      // A plot is drawn seconds after its box: label it when it appears.
+      observer = new MutationObserver(() => { arrange(root); label(root, model.get("words") || [], ids); });
       observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class", "disabled"] });
     };
     attach();
     return () => {
+      model.off("change:words", say);
       clearTimeout(timer);
       if (observer) observer.disconnect();
       if (root) {
@@ -152,6 +224,8 @@ def _esm() -> str:
         "helper": json.dumps(HELPER_CLASS),
         "roving": json.dumps(ROVING_KEYS),
         "passed": json.dumps(list(PASSED_KEYS)),
+        "words": json.dumps(_words.WORDS_CLASS),
+        "sr_only": json.dumps(_words.SR_ONLY_STYLE),
     }
 
 
@@ -159,19 +233,24 @@ def _helper_class():
     """The anywidget class, made on first use (anywidget is imported only when a group is shown)."""
     if not _HELPER_CLASS_CACHE:
         import anywidget
+        import traitlets
 
         class KeyboardHelper(anywidget.AnyWidget):
-            """Invisible; in the page it gives its group's toggle buttons arrow keys and keeps the group's keys."""
+            """Invisible; in the page it gives its group's toggle buttons arrow keys and keeps the group's keys,
+            and names and describes its figures (``words``: one ``{"name", "description"}`` per figure)."""
 
             _esm = _esm()
+            words = traitlets.List(traitlets.Dict(), default_value=[]).tag(sync=True)
 
         _HELPER_CLASS_CACHE.append(KeyboardHelper)
     return _HELPER_CLASS_CACHE[0]
 
 
 def keyboard_helper() -> widgets.DOMWidget:
-    """A new, hidden ``KeyboardHelper`` (see the module docstring)."""
-    helper = _helper_class()(layout=widgets.Layout(display="none"))
+    """A new ``KeyboardHelper`` (see the module docstring). Not ``display: none``: in the page its element
+    holds the live regions in a visually hidden box (``_words.SR_ONLY_STYLE``), and a region that is not
+    rendered is never announced."""
+    helper = _helper_class()()
     helper.add_class(HELPER_CLASS)
     return helper
 
@@ -190,7 +269,10 @@ def keyboard_ready(box: widgets.Box) -> widgets.Box:
 
 
 def show_keyboard_ready(box: widgets.Box) -> None:
-    """Display ``box`` marked as a control group, then its ``KeyboardHelper`` (two outputs of the cell)."""
+    """Display ``box`` marked as a control group, then its ``KeyboardHelper`` (two outputs of the cell),
+    which carries the words of the figures in ``box`` and is told whenever one is redrawn (``_words.watch``)."""
     from IPython.display import display
 
-    display(keyboard_ready(box), keyboard_helper())
+    helper = keyboard_helper()
+    _words.watch(box, helper)
+    display(keyboard_ready(box), helper)

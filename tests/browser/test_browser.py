@@ -9,10 +9,12 @@ answer a quick check. The page is 1280 x 800 with JupyterLab's file browser open
 laptop or a projector): no figure, table or control may stick out of its output area,
 each control and the figure it moves must fit on the screen together, and no text of an output may be under
 the laptop theme's 14 px, print over another or run past its figure (``page_text``); then the
-window is widened to 1920 x 1080 and nothing may stick out there either. Last, back at
-1280 x 800, every control group is walked with the keyboard alone (``keyboard_walk``: reached
-with Tab, every control moved by its keys, JupyterLab never moving; one fresh try more when
-only a figure's view died). A screenshot per notebook goes to artifacts/browser/, and the
+window is widened to 1920 x 1080 and nothing may stick out there either. Back at 1280 x 800,
+axe-core finds no WCAG 2.1 A/AA violation in the outputs and every figure is an image named
+by its title and described by the words ``mha_core.figures.describe`` reads from its data
+(``lab_axe``; in 03 also after a head-count change). Last, every control group is walked
+with the keyboard alone (``keyboard_walk``: reached with Tab, every control moved by its keys,
+JupyterLab never moving; one fresh try more when only a figure's view died). A screenshot per notebook goes to artifacts/browser/, and the
 time to interactive and kernel-websocket bytes to the report (see conftest.py); the
 keyboard walk's keys and times to artifacts/browser/keyboard.json.
 
@@ -26,6 +28,7 @@ import time
 import traceback
 
 import keyboard_walk
+import lab_axe
 import page_text
 import pytest
 from browser_config import ARTIFACTS, NOTEBOOK_DIR, SERVER_ROOT
@@ -147,6 +150,7 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
         page.set_viewport_size(VIEWPORT)
         assert not wide["overflow"], (f"at {WIDE_VIEWPORT['width']} x {WIDE_VIEWPORT['height']}, outside the output area:\n"
                                       + "\n".join(wide["overflow"]))
+        lab_axe.check_outputs(page, notebook.stem, result)  # axe-core on the outputs; every figure named and described
         assert not meter.callback_errors, "a control's callback wrote to stderr in the kernel:\n" + "\n---\n".join(
             meter.callback_errors)
         result["counts"] = rendered_counts(page)

@@ -1,0 +1,190 @@
+"""Every figure in JupyterLab in words: an image with a name and a description, for a screen reader.
+
+The words are ``mha_core.figures.describe.in_words`` of the figure being shown: its title
+as the name, and a description read from the numbers it draws. Two kinds of figure carry them.
+
+- A static figure (a ``go.Figure`` a cell ends with, or passes to ``display``): ``install()``
+  has IPython show it as plotly itself does (without the mode bar: ``STATIC_CONFIG``), then
+  one small HTML output holding its words
+  and a few lines of script. The script makes the plot, in the output just before it, an
+  image (``role="img"``) named by the title (``aria-label``) and described by the words
+  (``aria-describedby``), and hides plotly's SVG from the accessibility tree (the same
+  treatment as the handouts' ``tools/handout_assets/figures.js``). Where the script cannot
+  run (an untrusted notebook) the words are still read, right after the figure.
+- A control group's live figure: the group's keyboard helper (``_keys.KeyboardHelper``)
+  carries its words, and in the page it names and describes the figure the same way from
+  a polite live region (``aria-live="polite"``, no focus moved). ``update_in_place`` calls
+  ``refresh``, so every control change rewrites the words from the figure's new data, and a
+  screen reader announces them when the learner pauses.
+
+Why the words are visually hidden (the "sr-only" clip), not shown or folded in a
+``<details>``: a control group and its figure must fit one 1280 x 720 screen in
+Presentation Mode, with every text at 20 px there, and an unfolded description of 600 to 950
+characters would not fit; a ``<details>`` fold cannot hold a live region (a closed one is
+not rendered, so nothing in it is announced). A sighted reader has the notebook's caption
+under each figure, the numbers printed in the cells and the hover values; the handouts,
+read without Python, show the same words under every figure. Hidden text still counts for
+the page tests that read every text of an output (``tests/browser/page_text.py``): it is
+clipped to one pixel, and set at 20 px so that it meets both themes' smallest size.
+
+In static mode (``MHA_COURSE_STATIC=1``, the handouts) nothing here adds anything: the
+handouts write their own "In words" under every figure.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import uuid
+
+from ..figures.describe import in_words, spoken
+
+#: The class of the element holding a figure's words (static figures and live groups alike).
+WORDS_CLASS = "mha-figure-words"
+#: Visually hidden, still read: the usual clip technique. 20 px: see the module docstring.
+#: Not ``position: absolute``: out of the flow, the pixel would stick out of a zero-height output, which then
+#: counts as a scrollable region that the keyboard cannot reach (axe's scrollable-region-focusable).
+SR_ONLY_STYLE = ("display:block;width:1px;height:1px;margin:-1px;padding:0;border:0;overflow:hidden;"
+                 "clip:rect(0 0 0 0);clip-path:inset(50%);white-space:normal;font-size:20px")
+#: A static figure's plotly configuration in JupyterLab: no mode bar, as in the handouts and on live figures.
+#: Its buttons are links inside what is now one image (axe: nested-interactive), and a figure here is read,
+#: not zoomed.
+STATIC_CONFIG = {"displayModeBar": False}
+
+# The page-side half for a static figure. It runs once its output is in the page (JupyterLab runs
+# the scripts of trusted HTML outputs), finds the plot in the output before its own and labels it.
+_STATIC_SCRIPT = """<script>(function () {
+  var id = %(id)s, name = %(name)s, tries = 0;
+  function label() {
+    var words = document.getElementById(id);
+    var child = words && words.closest(".jp-OutputArea-child");
+    var before = child && child.previousElementSibling;
+    var plot = before && before.querySelector(".jp-RenderedPlotly, .js-plotly-plot");
+    if (!plot) { if (++tries < 240) setTimeout(label, 250); return; }
+    plot.setAttribute("role", "img");
+    plot.setAttribute("aria-label", name);
+    plot.setAttribute("aria-describedby", id);
+    words.setAttribute("aria-hidden", "true");  // read once, as the image's description
+    plot.querySelectorAll("svg.main-svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
+    var tester = document.getElementById("js-plotly-tester");
+    if (tester) tester.setAttribute("aria-hidden", "true");
+    if (!plot.querySelector(".main-svg") && ++tries < 240) setTimeout(label, 250);  // not drawn yet
+  }
+  label();
+})();</script>"""
+
+
+def _static_mode() -> bool:
+    from ._base import static_mode
+
+    return static_mode()
+
+
+def words_of(figure) -> dict:
+    """``{"name", "description"}`` of ``figure`` (a figure, a builder's spec or a ``FigureWidget``), as read aloud:
+    `code` marks become quotes (``describe.spoken``)."""
+    from ._base import _plain
+
+    if hasattr(figure, "_mha_shown"):
+        figure = figure._mha_shown
+    elif not isinstance(figure, dict):
+        figure = _plain(figure)
+    words = in_words(figure)
+    return {"name": words.name, "description": spoken(words.description)}
+
+
+# --------------------------------------------------------------------------- static figures
+
+
+def figure_words_html(figure, *, words_id: str | None = None) -> str:
+    """The HTML output shown after ``figure``: its words, visually hidden, and the script that labels the plot."""
+    words = words_of(figure)
+    words_id = words_id or f"mha-words-{uuid.uuid4().hex[:12]}"
+    return (f'<div class="{WORDS_CLASS}" id="{words_id}" style="{SR_ONLY_STYLE}">'
+            f'{html.escape(words["description"])}</div>'
+            + _STATIC_SCRIPT % {"id": json.dumps(words_id), "name": json.dumps(words["name"])})
+
+
+def show_figure(figure) -> None:
+    """Display ``figure`` as plotly does, without its mode bar (``STATIC_CONFIG``), then its words.
+
+    In static mode (the handouts) plotly's own display, unchanged: the handouts add their own words.
+    """
+    if _static_mode():
+        figure._ipython_display_()
+        return
+    import plotly.io as pio
+    from IPython.display import HTML, display
+
+    if pio.renderers.render_on_display and pio.renderers.default:
+        pio.show(figure, config=STATIC_CONFIG)
+    else:
+        figure._ipython_display_()
+    try:
+        words = figure_words_html(figure)
+    except Exception:  # noqa: BLE001 - a figure of the learner's own that describe cannot read: shown without words
+        return
+    display(HTML(words))
+
+
+def install() -> bool:
+    """Have this kernel show every ``go.Figure`` with its words (``show_figure``); True if it now does.
+
+    Registered by type name, so plotly is not imported for it; a second call changes nothing.
+    Outside IPython (a script, the tests) nothing is registered.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    formatter = shell.display_formatter.ipython_display_formatter
+    formatter.for_type_by_name("plotly.graph_objs._figure", "Figure", show_figure)
+    return True
+
+
+# --------------------------------------------------------------------------- live figures
+
+
+def figures_in(box) -> list:
+    """The ``FigureWidget`` objects inside ``box`` (an ipywidgets tree), in the order the page draws them."""
+    import plotly.graph_objects as go
+
+    found, stack = [], [box]
+    while stack:
+        widget = stack.pop(0)
+        if isinstance(widget, go.FigureWidget):
+            found.append(widget)
+        else:
+            stack[0:0] = list(getattr(widget, "children", ()) or ())
+    return found
+
+
+def watch(box, helper) -> None:
+    """Give ``helper`` (a shown group's keyboard helper) the words of every figure in ``box``, and keep them
+    current: ``update_in_place`` calls ``refresh`` with each figure it redraws."""
+    figures = figures_in(box)
+    helper.words = [words_of(f) for f in figures]
+    for index, figure in enumerate(figures):
+        sinks = figure.__dict__.setdefault("_mha_word_sinks", [])
+        if not any(h is helper for h, _ in sinks):
+            sinks.append((helper, index))
+
+
+def refresh(figure, shown: dict) -> None:
+    """After ``figure`` was redrawn to ``shown`` (its plain spec): new words to every helper that shows it.
+
+    Nothing is computed for a figure that no page shows (a test, a benchmark). The helper sends
+    its words only when they differ from the last ones (traitlets compares the lists).
+    """
+    sinks = figure.__dict__.get("_mha_word_sinks")
+    if not sinks:
+        return
+    words = words_of(shown)
+    for helper, index in sinks:
+        current = list(helper.words)
+        if index < len(current) and current[index] != words:
+            current[index] = words
+            helper.words = current

@@ -150,14 +150,17 @@ def control_groups(page) -> list[dict]:
 
 
 def group_figures(page, cell: int) -> str:
-    """The figures of the control group in cell ``cell``, as one string (their live data and layout): it changes
-    whenever a figure of the group is redrawn."""
+    """What the kernel draws for the control group in cell ``cell``, as one string: its figures (their live data
+    and layout) and the texts it writes beside them (HTML widgets: readouts, messages). It changes whenever the
+    kernel redraws the group: a control may change only a readout (09's "cache keeps" while every token fits
+    in the window). A control's own label and value are not part of it: the browser changes those itself."""
     return page.evaluate("""([cell, group]) => {
         const c = [...""" + _NOTEBOOK_CELLS + """][cell];
         const g = c && c.querySelector(group);
         const plots = g ? [...g.querySelectorAll('.js-plotly-plot')] : [];
+        const texts = g ? [...g.querySelectorAll('.widget-html-content')].map(e => e.textContent) : [];
         const plain = (v) => ArrayBuffer.isView(v) ? Array.from(v) : v;
-        return JSON.stringify(plots.map(p => [p.data || [], p.layout || {}]),
+        return JSON.stringify([plots.map(p => [p.data || [], p.layout || {}]), texts],
                               (k, v) => (k.startsWith('_') ? undefined : plain(v)));
     }""", [cell, KEY_GROUP])
 

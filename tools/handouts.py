@@ -4,9 +4,12 @@
 
 What a handout page holds, and why:
 
-- Each notebook runs top to bottom in a fresh kernel with ``MHA_COURSE_STATIC=1``, so a
-  control group shows its figure at the default setting as a plain figure, with a line
-  saying that it is live in JupyterLab (a page has no kernel to move it).
+- Each notebook runs top to bottom in a fresh kernel with ``MHA_COURSE_STATIC=1``. A control
+  group then records every setting it declares (``mha_core.widgets._states``: the real
+  controls are moved and its own callbacks redraw its figure) and shows them as one output;
+  the page offers the same controls as native, keyboard-usable inputs and switches between
+  the settings (``handout_assets/states.js``), with no kernel and no network. What needs
+  Python (a typed sentence, a retrain) says so where the control is, with a few examples.
 - Plotly figures become ``<div>``s drawn by one ``plotly.min.js`` shipped beside the pages
   (the copy inside the installed plotly package), never a CDN.
 - Maths is typeset by MathJax 2.7 copied from the ``jupyter_server_mathjax`` package into
@@ -44,6 +47,12 @@ import time
 from pathlib import Path
 
 from mha_core.widgets._base import LIVE_NOTE
+from mha_core.widgets._states import STATES_MIME
+
+_TOOLS = str(Path(__file__).resolve().parent)
+if _TOOLS not in sys.path:
+    sys.path.insert(0, _TOOLS)  # handout_controls.py sits beside this file, also when this one is loaded by its path
+from handout_controls import _figure_markup, _json_in_script, states_html  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -51,7 +60,7 @@ DEFAULT_OUT = ROOT / "handouts"
 #: The CSS and scripts every page loads, shipped beside the pages under ``ASSETS_DIR``.
 ASSET_SOURCE = Path(__file__).resolve().parent / "handout_assets"
 ASSETS_DIR = "handout"
-ASSET_FILES = ("handout.css", "figures.js", "quiz.js")
+ASSET_FILES = ("handout.css", "narrow_layout.js", "narrow.js", "figures.js", "states.js", "quiz.js")
 #: The one font MathJax asks for that jupyter_server_mathjax does not ship: a double-struck
 #: letter (03's \mathbb{R}) makes its MathML styles load the TeX AMS font from this path.
 AMS_FONT = ("fonts/MathJax_AMS-Regular.otf", "fonts/HTML-CSS/TeX/otf/MathJax_AMS-Regular.otf")
@@ -148,11 +157,6 @@ def execute(path: Path, *, timeout: int = 180):
 # ----------------------------------------------------------------------------- static outputs
 
 
-def _json_in_script(data) -> str:
-    """JSON that is safe inside a ``<script>`` element (no ``</script>`` can close it early)."""
-    return json.dumps(data, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
-
-
 def figure_html(figure_json: dict, figure_id: str) -> str:
     """A figure for ``figures.js`` to draw, named and described for a screen reader.
 
@@ -161,27 +165,8 @@ def figure_html(figure_json: dict, figure_id: str) -> str:
     """
     import plotly.io as pio
 
-    from mha_core.figures.describe import in_words
-
     fig = pio.from_json(json.dumps(figure_json), skip_invalid=True)
-    spec = json.loads(pio.to_json(fig, validate=False))
-    words = in_words(spec)
-    name, text = html.escape(words.name), html.escape(words_text(words.description))
-    return (
-        f'<figure class="mha-figure" id="{figure_id}">'
-        f'<div class="mha-plot" role="img" aria-label="{name}" aria-describedby="{figure_id}-words"></div>'
-        f'<p class="mha-figure-words" id="{figure_id}-words"><b>In words:</b> {text}</p>'
-        f'<script type="application/json" class="mha-figure-data">{_json_in_script(spec)}</script></figure>'
-    )
-
-
-def words_text(description: str) -> str:
-    """A description as the page shows it: `code` marks as quotes, one run of plain text.
-
-    Plain text on purpose: Chromium stops reading a description into the accessibility tree
-    after some dozens of child nodes, and each <code> would add two.
-    """
-    return re.sub(r"`([^`]+)`", "\u2018\\1\u2019", description)
+    return _figure_markup(json.loads(pio.to_json(fig, validate=False)), figure_id)
 
 
 def _rich(text: str) -> str:
@@ -266,7 +251,7 @@ def quick_check_html(set_id: str) -> str:
 
 def make_static(nb, stem: str = "figure") -> dict:
     """Replace live outputs in place; returns counts of what was replaced."""
-    counts = {"figures": 0, "widgets": 0, "quick_checks": 0}
+    counts = {"figures": 0, "widgets": 0, "quick_checks": 0, "controls": 0, "settings": 0}
     # Widget state (each FigureWidget's 5 MB plotly bundle among it) serves no static page.
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
@@ -280,7 +265,12 @@ def make_static(nb, stem: str = "figure") -> dict:
         outputs = []
         for out in cell.outputs:
             data = out.get("data", {})
-            if PLOTLY_MIME in data:
+            if STATES_MIME in data:
+                counts["figures"] += 1
+                counts["controls"] += 1
+                counts["settings"] += len(data[STATES_MIME]["states"])
+                outputs.append(_html_output(states_html(data[STATES_MIME], f"{stem[:2]}-figure-{counts['figures']}")))
+            elif PLOTLY_MIME in data:
                 counts["figures"] += 1
                 outputs.append(_html_output(figure_html(data[PLOTLY_MIME], f"{stem[:2]}-figure-{counts['figures']}")))
             elif WIDGET_MIME in data:
@@ -306,7 +296,10 @@ HEAD_EXTRA = (
     '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
     f'<link rel="stylesheet" href="{ASSETS_DIR}/handout.css">\n'
     f'<script src="{PLOTLY_JS}"></script>\n'
+    f'<script defer src="{ASSETS_DIR}/narrow_layout.js"></script>\n'
+    f'<script defer src="{ASSETS_DIR}/narrow.js"></script>\n'
     f'<script defer src="{ASSETS_DIR}/figures.js"></script>\n'
+    f'<script defer src="{ASSETS_DIR}/states.js"></script>\n'
     f'<script defer src="{ASSETS_DIR}/quiz.js"></script>\n'
 )
 
@@ -358,9 +351,11 @@ def index_html(pages: list[dict]) -> str:
         "<style>body{font:18px/1.5 sans-serif;max-width:50em;margin:2em auto;padding:0 1em}td,th{padding:.3em .8em}"
         "table{max-width:100%}a{color:#0b4f8a}</style></head>"
         "<body><main><h1>Multi-head attention, hands on</h1>"
-        "<p>Each notebook, run top to bottom, as a page that works offline. Figures and controls are live only in "
-        "JupyterLab; here each shows its default setting, with its numbers in words under it. Quick checks work in the "
-        "page: choose, press Check, read the feedback.</p>"
+        "<p>Each notebook, run top to bottom, as a page that works offline. Each control works in the page too: every "
+        "setting it offers was computed when the pages were built, and the figure, its numbers in words and its "
+        "messages switch with it. What needs Python (typing your own sentence, training again) says so where the "
+        "control is, and offers a few examples computed beforehand. Quick checks work in the page: choose, press "
+        "Check, read the feedback.</p>"
         f'<p><a href="{SUMMARY_PAGE}">The course on one page</a>: shapes, equations, the model in one sentence, the map '
         "(prints on two A4 pages).</p>"
         f"<table><tr><th>notebook</th><th>size</th><th>figures</th></tr>{rows}</table></main></body></html>"

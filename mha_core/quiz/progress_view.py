@@ -8,7 +8,7 @@ import time
 import ipywidgets as widgets
 
 from .._display import in_ipython
-from ._widget_parts import Displayable, css, font_px, button, html_widget, message
+from ._widget_parts import Displayable, button, css, execution_count, font_px, html_widget, message
 from .bank import Bank, default_bank
 from .progress import ProgressStore, default_store
 from .summary import progress_summary
@@ -93,11 +93,44 @@ def progress_table_html(summary) -> str:
             f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>{foot}")
 
 
+STATIC_PROGRESS_NOTE = (
+    "Your progress is kept in JupyterLab: there this table reads the progress file every quick check writes to, "
+    "and shows how many questions of each notebook you have tried and got right, with a reset button. This page has "
+    "no progress file; each page's quick check keeps your answers in this browser only, with its own reset button."
+)
+
+
+def static_progress_html(summary) -> str:
+    """The review's table as a handout shows it: every notebook, its topic and its questions, and where progress is kept.
+
+    A handout has no kernel and no progress file (``make handouts`` points the store at a throwaway one), so the
+    columns of results would always read zero.
+    """
+    head = ("Notebook", "Topic", "Questions")
+    rows = []
+    for key, r in summary.items():
+        cells = (r.set_id if key != "course" else "all", r.title, r.questions)
+        weight = "font-weight:bold;border-top:2px solid #333;" if key == "course" else ""
+        rows.append("<tr>" + "".join(f'<td style="{weight}padding:0.2em 0.5em">{html.escape(str(c))}</td>' for c in cells) + "</tr>")
+    header = "".join(f'<th scope="col" style="text-align:left;vertical-align:bottom;padding:0.2em 0.5em">{h}</th>' for h in head)
+    return (f'<div class="mha-quiz-static-progress"><p style="font-size:{font_px()}px">{html.escape(STATIC_PROGRESS_NOTE)}</p>'
+            f'<table style="font-size:{font_px()}px;border-collapse:collapse;width:100%">'
+            '<caption style="text-align:left;font-weight:bold">The course\'s quick checks</caption>'
+            f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
 def show_progress(*, show: bool | None = None, store: ProgressStore | None = None) -> ProgressView:
     """Display the progress table for every notebook (for the review notebook) and return it."""
     view = ProgressView(store=store)
     if show if show is not None else in_ipython():
-        from IPython.display import display
+        from IPython.display import HTML, display
 
-        display(view)
+        from ..widgets._base import static_mode
+
+        if static_mode():
+            # A handout (make handouts): no kernel to read or reset progress; the sections and where progress lives.
+            display(HTML(static_progress_html(progress_summary(view.store, view.bank))))
+            view._displayed_in = execution_count()  # the cell's own value is not shown a second time
+        else:
+            display(view)
     return view

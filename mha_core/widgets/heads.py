@@ -23,6 +23,9 @@ class HeadGrid(ControlGroup):
     ``d_model``), ``figure`` (the one ``FigureWidget``), ``d_model``, ``seed``.
     """
 
+    #: A handout records every head count (``widgets._states``).
+    handout_controls = {"head_count": None}
+
     def __init__(self, d_model: int = 16, n_heads: int = 4, *, seed: int = 0):
         d_model, n_heads, _ = _validate.head_counts(d_model, n_heads)  # names the valid head counts
         self.d_model, self.seed = d_model, seed

@@ -52,6 +52,14 @@ class LayerHeadExplorer(ControlGroup):
     (the one ``FigureWidget``), ``encoding`` (the sentence shown, from ``model.encode``).
     """
 
+    #: A handout has no model to run a typed sentence: three sentences, run while it is built, and from each
+    #: every layer and every head (``widgets._states``).
+    handout_controls = {"text": [RUNNING_SENTENCE, "we rotated the api key after the leak",
+                                 "after the deploy, did the cache key change?"], "layer": None, "head": None}
+    handout_bases = ("text",)
+    handout_note = ("Typing your own sentence needs Python, so here you pick one of three sentences, each run "
+                    "through the model while this page was built. In JupyterLab you type any sentence.")
+
     def __init__(self, model, text: str = RUNNING_SENTENCE, *, layer: int = 0, head: int = 0):
         self.model = model
         self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
@@ -117,6 +125,9 @@ class PruningExplorer(ControlGroup):
     ``calibration`` (``CosineCalibration.as_dict()``) marks what paraphrases and unrelated
     sentences score. Attributes: ``n_off`` (IntSlider), ``figure``, ``message``, ``record`` (the JSON).
     """
+
+    #: A handout records every step of the search (``widgets._states``).
+    handout_controls = {"n_off": None}
 
     def __init__(self, record: dict, *, n_off: int | None = None, calibration=None):
         self.record = record

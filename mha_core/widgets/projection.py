@@ -28,6 +28,12 @@ class HeadSwitches(ControlGroup):
     ``FigureWidget``), ``message`` (HTML line), ``parts`` (``analysis.TokenParts``).
     """
 
+    #: A handout records every on/off combination of the heads (``widgets._states``).
+    handout_legends = {"switches": "Heads switched on"}
+
+    def handout_controls(self) -> dict:
+        return {f"switches[{h}]": [True, False] for h in range(len(self.switches))}
+
     def __init__(self, d_model: int = 16, n_heads: int = 4, *, seed: int = 0, token: str = QUERY_TOKEN):
         check_choice(token, "token", TOKENS, kind=str)
         layer = demo_layer(d_model, n_heads, seed=seed)

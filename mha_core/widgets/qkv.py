@@ -17,6 +17,9 @@ class TokenExplorer(ControlGroup):
     ``tokens``.
     """
 
+    #: A handout records every token (``widgets._states``).
+    handout_controls = {"token": None}
+
     def __init__(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token: int = 1):
         self.q, self.k, self.v = (np.asarray(a, dtype=float) for a in (q, k, v))
         self.tokens = tuple(tokens)

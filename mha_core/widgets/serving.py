@@ -119,6 +119,12 @@ class KVCacheCalculator(ControlGroup):
     ``readout`` (HTML), ``message`` (HTML), ``figure``.
     """
 
+    #: A handout records every preset (with and without its window, where it has one), and from each every
+    #: setting of the other controls, one at a time (``widgets._states``).
+    handout_controls = {"model": None, "memory": None, "dtype": None, "window": None, "n_tokens": None, "batch": None,
+                        "n_kv_heads": None}
+    handout_bases = ("model", "window")
+
     def __init__(self, model: str = "Llama-2-7B", n_tokens: int = 4096, batch: int = 1, bytes_per_value: int = 2,
                  memory_gib: int = 80, n_kv_heads: int | None = None, windowed: bool = True):
         if model in costs.MODEL_SHAPES and model not in CALCULATOR_MODELS:

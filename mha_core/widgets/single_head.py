@@ -23,6 +23,9 @@ class ScalingExplorer(ControlGroup):
     Attributes: ``d_head`` (a ``SelectionSlider`` over powers of two), ``figure``, ``data``.
     """
 
+    #: A handout records every d_head (``widgets._states``).
+    handout_controls = {"d_head": None}
+
     def __init__(self, d_head: int = 4, *, d_head_values=D_HEAD_VALUES, seed: int = 0):
         self.data = scaling_experiment(d_head_values, seed=seed)
         self.data.index(d_head)  # a clear error for a d_head that was not computed
@@ -60,6 +63,9 @@ class MaskExplorer(ControlGroup):
 
     Attributes: ``mode`` (a ``ToggleButtons``), ``figure``, ``tokens``.
     """
+
+    #: A handout records every mask (``widgets._states``).
+    handout_controls = {"mode": None}
 
     def __init__(self, x: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, tokens, *,
                  mode: str = "none", n_pad: int = 2):

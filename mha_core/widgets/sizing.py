@@ -68,6 +68,11 @@ class HeadSizing(ControlGroup):
     place while it shows), ``numbers`` (the box holding both), ``figure``.
     """
 
+    #: A handout records, for every T, every d_model and every head count (the impossible ones with their
+    #: message), one control at a time (``widgets._states``).
+    handout_controls = {"n_tokens": None, "d_model": None, "n_heads": None}
+    handout_bases = ("n_tokens",)
+
     def __init__(self, d_model: int = 768, n_heads: int = 12, n_tokens: int = 1024):
         check_choice(d_model, "d_model", D_MODEL_CHOICES, kind=numbers.Integral)
         check_choice(n_tokens, "n_tokens", TOKEN_CHOICES, kind=numbers.Integral)

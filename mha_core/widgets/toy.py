@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _validate, projector
 from ..figures.toy import ablation_figure, role_history_figure
-from ._base import ControlGroup, figure_widget, message_box, show_message, themed_box, update_in_place
+from ._base import ControlGroup, figure_widget, message_box, show_message, static_mode, themed_box, update_in_place
 from ._keys import show_keyboard_ready
 
 #: The head counts the slider offers; those that do not divide d_model = 48 get a message.
@@ -87,6 +87,12 @@ class LiveTraining(ControlGroup):
     Attributes: ``seed``, ``n_heads``, ``max_steps`` (controls), ``progress``,
     ``status``, ``message``, ``figure``, ``result`` (the TrainedModel shown).
     """
+
+    #: A handout has no Python to train: three seeds of the starting head count, trained while it is built
+    #: (``widgets._states``).
+    handout_controls = {"seed": ["0", "1", "2"]}
+    handout_note = ("Training needs Python, so here you pick one of three seeds, each trained with 3 heads while "
+                    "this page was built. In JupyterLab you type any seed and choose the head count and the step budget.")
 
     def __init__(self, n_heads: int = 3, seed: int = 0, max_steps: int | None = None):
         from ..models.tasks import RELATIONS
@@ -180,6 +186,13 @@ class LiveTraining(ControlGroup):
 def live_training(n_heads: int = 3, seed: int = 0, max_steps: int | None = None) -> LiveTraining:
     """Show the controls, then train the starting setting live; returns the group."""
     group = LiveTraining(n_heads, seed, max_steps)
+    if static_mode():
+        # A handout: train first, then the group records its precomputed seeds (widgets._states).
+        group.train()
+        from IPython.display import display
+
+        display(group)
+        return group
     show_keyboard_ready(themed_box(group.box, group.theme))  # as ControlGroup._ipython_display_ shows a group
     group.train()
     return group
@@ -187,6 +200,12 @@ def live_training(n_heads: int = 3, seed: int = 0, max_steps: int | None = None)
 
 class HeadSwitches(ControlGroup):
     """One checkbox per head of a trained model; the figure shows accuracy with the unticked heads off."""
+
+    #: A handout records every on/off combination of the heads (``widgets._states``).
+    handout_legends = {"switches": "Heads switched on"}
+
+    def handout_controls(self) -> dict:
+        return {f"switches[{h}]": [True, False] for h in range(len(self.switches))}
 
     def __init__(self, result, batch=None, baselines: dict | None = None):
         from ..models.analysis import ablation_accuracy

@@ -38,6 +38,9 @@ class SmokeCheck(ControlGroup):
     Attributes: ``slider`` (the control), ``figure`` (the one ``FigureWidget``).
     """
 
+    #: A handout records every step of the slider (``widgets._states``).
+    handout_controls = {"slider": None}
+
     def __init__(self, sharpness: float = 1.0):
         sharpness = _check_sharpness(sharpness)
         self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with

@@ -49,31 +49,63 @@
     return attempt(Math.floor(longest * 0.85), 8);
   }
 
-  function draw(figure) {
-    var spec = JSON.parse(figure.querySelector("script.mha-figure-data").textContent);
-    var layout = spec.layout || {};
+  // A figure's layout as the page draws it: the page's width (responsive), never a fixed one.
+  function pageLayout(spec) {
+    var layout = JSON.parse(JSON.stringify(spec.layout || {}));
     delete layout.width;
     layout.autosize = true;
+    return layout;
+  }
+
+  function hideFromReaders(plot) {
+    // plotly measures text in a hidden SVG of its own, far off screen: not an image to announce.
+    var tester = document.getElementById("js-plotly-tester");
+    if (tester) tester.setAttribute("aria-hidden", "true");
+    // The plot is one image, named and described: its drawing is not read out piece by piece.
+    plot.querySelectorAll("svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
+  }
+
+  // The title as designed, copied deep: plotly keeps the drawn layout's objects (its pad among them).
+  function titleOf(layout) {
+    return typeof layout.title === "string" ? {text: layout.title} : JSON.parse(JSON.stringify(layout.title || {}));
+  }
+
+  // On a phone or a tablet the figure reflows (narrow.js); at a laptop's width it is left as designed.
+  function narrow(plot) {
+    return window.mhaFitNarrow ? window.mhaFitNarrow(plot) : Promise.resolve();
+  }
+
+  function draw(figure) {
+    var spec = JSON.parse(figure.querySelector("script.mha-figure-data").textContent);
+    var layout = pageLayout(spec);
     var plot = figure.querySelector(".mha-plot");
-    var original = typeof layout.title === "string" ? {text: layout.title} : Object.assign({}, layout.title);
+    var original = titleOf(layout);
     var margin = Object.assign({}, layout.margin || {});
-    var drawn = window.Plotly.newPlot(plot, spec.data || [], layout,
-                                      {responsive: true, displayModeBar: false, displaylogo: false});
+    var config = {responsive: true, displayModeBar: false, displaylogo: false};
+    var drawn = window.Plotly.newPlot(plot, spec.data || [], layout, config);
     var width = 0;
     function refit() {
       if (Math.abs(plot.clientWidth - width) < 20) return Promise.resolve();
       width = plot.clientWidth;
       return window.Plotly.relayout(plot, {"title.text": original.text, "margin.t": margin.t,
                                            "title.pad.t": original.pad ? original.pad.t : 12})
-        .then(function () { return fitTitle(plot, original, margin); });
+        .then(function () { return fitTitle(plot, original, margin); })
+        .then(function () { return narrow(plot); });
     }
     window.addEventListener("resize", function () { window.setTimeout(refit, 150); });
+    // Another setting of the same figure (states.js): drawn in place, its title fitted to the page again.
+    figure.mhaShow = function (next) {
+      var nextLayout = pageLayout(next);
+      original = titleOf(nextLayout);
+      margin = Object.assign({}, nextLayout.margin || {});
+      // react draws the new title as the builder wrote it; only a title too wide for the page is wrapped again.
+      return window.Plotly.react(plot, next.data || [], nextLayout, config)
+        .then(function () { return fitTitle(plot, original, margin); })
+        .then(function () { return narrow(plot); })
+        .then(function () { hideFromReaders(plot); });
+    };
     return drawn.then(refit).then(function () {
-      // plotly measures text in a hidden SVG of its own, far off screen: not an image to announce.
-      var tester = document.getElementById("js-plotly-tester");
-      if (tester) tester.setAttribute("aria-hidden", "true");
-      // The plot is one image, named and described: its drawing is not read out piece by piece.
-      plot.querySelectorAll("svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
+      hideFromReaders(plot);
       plot.setAttribute("data-mha-drawn", "1");
     });
   }

@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 
 from mha_core.figures.describe import in_words, spoken
+from lab_page import PLAIN_JS
 
 HERE = Path(__file__).resolve().parent
 
@@ -67,17 +68,7 @@ def output_violations(page, notebook: str) -> list[str]:
 
 # --------------------------------------------------------------------------- figures in the accessibility tree
 
-_PAGE_FIGURES = """(selector) => [...document.querySelectorAll(selector)].map((el) => {
-    const plain = (v) => {
-        if (ArrayBuffer.isView(v)) return Array.from(v);
-        if (Array.isArray(v)) return v.map(plain);
-        if (v && typeof v === 'object') {
-            const o = {};
-            for (const k of Object.keys(v)) if (!k.startsWith('_')) o[k] = plain(v[k]);
-            return o;
-        }
-        return v;
-    };
+_PAGE_FIGURES = """(selector) => [...document.querySelectorAll(selector)].map((el) => {""" + PLAIN_JS + """
     return JSON.stringify({data: plain(el.data || []), layout: plain(el.layout || {})});
 })"""
 

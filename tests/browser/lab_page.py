@@ -350,7 +350,8 @@ def save_screenshot(page, path: Path, *, max_height: int = 16000) -> None:
 
 # --------------------------------------------------------------------------- plotly data in the page
 
-_READ_PLOT = """(el) => {
+#: plain(v): a plotly value as plain JSON (typed arrays as lists, plotly's own "_" keys left out).
+PLAIN_JS = """
     const plain = (v) => {
         if (ArrayBuffer.isView(v)) return Array.from(v);
         if (Array.isArray(v)) return v.map(plain);
@@ -361,7 +362,9 @@ _READ_PLOT = """(el) => {
         }
         return v;
     };
-    const layout = el.layout || {};
+"""
+
+_READ_PLOT = """(el) => {""" + PLAIN_JS + """    const layout = el.layout || {};
     const title = layout.title;
     return {
         data: plain(el.data || []),

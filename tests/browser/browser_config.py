@@ -1,4 +1,5 @@
-"""Paths and limits shared by the browser test's conftest and test module."""
+"""Paths, limits and the tool check shared by the browser tests' conftest and modules (test modules import
+them from here, never from ``conftest``: with several test folders in one run that name is ambiguous)."""
 
 from __future__ import annotations
 
@@ -14,3 +15,24 @@ ARTIFACTS = REPO / "artifacts" / "browser"
 CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
 #: The whole browser run should stay under this many seconds on two cores; measured and reported.
 BUDGET_S = 300
+
+
+def missing_tools() -> list[str]:
+    """What the browser tests need and this machine lacks: Debian's Chromium, Python playwright."""
+    problems = []
+    if not Path(CHROMIUM).exists():
+        problems.append(f"Chromium not found at {CHROMIUM} (Debian: apt-get install chromium; never `playwright install`)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problems.append("python playwright is not installed (it is in requirements.lock)")
+    return problems
+
+
+def fail_or_skip(message: str) -> None:
+    """Skip a browser test that cannot run here, with the reason; under CI=true fail instead."""
+    import pytest
+
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser test cannot run on CI: {message}", pytrace=False)
+    pytest.skip(f"browser test skipped: {message}")

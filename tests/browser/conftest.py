@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -20,28 +19,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # lab_server, lab_page, notebook_checks
 
-from browser_config import ARTIFACTS, BUDGET_S, CHROMIUM, REPO, SERVER_ROOT  # noqa: E402
-from lab_page import chromium  # noqa: E402,F401 (the handout and first-command tests import it from here)
+from browser_config import ARTIFACTS, BUDGET_S, REPO, SERVER_ROOT, missing_tools  # noqa: E402
+from browser_config import fail_or_skip as _fail_or_skip  # noqa: E402
+from lab_page import chromium  # noqa: E402
 from lab_server import LabStartError, running_lab  # noqa: E402
 
 RUN_KEY = pytest.StashKey[dict]()
-
-
-def missing_tools() -> list[str]:
-    problems = []
-    if not Path(CHROMIUM).exists():
-        problems.append(f"Chromium not found at {CHROMIUM} (Debian: apt-get install chromium; never `playwright install`)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        problems.append("python playwright is not installed (it is in requirements.lock)")
-    return problems
-
-
-def _fail_or_skip(message: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"browser test cannot run on CI: {message}", pytrace=False)
-    pytest.skip(f"browser test skipped: {message}")
 
 
 def _run(config) -> dict:

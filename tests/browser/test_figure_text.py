@@ -20,7 +20,9 @@ import sys
 
 import pytest
 from browser_config import ARTIFACTS, REPO
-from conftest import _fail_or_skip, chromium, missing_tools
+from browser_config import fail_or_skip as _fail_or_skip
+from browser_config import missing_tools
+from lab_page import chromium
 
 import page_text
 

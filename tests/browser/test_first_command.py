@@ -26,7 +26,9 @@ from pathlib import Path
 
 import pytest
 from browser_config import ARTIFACTS, REPO
-from conftest import _fail_or_skip, chromium, missing_tools
+from browser_config import fail_or_skip as _fail_or_skip
+from browser_config import missing_tools
+from lab_page import chromium
 from lab_page import save_screenshot, wait_kernel_idle
 from lab_server import LabServer, LabStartError, free_port, stop_lab
 

@@ -24,7 +24,9 @@ import numpy as np
 import pytest
 
 from browser_config import REPO
-from conftest import _fail_or_skip, chromium, missing_tools
+from browser_config import fail_or_skip as _fail_or_skip
+from browser_config import missing_tools
+from lab_page import chromium
 
 sys.path.insert(0, str(REPO / "tools"))
 import handouts  # noqa: E402

@@ -25,7 +25,9 @@ from pathlib import Path
 import pytest
 
 from browser_config import ARTIFACTS, REPO
-from conftest import _fail_or_skip, chromium, missing_tools
+from browser_config import fail_or_skip as _fail_or_skip
+from browser_config import missing_tools
+from lab_page import chromium
 
 sys.path.insert(0, str(REPO / "tools"))
 import handout_controls  # noqa: E402

@@ -13,6 +13,8 @@ example is not a wrong one.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -42,3 +44,24 @@ def isolated_progress(tmp_path, monkeypatch):
     for store in progress._STORES.values():
         store.close()
     progress._STORES.clear()
+
+
+def pytest_configure(config):
+    """As root, let other accounts enter the folders above the checkout for the run (a CI clone may sit
+    in a 0700 folder): the poll service's tests run it as an unprivileged account, as the hub tests
+    do theirs (``hubctl.open_path_to``). Done once, by the process that starts pytest-xdist's
+    workers (or the only process), and undone when it ends."""
+    if os.geteuid() != 0 or hasattr(config, "workerinput"):
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "hub"))
+    from hubctl import open_path_to
+
+    config._mha_opened = open_path_to(Path(__file__).resolve().parents[1])
+
+
+def pytest_unconfigure(config):
+    opened = getattr(config, "_mha_opened", None)
+    if opened:
+        from hubctl import restore_modes
+
+        restore_modes(opened)

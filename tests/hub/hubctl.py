@@ -345,6 +345,31 @@ class Hub:
         return self.request(method, f"/user/{owner}{path}", token=token, **kw)
 
 
+def open_path_to(target: Path) -> list[tuple[Path, int]]:
+    """Let every account enter (o+x, no listing) the folders above ``target`` that do not allow it;
+    returns each folder changed with its mode before (for ``restore_modes``).
+
+    The learners' servers and the services run from the checkout (the hub's Python, the
+    editable course package, the notebooks), so a real hub lives in a folder everyone may
+    enter (deploy/README.md). A CI clone may sit in a private folder such as mktemp's
+    0700 one: a test opens the way for its run and puts each mode back at the end.
+    """
+    opened = []
+    for folder in [target, *target.parents]:
+        mode = folder.stat().st_mode
+        if not mode & 0o001:
+            opened.append((folder, mode))
+            os.chmod(folder, (mode & 0o7777) | 0o001)
+    return opened
+
+
+def restore_modes(opened: list[tuple[Path, int]]) -> None:
+    """Put back the modes ``open_path_to`` changed, innermost first."""
+    for folder, mode in reversed(opened):
+        with contextlib.suppress(OSError):
+            os.chmod(folder, mode & 0o7777)
+
+
 #: One hub or cluster test session on a machine at a time: they share the learners' account
 #: names, /run/mha-hub and the simulated cluster. Held from the first fixture that needs it
 #: to the end of the process, and released by the kernel if the process is killed.
@@ -423,18 +448,8 @@ class Cleanup:
         self.paths: list[Path] = []
 
     def open_path_to(self, target: Path) -> None:
-        """Let every account enter (o+x, no listing) the folders above ``target`` that do not allow it.
-
-        The learners' servers and the services run from the checkout (the hub's Python, the
-        editable course package, the notebooks), so a real hub lives in a folder everyone may
-        enter (deploy/README.md). A CI clone may sit in a private folder such as mktemp's
-        0700 one: the test opens the way for its run and puts each mode back at the end.
-        """
-        for folder in [target, *target.parents]:
-            mode = folder.stat().st_mode
-            if not mode & 0o001:
-                self.opened.append((folder, mode))
-                os.chmod(folder, (mode & 0o7777) | 0o001)
+        """``open_path_to`` for this session; the modes are put back by ``run``."""
+        self.opened += open_path_to(target)
 
     @staticmethod
     def remove_account(name: str) -> None:
@@ -480,9 +495,7 @@ class Cleanup:
                 shutil.rmtree(RUNTIME_ROOT, ignore_errors=True)
         for path in self.paths:
             shutil.rmtree(path, ignore_errors=True)
-        for folder, mode in reversed(self.opened):
-            with contextlib.suppress(OSError):
-                os.chmod(folder, mode & 0o7777)
+        restore_modes(self.opened)
         return problems
 
 

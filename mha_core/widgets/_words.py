@@ -68,7 +68,17 @@ _STATIC_SCRIPT = """<script>(function () {
     plot.querySelectorAll("svg.main-svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
     var tester = document.getElementById("js-plotly-tester");
     if (tester) tester.setAttribute("aria-hidden", "true");
-    if (!plot.querySelector(".main-svg") && ++tries < 240) setTimeout(label, 250);  // not drawn yet
+    if (!plot.querySelector(".main-svg") && ++tries < 240) { setTimeout(label, 250); return; }  // not drawn yet
+    fit(plot);
+    if (window.ResizeObserver) new ResizeObserver(function () { fit(plot); }).observe(plot);
+  }
+  // A plot a pixel or two larger than its output (rounding) is no region to scroll: its overflow is hidden.
+  // One that really does not fit (a narrow window) keeps its scroll bar and gets a Tab stop, so that a
+  // keyboard can scroll it (axe: scrollable-region-focusable).
+  function fit(plot) {
+    var over = plot.scrollWidth - plot.clientWidth > 2 || plot.scrollHeight - plot.clientHeight > 2;
+    plot.style.overflow = over ? "" : "hidden";
+    if (over) plot.setAttribute("tabindex", "0"); else plot.removeAttribute("tabindex");
   }
   label();
 })();</script>"""

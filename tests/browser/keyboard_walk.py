@@ -241,6 +241,10 @@ def keys_for(control: dict) -> list[str]:
     if kind == "radio":
         return ["ArrowRight"]  # the next button, wrapping round after the last
     if kind == "slider":
+        if "mha-toy-head-count" in classes:
+            # 06: the checks before leave 4 heads; 5 does not divide d_model = 48 (a message, then every other
+            # control of the group answers with the same message): one step down stays a valid count.
+            return ["ArrowLeft" if control["now"] > 1 else "ArrowRight"]
         return ["ArrowLeft" if control["now"] >= control["max"] else "ArrowRight"]
     if kind == "select":
         special = [SELECT_KEYS[c] for c in classes if c in SELECT_KEYS]

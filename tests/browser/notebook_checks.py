@@ -120,7 +120,7 @@ def figure_mismatch(shown: dict, expected_figure, layout_keys=LAYOUT_KEYS) -> st
     return None
 
 
-def wait_for_figure(plot, expected_figure, *, what: str, layout_keys=LAYOUT_KEYS, timeout_s: float = 15) -> float:
+def wait_for_figure(plot, expected_figure, *, what: str, layout_keys=LAYOUT_KEYS, timeout_s: float = 30) -> float:
     """Poll the page's figure until it matches ``expected_figure``; return the seconds it took."""
     shown, seconds, ok = poll_until(lambda: plot_data(plot),
                                     lambda d: figure_mismatch(d, expected_figure, layout_keys) is None,

@@ -140,19 +140,12 @@ def show_figure(figure) -> None:
 def install() -> bool:
     """Have this kernel show every ``go.Figure`` with its words (``show_figure``); True if it now does.
 
-    Registered by type name, so plotly is not imported for it; a second call changes nothing.
-    Outside IPython (a script, the tests) nothing is registered.
+    The registration is ``mha_core._display.show_figures_with_words`` (by type name, so plotly is not
+    imported for it; a second call changes nothing). Outside IPython (a script, the tests) nothing is registered.
     """
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    if shell is None:
-        return False
-    formatter = shell.display_formatter.ipython_display_formatter
-    formatter.for_type_by_name("plotly.graph_objs._figure", "Figure", show_figure)
-    return True
+    from .._display import show_figures_with_words
+
+    return show_figures_with_words()
 
 
 # --------------------------------------------------------------------------- live figures

@@ -25,22 +25,46 @@ def test_update_in_place_changes_only_what_differs_and_keeps_the_object():
 
 
 def test_every_change_reaches_the_page_as_the_whole_figure_in_one_message():
-    # The page draws what the model holds (Plotly.react), so a late view or an early message loses nothing.
+    # The page draws what the figure's channel holds (Plotly.react), so a late view or an early message loses nothing.
     target = figure_widget(bars([1, 2, 3]))
+    channel = target._channel
     sent, deltas = [], []
-    target.observe(lambda change: sent.append(change["name"]), names=["_widget_data", "_widget_layout"])
+    channel.observe(lambda change: sent.append(change["name"]), names=["_widget_data", "_widget_layout"])
     target.observe(lambda change: deltas.append(change["name"]),
                    names=[name for name in target.trait_names() if name.startswith("_py2js_")])
-    messages = []
-    original = target.send_state
-    target.send_state = lambda key=None: (messages.append(key), original(key))
+    messages, own = [], []
+    original = channel.send_state
+    channel.send_state = lambda key=None: (messages.append(key), original(key))
+    target.send_state = lambda key=None: own.append(key)
     update_in_place(target, bars([3, 2, 1], title="new"))
     assert sorted(sent) == ["_widget_data", "_widget_layout"] and len(messages) == 1
-    np.testing.assert_array_equal(np.asarray(target._widget_data[0]["y"]), [3, 2, 1])
-    assert target._widget_layout["title"]["text"] == "new"
-    assert target._widget_layout["xaxis"]["type"] == "category"  # the whole layout, axis types with it
-    # plotly's own delta messages are never sent: no view of plotly's would apply them.
-    assert deltas == []
+    np.testing.assert_array_equal(np.asarray(channel._widget_data[0]["y"]), [3, 2, 1])
+    assert channel._widget_layout["title"]["text"] == "new"
+    assert channel._widget_layout["xaxis"]["type"] == "category"  # the whole layout, axis types with it
+    # Nothing goes to the anywidget itself (anywidget may drop it), and plotly's own deltas are never sent.
+    assert own == [] and deltas == []
+
+
+def test_a_figure_travels_on_a_channel_opened_before_it_and_closed_with_it(monkeypatch):
+    # anywidget drops every message to a model that missed its two-second start; ipywidgets' base model never does.
+    import comm
+
+    from mha_core.widgets._channel import Channel
+
+    opened = []
+    real = comm.create_comm
+    monkeypatch.setattr(comm, "create_comm", lambda **kwargs: (opened.append(kwargs), real(**kwargs))[1])
+    target = figure_widget(bars([1, 2, 3], title="first"))
+    channel = target._channel
+    assert isinstance(channel, Channel) and channel._model_module == "@jupyter-widgets/base"
+    states = [c["data"]["state"] for c in opened]
+    (at,) = [i for i, s in enumerate(states) if s.get("_widget_data")]
+    assert states[at]["_widget_layout"]["title"]["text"] == "first"  # the whole figure with the channel's creation
+    (own,) = [s for s in states if s.get("_channel")]
+    assert own["_channel"] == f"IPY_MODEL_{channel.model_id}" and states.index(own) > at
+    assert own["_widget_data"] == [] and own["_widget_layout"] == {}  # not sent twice
+    target.close()
+    assert channel.comm is None
 
 
 def test_one_plotly_js_per_kernel_for_every_live_figure():
@@ -147,7 +171,7 @@ def test_a_spec_with_plotlys_shorthand_changes_only_what_differs_and_never_drops
     assert [path for path, _ in _changed_leaves(target._mha_shown["data"][0], _plain(spec([3, 2, 1]))["data"][0])] == ["y"]
     update_in_place(target, spec([3, 2, 1]))
     assert target.layout.xaxis.title.text == "key token"
-    assert target._widget_layout["xaxis"]["title"]["text"] == "key token"
+    assert target._channel._widget_layout["xaxis"]["title"]["text"] == "key token"
 
 
 def test_a_spec_naming_the_first_axis_xaxis1_updates_that_axis_and_keeps_it():

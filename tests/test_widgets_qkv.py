@@ -63,7 +63,7 @@ def test_the_figure_travels_in_the_widgets_first_message(monkeypatch):
     real = comm.create_comm
     monkeypatch.setattr(comm, "create_comm", lambda **kwargs: (opened.append(kwargs), real(**kwargs))[1])
     token_explorer(Q, K, V, TOKENS, token=2)
-    (state,) = [c["data"]["state"] for c in opened if "_widget_data" in c["data"]["state"]]
+    (state,) = [c["data"]["state"] for c in opened if c["data"]["state"].get("_widget_data")]
     assert [t["type"] for t in state["_widget_data"]] == ["heatmap", "heatmap", "bar"]
     assert state["_widget_layout"]["title"]["text"].startswith("Token 'key'")
 

@@ -40,7 +40,7 @@ def test_a_control_change_rewrites_the_words_from_the_new_figure(monkeypatch):
     group = head_grid(16, 4)
     _box, helper = shown_by(group, monkeypatch)
     sent = []
-    helper.observe(lambda change: sent.append(change["new"]), names="words")
+    helper._channel.observe(lambda change: sent.append(change["new"]), names="words")  # on its channel (_channel)
     group.head_count.value = 2
     assert len(sent) == 1  # one message per change
     assert "H = 2 heads" in helper.words[0]["name"]
@@ -65,7 +65,8 @@ def test_an_unshown_group_computes_no_words():
 def test_the_helper_script_writes_a_polite_live_region_and_labels_each_plot_as_a_described_image():
     esm = _keys.keyboard_helper()._esm
     for needed in ('"aria-live", "polite"', '"aria-atomic", "true"', '"role", "img"', '"aria-label"',
-                   '"aria-describedby"', '"aria-hidden", "true"', 'model.on("change:words"', 'model.off("change:words"'):
+                   '"aria-describedby"', '"aria-hidden", "true"', 'channel.on("change:words"', 'channel.off("change:words"',
+                   "channel_of(model)"):
         assert needed in esm, needed
     assert "focus()" not in esm.split("function move")[0]  # announcing never moves the focus
 

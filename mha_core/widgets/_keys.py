@@ -51,8 +51,10 @@ without it.
 from __future__ import annotations
 
 import ipywidgets as widgets
+import traitlets
 
 from . import _words
+from ._channel import CHANNEL_JS, Channel, channel_trait
 
 #: The class that marks a control group's box for the helper (its keys stop there).
 GROUP_CLASS = "mha-keys"
@@ -147,8 +149,11 @@ function onKeydown(event) {
 }
 
 export default {
-  render({ model, el }) {
+  async render({ model, el }) {
     el.classList.add(%(helper)s);
+    // The words come on the helper's channel (mha_core.widgets._channel); without it the keys still work.
+    const channel = await channel_of(model).catch((error) => { console.warn("mha-keys: no words:", error); return null; });
+    const current = () => (channel ? channel.get("words") : null) || [];
     // The live regions sit in a visually hidden box of their own: ipywidgets' layout view owns the
     // element's own style (it removes width, height, margin and overflow that it did not set).
     const hidden = document.createElement("div");
@@ -159,7 +164,7 @@ export default {
     const uid = "mha-words-" + Math.random().toString(36).slice(2, 10);
     const regions = [], ids = [];
     const say = () => {
-      const words = model.get("words") || [];
+      const words = current();
       while (regions.length < words.length) {
         const region = document.createElement("div"), name = document.createElement("span"), text = document.createElement("span");
         region.className = WORDS;
@@ -178,7 +183,7 @@ export default {
       if (root) label(root, words, ids);
     };
     say();
-    model.on("change:words", say);
+    if (channel) channel.on("change:words", say);
     // The box is the output before this one; it appears once all its views exist (a figure takes seconds).
     const attach = () => {
       // The marked box shown last before this helper in the same output area (a cell's outputs).
@@ -192,16 +197,16 @@ export default {
         return;
       }
       arrange(root);
-      label(root, model.get("words") || [], ids);
+      label(root, current(), ids);
       root.setAttribute("data-mha-keys", "on");  // for tests and for a person reading the page
       root.addEventListener("keydown", onKeydown);
       // A plot is drawn seconds after its box: label it when it appears.
-      observer = new MutationObserver(() => { arrange(root); label(root, model.get("words") || [], ids); });
+      observer = new MutationObserver(() => { arrange(root); label(root, current(), ids); });
       observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class", "disabled"] });
     };
     attach();
     return () => {
-      model.off("change:words", say);
+      if (channel) channel.off("change:words", say);
       clearTimeout(timer);
       if (observer) observer.disconnect();
       if (root) {
@@ -219,7 +224,7 @@ _HELPER_CLASS_CACHE: list = []
 def _esm() -> str:
     import json
 
-    return _ESM % {
+    return CHANNEL_JS + _ESM % {
         "group": json.dumps(GROUP_CLASS),
         "helper": json.dumps(HELPER_CLASS),
         "roving": json.dumps(ROVING_KEYS),
@@ -229,18 +234,40 @@ def _esm() -> str:
     }
 
 
+class WordsChannel(Channel):
+    """What a ``KeyboardHelper`` tells a screen reader: the words of its group's figures, changed on every redraw
+    (on a channel: ``_channel``)."""
+
+    words = traitlets.List(traitlets.Dict(), default_value=[]).tag(sync=True)
+
+
 def _helper_class():
     """The anywidget class, made on first use (anywidget is imported only when a group is shown)."""
     if not _HELPER_CLASS_CACHE:
         import anywidget
-        import traitlets
 
         class KeyboardHelper(anywidget.AnyWidget):
             """Invisible; in the page it gives its group's toggle buttons arrow keys and keeps the group's keys,
             and names and describes its figures (``words``: one ``{"name", "description"}`` per figure)."""
 
             _esm = _esm()
-            words = traitlets.List(traitlets.Dict(), default_value=[]).tag(sync=True)
+            _channel = channel_trait(WordsChannel)
+
+            def __init__(self, **kwargs):
+                super().__init__(_channel=WordsChannel(), **kwargs)
+
+            @property
+            def words(self) -> list:
+                """One ``{"name", "description"}`` per figure of the group, kept on the helper's channel."""
+                return self._channel.words
+
+            @words.setter
+            def words(self, value) -> None:
+                self._channel.words = value
+
+            def close(self):
+                self._channel.close()
+                super().close()
 
         _HELPER_CLASS_CACHE.append(KeyboardHelper)
     return _HELPER_CLASS_CACHE[0]

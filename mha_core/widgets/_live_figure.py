@@ -22,6 +22,10 @@ What this module does instead.
   its serializers: 1-D numeric arrays travel as binary buffers). The view waits for
   plotly.js and then draws the figure as the model holds it now with ``Plotly.react``, so
   a view that comes late or a message that comes early loses nothing.
+- The figure each change sends travels on the figure's ``FigureChannel`` (``_channel``), not on
+  the anywidget itself: anywidget drops every message to a model that missed its two-second
+  start, even a model whose module is a few hundred bytes, when the page is busy at that moment
+  (``_channel``). Draws asked for while one waits are merged: the next draw shows the newest figure.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from pathlib import Path
 import plotly
 import plotly.graph_objects as go
 import traitlets
+from plotly.basewidget import BaseFigureWidget
+
+from ._channel import CHANNEL_JS, Channel, channel_trait
 
 #: plotly.js as plotly ships it (a UMD bundle that also sets ``window.Plotly``).
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -74,7 +81,7 @@ export default {
 };
 """
 
-FIGURE_ESM = _SHARED + r"""
+FIGURE_ESM = _SHARED + CHANNEL_JS + r"""
 // plotly's serializer: a 1-D numeric array is {buffer, dtype, shape}; "_undefined_" is a value left unset.
 const ARRAYS = {int8: Int8Array, int16: Int16Array, int32: Int32Array, uint8: Uint8Array, uint16: Uint16Array,
                 uint32: Uint32Array, float32: Float32Array, float64: Float64Array};
@@ -92,27 +99,38 @@ function decode(value) {
   return value;
 }
 export default {
-  render({ model, el }) {
-    let alive = true, drawing = Promise.resolve();
+  async render({ model, el }) {
+    let alive = true, waiting = false, drawing = Promise.resolve();
     const plot = document.createElement("div");
     plot.className = "mha-live-figure";
     el.appendChild(plot);
+    const fail = (error) => { plot.textContent = "This figure could not be drawn: " + error; };
+    let figure;
+    try {
+      figure = await channel_of(model);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    // One draw waits at a time; it reads the figure when it starts, so it shows the newest one.
     const draw = () => {
+      if (waiting) return;
+      waiting = true;
       drawing = drawing.then(() => shared().promise).then((Plotly) => {
+        waiting = false;
         if (!alive) return;
-        return Plotly.react(plot, decode(model.get("_widget_data")), decode(model.get("_widget_layout")),
+        return Plotly.react(plot, decode(figure.get("_widget_data")), decode(figure.get("_widget_layout")),
                             {displaylogo: false, responsive: false});
       }).catch((error) => {
-        plot.textContent = "This figure could not be drawn: " + error;
+        waiting = false;
+        fail(error);
       });
     };
     draw();
-    model.on("change:_widget_data", draw);
-    model.on("change:_widget_layout", draw);
+    figure.on("change", draw);
     return () => {
       alive = false;
-      model.off("change:_widget_data", draw);
-      model.off("change:_widget_layout", draw);
+      figure.off("change", draw);
       shared().promise.then((Plotly) => Plotly.purge(plot)).catch(() => {});
     };
   },
@@ -138,20 +156,37 @@ def plotly_library():
     return _library
 
 
-class LiveFigure(go.FigureWidget):
-    """A ``go.FigureWidget`` drawn by ``FIGURE_ESM``: every change reaches the page as the whole figure, in one message.
+def _plotly_serializers(trait) -> dict:
+    """plotly's ``to_json`` and ``from_json`` for one of ``BaseFigureWidget``'s traits."""
+    return {key: trait.metadata[key] for key in ("to_json", "from_json")}
 
-    Its comm opens only after the figure is filled in (``_defer_open``), so the first
-    message holds the whole figure: JupyterLab drops messages that reach a model still
-    being created.
+
+class FigureChannel(Channel):
+    """The figure a ``LiveFigure`` shows, whole, with plotly's own serializers (1-D numeric arrays travel
+    as binary buffers): what the page draws, and what each change replaces."""
+
+    _widget_data = traitlets.List().tag(sync=True, **_plotly_serializers(BaseFigureWidget._widget_data))
+    _widget_layout = traitlets.Dict().tag(sync=True, **_plotly_serializers(BaseFigureWidget._widget_layout))
+
+
+class LiveFigure(go.FigureWidget):
+    """A ``go.FigureWidget`` drawn by ``FIGURE_ESM``: every change reaches the page as the whole figure, in one
+    message on its ``FigureChannel``.
+
+    Its own comm opens only after the figure is filled in and its channel made with the
+    whole figure (``_defer_open``): the page then has everything to draw it at once. Its own
+    ``_widget_data`` and ``_widget_layout`` stay empty, so the figure is not sent twice.
     """
 
     _esm = FIGURE_ESM
+    _channel = channel_trait(FigureChannel)
 
     def __init__(self, *args, **kwargs):
         plotly_library()  # the page's plotly.js comes with the first figure of the kernel
         self._defer_open = True
         super().__init__(*args, **kwargs)
+        self._channel = FigureChannel(**self._whole_figure())
+        self._widget_data, self._widget_layout = [], {}
         self._defer_open = False
         self.open()
 
@@ -159,11 +194,23 @@ class LiveFigure(go.FigureWidget):
         if not getattr(self, "_defer_open", False):
             super().open()
 
+    def close(self):
+        channel = self.__dict__.get("_trait_values", {}).get("_channel")
+        super().close()
+        if channel is not None:
+            channel.close()
+
+    def _whole_figure(self) -> dict:
+        return {"_widget_data": deepcopy(self._data), "_widget_layout": deepcopy(self._layout_obj._props)}
+
     def _push(self) -> None:
-        """The figure as Python holds it now, to the page, in one message."""
-        with self.hold_sync():
-            self._widget_data = deepcopy(self._data)
-            self._widget_layout = deepcopy(self._layout_obj._props)
+        """The figure as Python holds it now, to the page, in one message (nothing before it is shown)."""
+        if getattr(self, "_defer_open", False):
+            return
+        channel = self._channel
+        with channel.hold_sync():
+            for name, value in self._whole_figure().items():
+                setattr(channel, name, value)
 
     # plotly sends each change as a delta for its own view to apply and acknowledge; here every
     # one of them sends the whole figure instead (Python's state is already updated when they run).

@@ -14,7 +14,8 @@ axe-core finds no WCAG 2.1 A/AA violation in the outputs and every figure is an 
 by its title and described by the words ``mha_core.figures.describe`` reads from its data
 (``lab_axe``; in 03 also after a head-count change). Last, every control group is walked
 with the keyboard alone (``keyboard_walk``: reached with Tab, every control moved by its keys,
-JupyterLab never moving; one fresh try more when only a figure's view died). A screenshot per notebook goes to artifacts/browser/, and the
+JupyterLab never moving; a figure the kernel sent an update that did not redraw is named as a dead view). A screenshot
+per notebook goes to artifacts/browser/, and the
 time to interactive and kernel-websocket bytes to the report (see conftest.py); the
 keyboard walk's keys and times to artifacts/browser/keyboard.json.
 
@@ -82,14 +83,13 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
     expect, has_entry = expectation_for(notebook.stem)
     result = {"notebook": notebook.stem, "outcome": "failed", "has_expectations": has_entry, "controls": []}
     browser_run["results"].append(result)
-    keys = {"notebook": notebook.stem, "dead_figure_views": []}
+    keys = {"notebook": notebook.stem}
     keyboard_report.append(keys)
     stored = _sha256(notebook)
     lab.delete_sessions()  # a fresh kernel for this notebook
     page = browser.new_page()
     meter = WebsocketMeter().attach(page)
     updates = keyboard_walk.FigureUpdates().attach(page)
-    walked = False
     page_errors = []
     page.on("pageerror", lambda exc: page_errors.append(str(exc)[:300]))
     try:
@@ -154,13 +154,7 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
         assert not meter.callback_errors, "a control's callback wrote to stderr in the kernel:\n" + "\n---\n".join(
             meter.callback_errors)
         result["counts"] = rendered_counts(page)
-        try:
-            keyboard_walk.walk_page(page, keys, updates)
-            walked = True
-        except keyboard_walk.DeadFigureView as exc:
-            # Not the keyboard's doing (the control moved, JupyterLab stayed put, the kernel sent the update):
-            # walked again below in a fresh page and kernel, recorded in keyboard.json either way.
-            keys["dead_figure_views"].append(str(exc))
+        keyboard_walk.walk_page(page, keys, updates)
         result["outcome"] = "passed"
     except BaseException as exc:
         result["outcome"] = "failed"
@@ -179,12 +173,6 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
             lab.delete_sessions()  # shuts this notebook's kernel down
         except OSError as exc:
             result.setdefault("error", f"could not delete the sessions afterwards: {exc}; server log:\n{lab.log_tail()}")
-    if not walked:
-        try:
-            keyboard_walk.walk_fresh(notebook, lab, browser, keys)
-        except BaseException as exc:
-            result["outcome"], result["error"] = "failed", f"keyboard walk, fresh try: {exc}"[:2000]
-            raise
     # Autosave is off: the notebook on disk (stored without outputs) must be untouched.
     if _sha256(notebook) != stored:
         result["outcome"], result["error"] = "failed", f"{notebook.name} changed on disk while the test ran it"

@@ -28,8 +28,7 @@ def test_every_change_reaches_the_page_as_the_whole_figure_in_one_message():
     # The page draws what the figure's channel holds (Plotly.react), so a late view or an early message loses nothing.
     target = figure_widget(bars([1, 2, 3]))
     channel = target._channel
-    sent, deltas = [], []
-    channel.observe(lambda change: sent.append(change["name"]), names=["_widget_data", "_widget_layout"])
+    deltas = []
     target.observe(lambda change: deltas.append(change["name"]),
                    names=[name for name in target.trait_names() if name.startswith("_py2js_")])
     messages, own = [], []
@@ -37,12 +36,71 @@ def test_every_change_reaches_the_page_as_the_whole_figure_in_one_message():
     channel.send_state = lambda key=None: (messages.append(key), original(key))
     target.send_state = lambda key=None: own.append(key)
     update_in_place(target, bars([3, 2, 1], title="new"))
-    assert sorted(sent) == ["_widget_data", "_widget_layout"] and len(messages) == 1
+    assert len(messages) == 1 and sorted(messages[0]) == ["_widget_data", "_widget_layout"]
     np.testing.assert_array_equal(np.asarray(channel._widget_data[0]["y"]), [3, 2, 1])
     assert channel._widget_layout["title"]["text"] == "new"
     assert channel._widget_layout["xaxis"]["type"] == "category"  # the whole layout, axis types with it
     # Nothing goes to the anywidget itself (anywidget may drop it), and plotly's own deltas are never sent.
     assert own == [] and deltas == []
+
+
+def test_a_fast_change_shows_in_the_page_what_the_checked_path_gives():
+    # show_change skips plotly's validators; the page must still get what plotly's checked objects hold.
+    from mha_core.widgets._plain import _plain
+
+    def spec(y, title, extra=None):
+        return {"data": [{"type": "bar", "x": [1, 2, 4], "y": np.asarray(y, dtype=float)}],
+                "layout": {"title_text": title, "xaxis": {"type": "category"}, **(extra or {})}}
+
+    fast, checked = figure_widget(spec([1, 2, 3], "a")), go.FigureWidget(spec([1, 2, 3], "a"))
+    checked._mha_shown = _plain(spec([1, 2, 3], "a"))
+    steps = [spec([3, 2, 1], "b", {"yaxis": {"range": [0, 4]}}), spec([3, 2, 1], "c"),  # a key added, then removed
+             {"data": [{"type": "heatmap", "z": [[1, 2], [3, 4]]}], "layout": {"title_text": "d"}}]  # traces replaced
+    for step in steps:
+        update_in_place(fast, step)
+        update_in_place(checked, step)
+        page = fast._channel
+        want = checked.to_plotly_json()
+        assert page._widget_layout["title"] == want["layout"]["title"]
+        assert ("range" in page._widget_layout.get("yaxis", {})) == ("range" in want["layout"].get("yaxis", {}))
+        assert [t["type"] for t in page._widget_data] == [t["type"] for t in want["data"]]
+        for shown, held in zip(page._widget_data, checked.data):
+            for key in ("x", "y", "z"):
+                if key not in held:  # a bar has no z
+                    assert key not in shown
+                    continue
+                assert (key in shown) == (held[key] is not None)
+                if held[key] is not None:
+                    np.testing.assert_array_equal(np.asarray(shown[key], dtype=float), np.asarray(held[key], dtype=float))
+
+
+def test_the_python_figure_catches_up_when_read_and_a_later_python_change_keeps_the_page_whole():
+    target = figure_widget(bars([1, 2, 3], title="a"))
+    update_in_place(target, bars([3, 2, 1], title="b"))
+    assert target._behind is not None  # nothing checked yet
+    messages = []
+    original = target._channel.send_state
+    target._channel.send_state = lambda key=None: (messages.append(key), original(key))
+    np.testing.assert_array_equal(target.data[0].y, [3, 2, 1])  # reading catches up, with no message
+    assert target.layout.title.text == "b" and target.to_dict()["layout"]["title"]["text"] == "b"
+    assert target._behind is None and messages == []
+    target.layout.xaxis.title.text = "tokens"  # a change made in Python: the whole figure to the page
+    assert target._channel._widget_layout["title"]["text"] == "b"
+    assert target._channel._widget_layout["xaxis"]["title"]["text"] == "tokens"
+    np.testing.assert_array_equal(np.asarray(target._channel._widget_data[0]["y"]), [3, 2, 1])
+
+
+def test_a_fast_change_never_changes_the_spec_it_came_from():
+    from mha_core.widgets._plain import _plain
+
+    target = figure_widget(bars([1, 2, 3], title="a"))
+    first = {"data": [{"type": "bar", "x": [1, 2, 4], "y": [3, 2, 1]}], "layout": {"title": {"text": "b"}}}
+    second = {"data": [{"type": "bar", "x": [1, 2, 4], "y": [1, 1, 1]}], "layout": {"title": {"text": "c"}}}
+    kept = _plain(first)
+    update_in_place(target, first)
+    update_in_place(target, second)
+    assert _plain(first) == kept and target._mha_shown["layout"]["title"]["text"] == "c"
+    assert target._channel._widget_layout["title"] is not target._mha_shown["layout"]["title"]
 
 
 def test_a_figure_travels_on_a_channel_opened_before_it_and_closed_with_it(monkeypatch):
@@ -164,7 +222,7 @@ def test_a_spec_with_plotlys_shorthand_changes_only_what_differs_and_never_drops
         return {"data": [{"type": "bar", "x": [1, 2, 3], "y": y}],
                 "layout": base_layout("t", theme=LAPTOP, xaxis={"title_text": "key token", "type": "category"})}
 
-    from mha_core.widgets._base import _changed_leaves, _plain
+    from mha_core.widgets._plain import _changed_leaves, _plain
 
     target = figure_widget(spec([1, 2, 3]))
     assert list(_changed_leaves(target._mha_shown["layout"], _plain(spec([3, 2, 1]))["layout"])) == []

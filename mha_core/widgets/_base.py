@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import html
 import os
-import re
 
 import ipywidgets as widgets
-import numpy as np
 import plotly.graph_objects as go
 
 from .. import _validate, projector
@@ -15,6 +13,7 @@ from ..figures._style import WIDGET_WIDTH
 from . import _words
 from ._keys import show_keyboard_ready
 from ._live_figure import LiveFigure
+from ._plain import _plain, apply_checked
 
 _words.install()  # in a kernel, every go.Figure shown carries its words (see _words)
 
@@ -25,84 +24,13 @@ def figure_widget(fig: go.Figure | dict) -> go.FigureWidget:
 
     A figure without a width gets ``WIDGET_WIDTH`` (see ``figures._style``).
     """
-    fig = go.Figure(fig) if isinstance(fig, dict) else fig  # plotly checks every property here, once
-    target = LiveFigure(fig)  # drawn by the course's own view: see _live_figure
+    shown = _plain(fig)  # for update_in_place's diff: a later figure without a width keeps this one's
+    fig = go.Figure(fig)  # a copy; a spec's every property is checked here, once
     if fig.layout.width is None:
-        target.layout.width = WIDGET_WIDTH
-    target._mha_shown = _plain(fig)  # what the browser shows, for update_in_place's diff
+        fig.layout.width = WIDGET_WIDTH
+    target = LiveFigure(fig)  # drawn by the course's own view (see _live_figure), the whole figure in its first message
+    target._mha_shown = shown
     return target
-
-
-def _plain(fig: go.Figure | dict) -> dict:
-    """The figure as nested dicts in plotly's own spelling, so two figures can be compared leaf by leaf."""
-    if isinstance(fig, dict):
-        return {"data": [_nested(t) for t in fig.get("data", ())], "layout": _nested(fig.get("layout", {}))}
-    # A figure built with _validate=False keeps the builder's spelling (title_text=...): spell it out too.
-    return {"data": [_nested(t.to_plotly_json()) for t in fig.data], "layout": _nested(fig.layout.to_plotly_json())}
-
-
-#: The plotly properties whose own names hold an underscore; in every other key an underscore is a path separator.
-_UNDERSCORED = ("plot_bgcolor", "paper_bgcolor", "error_x", "error_y", "error_z", "copy_ystyle", "copy_zstyle")
-
-
-def _split_key(key: str) -> list[str]:
-    """``"xaxis_title_text"`` -> ``["xaxis", "title", "text"]``; plotly's underscored names stay whole,
-    and ``xaxis1`` is plotly's ``xaxis``."""
-    if re.fullmatch(r"[xy]axis1", key):
-        return [key[:-1]]
-    if key.startswith("_") or "_" not in key:
-        return [key]
-    for name in _UNDERSCORED:
-        if key == name or key.startswith(name + "_"):
-            rest = key[len(name) + 1:]
-            return [name] + (rest.split("_") if rest else [])
-    return key.split("_")
-
-
-def _nested(spec):
-    """Spell out plotly's "magic underscores" (``title_text`` is ``title: {text}``), as a validated figure does."""
-    if isinstance(spec, (list, tuple)):
-        # Only lists of objects (traces, annotations, shapes) hold keys; lists of values are left as they are.
-        return [_nested(v) for v in spec] if any(isinstance(v, dict) for v in spec[:1]) else spec
-    if not isinstance(spec, dict):
-        return spec
-    out: dict = {}
-    for key, value in spec.items():
-        *parents, leaf = _split_key(key)
-        node = out
-        for part in parents:
-            node = node.setdefault(part, {})
-        value = _nested(value)
-        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
-            node[leaf] = {**node[leaf], **value}
-        else:
-            node[leaf] = value
-    return out
-
-
-def _changed_leaves(old, new, path=""):
-    """Yield (dotted path, new value) for every leaf of ``new`` that differs from ``old``."""
-    if isinstance(new, dict) and isinstance(old, dict):
-        for key, value in new.items():
-            yield from _changed_leaves(old.get(key), value, f"{path}.{key}" if path else key)
-        for key in old.keys() - new.keys():
-            yield (f"{path}.{key}" if path else key), None
-    elif not _same(old, new):
-        yield path, new
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        try:
-            return np.shape(a) == np.shape(b) and bool(np.all(np.asarray(a) == np.asarray(b)))
-        except (TypeError, ValueError):
-            return False
-    if type(a) is not type(b):
-        return False
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):
-        return False
 
 
 def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:
@@ -110,27 +38,18 @@ def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:
 
     ``built`` is a ``go.Figure`` or a builder's plain ``{"data", "layout"}`` spec (the
     ``*_spec`` functions in ``mha_core.figures``): a spec skips building and checking a
-    whole ``go.Figure`` on every move, and ``target`` still checks each value it is given.
-    Only the properties that differ from what is shown are set, in one
-    ``batch_update`` (one message to the browser): setting a whole layout through
-    plotly's validators costs tens of milliseconds, a few changed leaves well under
-    one. When the number or types of traces change, the trace list is replaced.
+    whole ``go.Figure`` on every move. Only the properties that differ from what is shown
+    change (``_plain``), and the page gets them in one message. A ``LiveFigure`` sends them
+    to the page at once without plotly's validators (which cost most of a change's time)
+    and brings its own Python objects up to date when they are next read; any other
+    figure is changed through plotly's validators in one ``batch_update``.
     """
     new = _plain(built)
     old = getattr(target, "_mha_shown", None) or _plain(target)
-    with target.batch_update():
-        same_traces = len(old["data"]) == len(new["data"]) and all(
-            a.get("type") == b.get("type") for a, b in zip(old["data"], new["data"])
-        )
-        if same_traces:
-            for trace, old_json, new_json in zip(target.data, old["data"], new["data"]):
-                for path, value in _changed_leaves(old_json, new_json):
-                    trace[path] = value
-        else:
-            target.data = ()
-            target.add_traces(list(new["data"]))
-        for path, value in _changed_leaves(old["layout"], new["layout"]):
-            target.layout[path] = value
+    if isinstance(target, LiveFigure):
+        target.show_change(old, new)
+    else:
+        apply_checked(target, old, new)
     target._mha_shown = new
     _words.refresh(target, new)  # the words of what is now shown, to a screen reader (nothing when not shown)
 

@@ -26,10 +26,16 @@ What this module does instead.
   the anywidget itself: anywidget drops every message to a model that missed its two-second
   start, even a model whose module is a few hundred bytes, when the page is busy at that moment
   (``_channel``). Draws asked for while one waits are merged: the next draw shows the newest figure.
+- ``show_change(old, new)`` (what ``_base.update_in_place`` calls on every control move)
+  changes the plain figure the page draws and sends it, without plotly's validators, which
+  took most of a change's CPU time (``benchmarks/loadtest/profile_control.py``). The
+  figure's own Python objects (``data``, ``layout``, ``to_dict()``, ...) catch up, through the
+  validators, the next time anything reads or changes them (``_catch_up``).
 """
 
 from __future__ import annotations
 
+import functools
 from copy import deepcopy
 from pathlib import Path
 
@@ -39,6 +45,7 @@ import traitlets
 from plotly.basewidget import BaseFigureWidget
 
 from ._channel import CHANNEL_JS, Channel, channel_trait
+from ._plain import apply_checked, apply_plain
 
 #: plotly.js as plotly ships it (a UMD bundle that also sets ``window.Plotly``).
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -184,6 +191,7 @@ class LiveFigure(go.FigureWidget):
     def __init__(self, *args, **kwargs):
         plotly_library()  # the page's plotly.js comes with the first figure of the kernel
         self._defer_open = True
+        self._behind = None  # (old, new): what show_change sent that the Python objects do not hold yet
         super().__init__(*args, **kwargs)
         self._channel = FigureChannel(**self._whole_figure())
         self._widget_data, self._widget_layout = [], {}
@@ -200,12 +208,34 @@ class LiveFigure(go.FigureWidget):
         if channel is not None:
             channel.close()
 
+    def show_change(self, old: dict, new: dict) -> None:
+        """Show ``new`` in the page, where the figure shows ``old`` (both plain, ``_plain._plain``): only
+        what differs changes, and the whole figure goes to the page in one message. No validator runs
+        here; the Python objects catch up when next used."""
+        channel = self._channel
+        apply_plain({"data": channel._widget_data, "layout": channel._widget_layout}, old, new)
+        channel.send_state(["_widget_data", "_widget_layout"])
+        self._behind = (self._behind[0] if self._behind else old, new)
+
+    def _catch_up(self) -> None:
+        """The Python objects to what the page shows, through plotly's validators, without a message."""
+        behind = self.__dict__.get("_behind")
+        if not behind:
+            return
+        self._behind = None
+        self._quiet = True
+        try:
+            apply_checked(self, *behind)
+        finally:
+            self._quiet = False
+
     def _whole_figure(self) -> dict:
         return {"_widget_data": deepcopy(self._data), "_widget_layout": deepcopy(self._layout_obj._props)}
 
     def _push(self) -> None:
-        """The figure as Python holds it now, to the page, in one message (nothing before it is shown)."""
-        if getattr(self, "_defer_open", False):
+        """The figure as Python holds it now, to the page, in one message (nothing before it is shown,
+        nothing while it catches up with what the page already shows)."""
+        if getattr(self, "_defer_open", False) or self.__dict__.get("_quiet"):
             return
         channel = self._channel
         with channel.hold_sync():
@@ -234,3 +264,24 @@ class LiveFigure(go.FigureWidget):
 
     def _send_animate_msg(self, styles_data, relayout_data, trace_indexes, animation_opts):
         self._push()
+
+
+def _after_catching_up(function):
+    """``function`` of ``go.FigureWidget``, run once the Python objects hold what the page shows."""
+    @functools.wraps(function)
+    def caught_up(self, *args, **kwargs):
+        self._catch_up()
+        return function(self, *args, **kwargs)
+    return caught_up
+
+
+# Every way into the figure's Python objects; the rest of plotly's API goes through these.
+for _name in ("__getitem__", "__setitem__", "__iter__", "__contains__", "__eq__", "__repr__", "to_dict",
+              "add_traces", "select_traces", "update", "batch_update", "batch_animate",
+              "plotly_restyle", "plotly_relayout", "plotly_update", "_repr_html_", "_repr_mimebundle_"):
+    setattr(LiveFigure, _name, _after_catching_up(getattr(go.FigureWidget, _name)))
+for _name in ("data", "layout", "frames"):
+    _plotly = getattr(go.FigureWidget, _name)
+    setattr(LiveFigure, _name, property(_after_catching_up(_plotly.fget),
+                                        _after_catching_up(_plotly.fset) if _plotly.fset else None, doc=_plotly.__doc__))
+

@@ -93,7 +93,7 @@ def _static_mode() -> bool:
 def words_of(figure) -> dict:
     """``{"name", "description"}`` of ``figure`` (a figure, a builder's spec or a ``FigureWidget``), as read aloud:
     `code` marks become quotes (``describe.spoken``)."""
-    from ._base import _plain
+    from ._plain import _plain
 
     if hasattr(figure, "_mha_shown"):
         figure = figure._mha_shown

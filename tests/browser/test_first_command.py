@@ -95,7 +95,7 @@ def first_command():
     finally:
         try:
             if server is not None:
-                stop_lab(server, Path(sys.executable).parent / "jupyter")
+                stop_lab(server)
             elif process.poll() is None:
                 process.kill()
                 process.wait(timeout=10)

@@ -252,3 +252,22 @@ def test_an_unvalidated_figure_with_plotlys_shorthand_never_drops_a_title():
     update_in_place(target, built([3, 2, 1]))
     assert target.layout.xaxis.title.text == "step" and target.layout.yaxis.title.text == "share of weight"
     np.testing.assert_array_equal(target.data[0].y, [3, 2, 1])
+
+
+def test_a_remembered_builder_builds_each_setting_once_and_shows_it_again_as_a_fresh_build_would(monkeypatch):
+    from mha_core.widgets import heads
+
+    built = []
+    real = heads.head_grid_spec
+    monkeypatch.setattr(heads, "head_grid_spec", lambda *a, **k: (built.append(k["title"][:5]), real(*a, **k))[1])
+    grid = heads.head_grid(16, 4)
+    for h in (8, 2, 8, 4, 2, 8):
+        grid.head_count.value = h
+    assert built == ["H = 4", "H = 8", "H = 2"]  # each head count built once
+    fresh = heads.head_grid(16, 8)  # a new group, built at 8 heads
+    assert grid.figure._channel._widget_layout == fresh.figure._channel._widget_layout
+    assert len(grid.figure._channel._widget_data) == len(fresh.figure._channel._widget_data)
+    for shown, want in zip(grid.figure._channel._widget_data, fresh.figure._channel._widget_data):
+        assert shown.keys() == want.keys()
+        for key in shown.keys() - {"uid"}:  # plotly's random trace ids
+            np.testing.assert_equal(np.asarray(shown[key], dtype=object), np.asarray(want[key], dtype=object))

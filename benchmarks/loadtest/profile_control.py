@@ -3,12 +3,14 @@
     python -m benchmarks.loadtest.profile_control          # prints JSON; the load test's report includes it
 
 Starts one kernel (the course's ``python3``, Unix-socket transport), builds the head
-grid as notebook 03 does, then changes the head count ``--changes`` times inside the
-kernel: CPU time (``time.process_time``) and wall time per change, widget messages
-really serialised and sent on the kernel's comm. One change is profiled with cProfile,
-and the cumulative time of the parts named in the report is summed: the maths (the
-layer and its weights), the figure builder (a new ``go.Figure``), and the in-place
-update with its serialisation to the browser (plotly's validators and JSON).
+grid as notebook 03 does, then changes the head count inside the kernel: CPU time
+(``time.process_time``) and wall time per change, widget messages really serialised and
+sent on the kernel's comm. Two kinds of change: to a head count the group has not shown
+before (its figure is built: ``first_time_*``), and to one it has (the group remembers
+each setting's figure, ``widgets._base.remembered``: ``cpu_ms_*``). The parts are timed
+alone: the maths (the layer and its weights) and the figure builder; the rest of a change
+is the diff, the plain figure patched and its one message (``LiveFigure.show_change``).
+One first-time change is profiled with cProfile (self time by module).
 """
 
 from __future__ import annotations
@@ -20,16 +22,25 @@ import tempfile
 
 CODE = r"""
 import cProfile, io, json, pstats, time
-from mha_core.widgets.heads import head_grid, head_weights
+from mha_core.widgets.heads import HeadGrid, head_grid, head_weights
+warm = head_grid(d_model=16, n_heads=4, seed=0)
+for h in (1, 2, 8, 16, 4):
+    warm.head_count.value = h      # warm-up in another group: first calls import and fill plotly's caches
+def timed(grid, values):
+    cpu, wall = [], []
+    for h in values:
+        c0, w0 = time.process_time(), time.perf_counter()
+        grid.head_count.value = h
+        cpu.append(time.process_time() - c0); wall.append(time.perf_counter() - w0)
+    return cpu, wall
+# A setting the group has not shown before (its figure is built), then settings it has (remembered).
+first_cpu = []
+for _ in range(%(rounds)d):
+    fresh = head_grid(d_model=16, n_heads=4, seed=0)
+    first_cpu += timed(fresh, [1, 2, 8, 16])[0]
 grid = head_grid(d_model=16, n_heads=4, seed=0)
-seq = [1, 2, 4, 8, 16, 8, 4, 2] * %(rounds)d
-for h in seq[:4]:
-    grid.head_count.value = h      # warm-up: first calls import and cache
-cpu, wall = [], []
-for h in seq:
-    c0, w0 = time.process_time(), time.perf_counter()
-    grid.head_count.value = h
-    cpu.append(time.process_time() - c0); wall.append(time.perf_counter() - w0)
+timed(grid, [1, 2, 8, 16])
+cpu, wall = timed(grid, [1, 2, 4, 8, 16, 8, 4, 2] * %(rounds)d)
 def part(fn, n=50):
     c0 = time.process_time()
     for _ in range(n):
@@ -37,11 +48,12 @@ def part(fn, n=50):
     return (time.process_time() - c0) / n
 parts = {
     "maths: head_weights(16, 4)": part(lambda: head_weights(16, 4, seed=0)),
-    "figure builder: grid._build(4)": part(lambda: grid._build(4)),
+    "figure builder, first time: HeadGrid._build.__wrapped__(grid, 4)": part(lambda: HeadGrid._build.__wrapped__(grid, 4)),
+    "figure builder, seen before: grid._build(4)": part(lambda: grid._build(4)),
 }
 prof = cProfile.Profile()
-grid.head_count.value = 4
-prof.enable(); grid.head_count.value = 8; prof.disable()
+profiled = head_grid(d_model=16, n_heads=4, seed=0)
+prof.enable(); profiled.head_count.value = 8; prof.disable()  # a first-time setting: every part of the path
 s = io.StringIO()
 stats = pstats.Stats(prof, stream=s)
 stats.sort_stats("cumulative").print_stats(25)
@@ -54,9 +66,10 @@ for (file, line, fn), (cc, nc, tt, ct, callers) in stats.stats.items():
     key = ("plotly" if "/plotly/" in file else "ipywidgets/comm" if any(m in file for m in ("/ipywidgets/", "/comm/", "/ipykernel/", "/jupyter_client/", "/zmq/", "/anywidget/")) else
            "mha_core" if "/mha_core/" in file else "numpy" if "/numpy/" in file else "json" if "/json/" in file else "other")
     by_module[key] = by_module.get(key, 0.0) + tt
-cpu.sort(); wall.sort()
+cpu.sort(); wall.sort(); first_cpu.sort()
 print("__RESULT__" + json.dumps({
     "changes": len(cpu), "cpu_ms_median": 1000 * cpu[len(cpu) // 2], "cpu_ms_p95": 1000 * cpu[int(0.95 * (len(cpu) - 1))],
+    "first_time_changes": len(first_cpu), "first_time_cpu_ms_median": 1000 * first_cpu[len(first_cpu) // 2],
     "wall_ms_median": 1000 * wall[len(wall) // 2],
     "parts_cpu_ms": {k: 1000 * v for k, v in parts.items()},
     "profile_self_ms_by_module": {k: 1000 * v for k, v in sorted(by_module.items(), key=lambda kv: -kv[1])},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 
@@ -31,6 +32,29 @@ def figure_widget(fig: go.Figure | dict) -> go.FigureWidget:
     target = LiveFigure(fig)  # drawn by the course's own view (see _live_figure), the whole figure in its first message
     target._mha_shown = shown
     return target
+
+
+#: How many settings' figures a ``remembered`` builder keeps per group (the oldest goes first).
+REMEMBERED = 32
+
+
+def remembered(build):
+    """For a group's builder whose figure depends only on its arguments and on what the group fixed when it
+    was built (its data, seed and theme): each setting's figure is built once per group, and a setting
+    shown again costs only its message. The figures are shared, never changed (``update_in_place`` copies
+    what it changes)."""
+
+    @functools.wraps(build)
+    def built_once(self, *args):
+        cache = self.__dict__.setdefault("_remembered", {})
+        key = (build.__name__, args)
+        if key not in cache:
+            if len(cache) >= REMEMBERED:
+                cache.pop(next(iter(cache)))
+            cache[key] = build(self, *args)
+        return cache[key]
+
+    return built_once
 
 
 def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:

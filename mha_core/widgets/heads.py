@@ -13,7 +13,7 @@ from ..costs import valid_head_counts
 from ..examples import TOKENS, head_weights
 from ..figures._style import WIDGET_WIDTH
 from ..figures.heads import head_grid_spec
-from ._base import ControlGroup, figure_widget, update_in_place
+from ._base import ControlGroup, figure_widget, remembered, update_in_place
 
 
 class HeadGrid(ControlGroup):
@@ -40,6 +40,7 @@ class HeadGrid(ControlGroup):
         self.figure = figure_widget(self._build(n_heads))
         self.head_count.observe(self._on_change, names="value")
 
+    @remembered
     def _build(self, n_heads: int) -> dict:
         # Short enough for one line at projector sizes: a second line would take a row of cells.
         title = (f"H = {n_heads} {'head' if n_heads == 1 else 'heads'} of d_head = {self.d_model // n_heads}, "

@@ -15,7 +15,7 @@ import ipywidgets as widgets
 from .. import projector
 from ..examples import RUNNING_SENTENCE
 from ..figures.pretrained import LIVE_WIDTH, layer_heads_figure, pruning_step_figure
-from ._base import ControlGroup, figure_widget, message_box, show_message, update_in_place
+from ._base import ControlGroup, figure_widget, message_box, remembered, show_message, update_in_place
 
 #: Longer inputs make the per-head tables unreadable; the text box asks for a shorter sentence.
 MAX_SHOWN_TOKENS = 32
@@ -144,6 +144,7 @@ class PruningExplorer(ControlGroup):
         self.figure = figure_widget(self._build(self.n_off.value))
         self.n_off.observe(self._on_change, names="value")
 
+    @remembered
     def _build(self, n_off: int):
         return pruning_step(self.record, n_off, self.calibration, theme=self.theme)
 

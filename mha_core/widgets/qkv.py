@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _validate, projector
 from ..figures.qkv import token_qkv_spec
-from ._base import ControlGroup, figure_widget, large_controls_box, update_in_place
+from ._base import ControlGroup, figure_widget, large_controls_box, remembered, update_in_place
 
 class TokenExplorer(ControlGroup):
     """Token buttons and the one figure they redraw.
@@ -40,6 +40,7 @@ class TokenExplorer(ControlGroup):
         self.figure = figure_widget(self._build(token))
         self.token.observe(self._on_change, names="value")
 
+    @remembered
     def _build(self, token: int):
         return token_qkv_spec(self.q, self.k, self.v, self.tokens, token, theme=self.theme)
 

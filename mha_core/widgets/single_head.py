@@ -8,7 +8,7 @@ import numpy as np
 from .. import projector
 from ..analysis import D_HEAD_VALUES, MASK_MODES, masked_attention, scaling_experiment
 from ..figures.single_head import masked_weights_spec, scaling_spec
-from ._base import ControlGroup, check_choice, figure_widget, large_controls_box, update_in_place
+from ._base import ControlGroup, check_choice, figure_widget, large_controls_box, remembered, update_in_place
 
 MASK_TITLES = {
     "none": "No mask: every token may read every token",
@@ -83,6 +83,7 @@ class MaskExplorer(ControlGroup):
         self.figure = figure_widget(self._build(mode))
         self.mode.observe(self._on_change, names="value")
 
+    @remembered
     def _build(self, mode: str) -> dict:
         case = masked_attention(self.x, self.w_q, self.w_k, self.w_v, self.tokens, mode, n_pad=self.n_pad)
         return masked_weights_spec(case.weights, case.tokens, case.tokens, case.blocked, title=MASK_TITLES[mode], theme=self.theme)

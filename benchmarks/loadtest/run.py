@@ -430,23 +430,41 @@ def memory_by_account(names: list[str]) -> dict[str, dict]:
     return rows
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time so far of every thread of ``pid``, in seconds, to the nanosecond (``/proc/PID/task/*/schedstat``;
+    psutil's times count whole 10 ms clock ticks, coarse for changes of a few milliseconds). Threads that
+    have ended are not counted: none of these processes ends a thread while the controls move."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
 def cpu_by_kind(names: list[str], hub: Hub) -> dict[str, float]:
-    """CPU seconds so far of all learners' servers, all their kernels, and the hub's processes (proxy included)."""
+    """CPU seconds so far of all learners' servers, all their kernels, the proxy, and the hub's other processes."""
     uids = set()
     for name in names:
         try:
             uids.add(pwd.getpwnam(name).pw_uid)
         except KeyError:
             pass
-    total = {"kernel": 0.0, "server": 0.0, "hub": hub_usage(hub)["cpu_s"]}
+    total = {"kernel": 0.0, "server": 0.0, "proxy": 0.0, "hub": 0.0}
+    for p in hub.processes():  # the proxy apart from the hub's Python processes (hub, poll service, culler)
+        try:
+            kind = "proxy" if any("configurable-http-proxy" in part for part in p.cmdline()) else "hub"
+            total[kind] += cpu_seconds(p.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, FileNotFoundError):
+            continue
     for p in psutil.process_iter(["uids", "cmdline"]):
         try:
             if p.info["uids"].real not in uids:
                 continue
             kind = "kernel" if any("ipykernel" in part for part in p.info["cmdline"] or []) else "server"
-            times = p.cpu_times()
-            total[kind] += times.user + times.system
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            total[kind] += cpu_seconds(p.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, FileNotFoundError):
             continue
     return total
 
@@ -525,9 +543,19 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
             except Exception as exc:
                 result["failures"].append(f"room view: {type(exc).__name__}: {exc}")
 
-        result["cpu_ms_per_change"] = {}
+        result["cpu_ms_per_change"], result["cpu_ms_per_change_raw"] = {}, {}
+        # What every process spends with the class connected and nobody moving, over as long as a phase
+        # lasts (heartbeats, the culler, the servers' own timers): subtracted from each phase below.
+        before = cpu_by_kind(names, hub)
+        idle_start = time.perf_counter()
+        time.sleep(changes * pace)
+        after = cpu_by_kind(names, hub)
+        idle_s = time.perf_counter() - idle_start
+        idle_rate = {k: (after[k] - before[k]) / idle_s for k in after}
+        result["cpu_idle_ms_per_s"] = {k: 1000 * v for k, v in idle_rate.items()}
         for mode in ("staggered", "lockstep"):
             before = cpu_by_kind(names, hub)
+            phase_start = time.perf_counter()
             watcher = None
             if mode == "lockstep" and teacher_client is not None:
                 # The instructor refreshes the room view while the whole class moves the control at once.
@@ -539,11 +567,14 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
             if watcher is not None:
                 watcher.join(timeout=300)
             after = cpu_by_kind(names, hub)
+            phase_s = time.perf_counter() - phase_start
             done = sum(len(ln.result["latency_s"][mode]) for ln in learners)
             if done:
-                # Everything each process spent while the controls moved, per change: the
-                # kernel's callback, the server relaying the messages, the hub and its proxy.
-                result["cpu_ms_per_change"][mode] = {k: 1000 * (after[k] - before[k]) / done for k in after}
+                # What each process spent while the controls moved, per change (the kernel's callback, the
+                # server relaying the messages, the proxy, the hub), less what it spends idle in as long.
+                result["cpu_ms_per_change_raw"][mode] = {k: 1000 * (after[k] - before[k]) / done for k in after}
+                result["cpu_ms_per_change"][mode] = {
+                    k: 1000 * max(0.0, after[k] - before[k] - idle_rate[k] * phase_s) / done for k in after}
         result["memory_mib"] = memory_by_account(names)
         usage = hub_usage(hub)
         result["hub"] = {"rss_mib": usage["rss_mib"], "pss_mib": usage["pss_mib"], "cpu_s": usage["cpu_s"] - cpu0}
@@ -625,6 +656,8 @@ def summarise(run: dict) -> dict:
         s["server_cpu_s"] = statistics.mean(m["server_cpu_s"] for m in mem)
     s["hub"] = run.get("hub")
     s["cpu_ms_per_change"] = run.get("cpu_ms_per_change")
+    s["cpu_ms_per_change_raw"] = run.get("cpu_ms_per_change_raw")
+    s["cpu_idle_ms_per_s"] = run.get("cpu_idle_ms_per_s")
     torch = {}
     kernel_rss = {}
     cpu = {}
@@ -653,6 +686,18 @@ def summarise(run: dict) -> dict:
     return s
 
 
+#: A run starts once the 1-minute load average is below this (the last run's processes have settled).
+QUIET_LOAD = 1.0
+
+
+def wait_until_quiet(limit_s: float = 240.0) -> float:
+    """Seconds waited (at most ``limit_s``) for the 1-minute load average to fall below ``QUIET_LOAD``."""
+    start = time.monotonic()
+    while os.getloadavg()[0] >= QUIET_LOAD and time.monotonic() - start < limit_s:
+        time.sleep(5)
+    return time.monotonic() - start
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.loadtest", description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", default="1,4,8,16", help="class sizes, comma-separated (default 1,4,8,16)")
@@ -673,15 +718,20 @@ def main(argv=None) -> int:
 
     report = {"machine_before": machine(), "runs": [], "settings": vars(args)}
     for n in sizes:
-        print(f"loadtest: {n} learners ...", flush=True)
+        waited = wait_until_quiet()
+        before = os.getloadavg()
+        print(f"loadtest: {n} learners; load average before {before} (waited {waited:.0f} s for it)", flush=True)
         try:
             run = run_class(n, changes=args.changes, pace=args.pace, notebooks=notebooks, stagger_login_s=args.login_stagger,
                             protocol=args.protocol)
         except Exception:
             traceback.print_exc()
             run = {"learners": n, "per_learner": [], "failures": [traceback.format_exc(limit=3)], "all_ready_s": None}
-        report["runs"].append({"summary": summarise(run) if run["per_learner"] else {"learners": n, "failures": run["failures"]},
-                               "raw": run})
+        after = os.getloadavg()
+        print(f"loadtest: {n} learners done; load average after {after}", flush=True)
+        summary = summarise(run) if run["per_learner"] else {"learners": n, "failures": run["failures"]}
+        summary["load_average"] = {"before": [round(x, 2) for x in before], "after": [round(x, 2) for x in after]}
+        report["runs"].append({"summary": summary, "raw": run})
         print(json.dumps(report["runs"][-1]["summary"], default=str)[:1500], flush=True)
     if not args.no_profile:
         from .profile_control import profile

@@ -455,12 +455,25 @@ def test_the_load_test_summary_gives_percentiles_torch_and_the_poll_checks():
     assert s["neighbour_progress"] == {"refused": 2}
 
 
-def test_the_load_test_report_says_it_was_taken_under_load():
+def test_the_load_test_report_says_whether_each_class_size_was_taken_on_a_quiet_machine():
     from benchmarks.loadtest.report import markdown
     from benchmarks.loadtest.run import summarise
 
     machine = {"cores": 2, "cpu": "x", "ram_gib": 24, "time": "t", "load_average": [9.0, 8.0, 7.0]}
-    text = markdown({"machine_before": machine, "machine_after": machine, "settings": {"learners": "2"},
-                     "runs": [{"summary": summarise(_fake_run())}]})
-    assert "Taken under load" in text and "[9.0, 8.0, 7.0]" in text
-    assert "| 2 | 0 | 50 |" in text
+
+    def report(load_before):
+        summary = summarise(_fake_run())
+        summary["load_average"] = {"before": [load_before, 1.0, 1.0], "after": [2.5, 1.5, 1.0]}
+        return markdown({"machine_before": machine, "machine_after": machine, "settings": {"learners": "2"},
+                         "runs": [{"summary": summary}]})
+
+    quiet, loaded = report(0.4), report(3.5)
+    assert "Taken on a quiet machine" in quiet and "[0.4, 1.0, 1.0] before, [2.5, 1.5, 1.0] after" in quiet
+    assert "Taken under load" in loaded and "Taken on a quiet machine" not in loaded
+    assert "| 2 | 0 | 50 |" in quiet
+    # Without per-size load averages (an old report.json) the report says so instead of guessing.
+    old = markdown({"machine_before": machine, "machine_after": machine, "settings": {"learners": "2"},
+                    "runs": [{"summary": summarise(_fake_run())}]})
+    assert "not recorded per class size" in old and "[9.0, 8.0, 7.0]" in old
+
+

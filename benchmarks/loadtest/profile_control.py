@@ -80,6 +80,70 @@ print("__RESULT__" + json.dumps({
 """
 
 
+#: Run in the kernel before the comm path is timed: a slider nobody observes (the widget protocol's own
+#: cost) and a displayed head grid (as in notebook 03: its words helper is live). Prints their comm ids.
+PATH_SETUP = r"""
+import ipywidgets as widgets, json
+from IPython.display import display
+from mha_core.widgets.heads import head_grid
+bare = widgets.IntSlider(value=0, min=0, max=100)
+shown = head_grid(d_model=16, n_heads=4, seed=0)
+display(shown)
+for h in (1, 2, 8, 16, 4):
+    shown.head_count.value = h
+print("__IDS__" + json.dumps({"bare": bare.model_id, "grid": shown.head_count.model_id}))
+"""
+
+
+def _cpu_seconds(pid: int) -> float:
+    from pathlib import Path
+
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
+def _comm_path(kc, pid: int, comm_id: str, states: list[dict], timeout: float = 30) -> dict:
+    """Send each state as the browser sends a control change (a comm_msg on the shell channel) and wait for the
+    kernel's idle: the kernel's CPU per change (every thread, ``schedstat``) and the messages it sent back."""
+    import time
+
+    cpu, sent = [], []
+    for state in states:
+        before = _cpu_seconds(pid)
+        msg = kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}})
+        kc.shell_channel.send(msg)
+        replies, deadline = [], time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            reply = kc.get_iopub_msg(timeout=timeout)
+            if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+                continue
+            if reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle":
+                break
+            replies.append(reply)
+        time.sleep(0.02)  # the iopub thread has sent the last message
+        cpu.append(_cpu_seconds(pid) - before)
+        sent.append(sum(1 for r in replies if r["msg_type"] == "comm_msg"))
+    cpu.sort()
+    return {"changes": len(cpu), "kernel_cpu_ms_median": 1000 * cpu[len(cpu) // 2], "comm_msgs_back": max(sent, default=0)}
+
+
+def comm_path(kc, pid: int, rounds: int) -> dict:
+    """The whole kernel side of one change, comm message in to idle, against the same for a bare slider."""
+    out = []
+    kc.execute_interactive(PATH_SETUP, timeout=120,
+                           output_hook=lambda m: out.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+    ids = json.loads("".join(out).split("__IDS__", 1)[1].splitlines()[0])
+    bare = _comm_path(kc, pid, ids["bare"], [{"value": v} for v in range(1, 1 + 8 * rounds)])
+    # index into the head counts (1, 2, 4, 8, 16): every one has been shown once, as in the load test's lock-step phase
+    grid = _comm_path(kc, pid, ids["grid"], [{"index": i} for i in [0, 1, 3, 4, 3, 2, 1, 0] * rounds])
+    return {"bare slider": bare, "head grid (displayed)": grid}
+
+
 def profile(rounds: int = 3) -> dict:
     from jupyter_client.manager import KernelManager
 
@@ -95,7 +159,9 @@ def profile(rounds: int = 3) -> dict:
             kc.execute_interactive(CODE % {"rounds": rounds}, timeout=300,
                                    output_hook=lambda m: out.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
             text = "".join(out)
-            return json.loads(text.split("__RESULT__", 1)[1])
+            result = json.loads(text.split("__RESULT__", 1)[1])
+            result["comm_path"] = comm_path(kc, km.provisioner.process.pid, rounds)
+            return result
         finally:
             kc.stop_channels()
             km.shutdown_kernel(now=True)

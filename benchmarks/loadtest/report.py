@@ -164,10 +164,24 @@ def markdown(report: dict) -> str:
         p = report["profile"]
         lines += ["## One control change, profiled (notebook 03's head count, in a kernel)", "",
                   f"CPU per change: median {p['cpu_ms_median']:.1f} ms, p95 {p['cpu_ms_p95']:.1f} ms "
-                  f"(wall median {p['wall_ms_median']:.1f} ms) over {p['changes']} changes.",
+                  f"(wall median {p['wall_ms_median']:.1f} ms) over {p['changes']} changes"
+                  + (f" (load average {p['load_average']['before']} before, {p['load_average']['after']} after)."
+                     if p.get("load_average") else "."),
                   "Parts (CPU ms per call): " + ", ".join(f"{k} {v:.2f}" for k, v in p["parts_cpu_ms"].items()) + ".",
                   "Self time of one profiled change by module (ms, with cProfile's overhead): "
                   + ", ".join(f"{k} {v:.1f}" for k, v in p["profile_self_ms_by_module"].items()) + ".", ""]
+        if p.get("first_time_cpu_ms_median") is not None:
+            lines[-1:-1] = [f"To a head count the group had not shown before (its figure built): median "
+                            f"{p['first_time_cpu_ms_median']:.1f} ms over {p['first_time_changes']} changes; the figures "
+                            f"above are for head counts it had shown (remembered)."]
+        path = p.get("comm_path") or {}
+        if path:
+            lines += ["The kernel's whole side of a change, from the browser's comm message to the kernel's idle "
+                      "(every thread of the kernel process, `schedstat`):", "",
+                      "| widget | kernel CPU per change, median (ms) | messages back to the page |", "| --- | --- | --- |"]
+            for name, row in path.items():
+                lines.append(f"| {name} | {row['kernel_cpu_ms_median']:.1f} | {row['comm_msgs_back']} |")
+            lines.append("")
     if report.get("analysis"):
         lines += ["## What the figures say", "", report["analysis"], ""]
     if CLUSTER_SECTION.exists():  # written by benchmarks/loadtest/cluster.py

@@ -95,26 +95,16 @@ print("__IDS__" + json.dumps({"bare": bare.model_id, "grid": shown.head_count.mo
 """
 
 
-def _cpu_seconds(pid: int) -> float:
-    from pathlib import Path
-
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-    return total / 1e9
-
-
 def _comm_path(kc, pid: int, comm_id: str, states: list[dict], timeout: float = 30) -> dict:
     """Send each state as the browser sends a control change (a comm_msg on the shell channel) and wait for the
     kernel's idle: the kernel's CPU per change (every thread, ``schedstat``) and the messages it sent back."""
     import time
 
+    from .cpu import cpu_seconds
+
     cpu, sent = [], []
     for state in states:
-        before = _cpu_seconds(pid)
+        before = cpu_seconds(pid)
         msg = kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}})
         kc.shell_channel.send(msg)
         replies, deadline = [], time.monotonic() + timeout
@@ -126,7 +116,7 @@ def _comm_path(kc, pid: int, comm_id: str, states: list[dict], timeout: float = 
                 break
             replies.append(reply)
         time.sleep(0.02)  # the iopub thread has sent the last message
-        cpu.append(_cpu_seconds(pid) - before)
+        cpu.append(cpu_seconds(pid) - before)
         sent.append(sum(1 for r in replies if r["msg_type"] == "comm_msg"))
     cpu.sort()
     return {"changes": len(cpu), "kernel_cpu_ms_median": 1000 * cpu[len(cpu) // 2], "comm_msgs_back": max(sent, default=0)}

@@ -55,6 +55,7 @@ from pathlib import Path
 import psutil
 import requests
 
+from .cpu import cpu_seconds
 from .kernel_client import KernelClient
 
 _getaddrinfo = socket.getaddrinfo
@@ -428,19 +429,6 @@ def memory_by_account(names: list[str]) -> dict[str, dict]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return rows
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time so far of every thread of ``pid``, in seconds, to the nanosecond (``/proc/PID/task/*/schedstat``;
-    psutil's times count whole 10 ms clock ticks, coarse for changes of a few milliseconds). Threads that
-    have ended are not counted: none of these processes ends a thread while the controls move."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-    return total / 1e9
 
 
 def cpu_by_kind(names: list[str], hub: Hub) -> dict[str, float]:

@@ -267,14 +267,27 @@ import pty  # noqa: E402
 
 
 def spawn(args, env):
-    """The quiz in a pseudo-terminal, as a learner runs it: (pid, master fd)."""
+    """The quiz in a pseudo-terminal, as a learner runs it: (pid, master fd). Ctrl-C's signal reaches it as it
+    reaches a program a shell starts: handled by default and not blocked, whatever this test process's own
+    threads did to theirs (a blocked or ignored SIGINT would survive the exec)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: become the quiz
         try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execve(sys.executable, [sys.executable, "-m", "mha_core.quiz", *args], env)
         finally:
             os._exit(127)
     return pid, fd
+
+
+def signal_state(pid) -> str:
+    """The kernel's view of a process's signals (masks in hex; SIGINT is bit 1, 0x2): for a failure message."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return " ".join(line.strip() for line in f if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")))
+    except OSError:
+        return "(gone)"
 
 
 def wait_for_exec(pid):
@@ -330,7 +343,7 @@ def finish(pid, fd, seen=b""):
         seen = drain(fd, seen, 0.2)
         if done:
             break
-        assert time.time() < deadline, seen[-2000:]
+        assert time.time() < deadline, f"{seen[-2000:]!r}; still running, signals: {signal_state(pid)}"
     os.close(fd)
     return (os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)), seen.decode("utf-8", "replace")
 

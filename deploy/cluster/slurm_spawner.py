@@ -178,10 +178,20 @@ class SlurmCourseSpawner(CourseSpawner, _SlurmFirst):
         if job and ((words and words[0] in ("NODE_FAIL", "BOOT_FAIL")) or await self._node_down(node)):
             self.lost_message = NODE_LOST.format(node=node or "a compute node")
         if job:
-            self.log.warning("%s's server (job %s on %s) is gone: %s", self.user.name, job, node or "?",
-                             self.job_status or "no longer in the queue")
+            self.log.warning("%s's server (job %s on %s) is gone: %s%s", self.user.name, job, node or "?",
+                             self.job_status or "no longer in the queue", await self._how_it_ended(job))
         self.clear_state()
         return 1
+
+    async def _how_it_ended(self, job: str) -> str:
+        """What Slurm still knows of an ended job (its state, reason and exit code, kept ``MinJobAge`` seconds),
+        for the hub's log: "; Slurm: JobState=... Reason=... ExitCode=...", or nothing."""
+        try:
+            out = await self.run_command(f"{self._slurm('scontrol')} -o show job {shlex.quote(str(job))}")
+        except Exception:  # scontrol not answering, or the job already forgotten: the log says no more
+            return ""
+        fields = [word for word in out.split() if word.startswith(("JobState=", "Reason=", "ExitCode=", "NodeList="))]
+        return f"; Slurm: {' '.join(fields)}" if fields else ""
 
     async def _node_down(self, host: str) -> bool:
         """Whether Slurm has marked ``host`` down or failed (a drained node is the administrators' doing, not a death)."""

@@ -226,6 +226,10 @@ def test_a_node_dies_and_its_learners_carry_on_elsewhere(sim, cluster_hub):
         time.sleep(1)
     CLASS["timings"]["node_loss_noticed_s"] = time.perf_counter() - t0
     assert gone == set(victims), f"the hub still lists servers on the dead node {dead}: {set(victims) - gone}"
+    # The hub's log says why each server went, from what Slurm still knows of its job.
+    gone_lines = [line for line in hub.log().splitlines() if "is gone" in line]
+    for name in victims:
+        assert any(f"{name}'s server" in line and "JobState=NODE_FAIL" in line for line in gone_lines), gone_lines
     for name in others:
         assert hub.server_request(name, "GET", "/api/status", tokens[name]).status == 200, f"{name} elsewhere is untouched"
     for name in victims:

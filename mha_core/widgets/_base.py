@@ -40,9 +40,9 @@ REMEMBERED = 32
 
 def remembered(build):
     """For a group's builder whose figure depends only on its arguments and on what the group fixed when it
-    was built (its data, seed and theme): each setting's figure is built once per group, and a setting
-    shown again costs only its message. The figures are shared, never changed (``update_in_place`` copies
-    what it changes)."""
+    was built (its data, seed and theme): each setting's figure is built once per group, and kept in
+    plotly's spelling (``_plain``) with its words once read, so a setting shown again costs only its
+    message. The figures are shared, never changed (``update_in_place`` copies what it changes)."""
 
     @functools.wraps(build)
     def built_once(self, *args):
@@ -51,7 +51,7 @@ def remembered(build):
         if key not in cache:
             if len(cache) >= REMEMBERED:
                 cache.pop(next(iter(cache)))
-            cache[key] = build(self, *args)
+            cache[key] = _plain(build(self, *args))
         return cache[key]
 
     return built_once

@@ -15,12 +15,20 @@ import numpy as np
 import plotly.graph_objects as go
 
 
-def _plain(fig: go.Figure | dict) -> dict:
+class PlainFigure(dict):
+    """``{"data", "layout"}`` already in plotly's own spelling (what ``_plain`` returns). Nothing changes one
+    after it is made (``apply_plain`` copies what it changes), so what is read from it (its words) can be
+    kept on it, and ``_plain`` of it is itself."""
+
+
+def _plain(fig: go.Figure | dict) -> PlainFigure:
     """The figure as nested dicts in plotly's own spelling, so two figures can be compared leaf by leaf."""
+    if isinstance(fig, PlainFigure):
+        return fig
     if isinstance(fig, dict):
-        return {"data": [_nested(t) for t in fig.get("data", ())], "layout": _nested(fig.get("layout", {}))}
+        return PlainFigure(data=[_nested(t) for t in fig.get("data", ())], layout=_nested(fig.get("layout", {})))
     # A figure built with _validate=False keeps the builder's spelling (title_text=...): spell it out too.
-    return {"data": [_nested(t.to_plotly_json()) for t in fig.data], "layout": _nested(fig.layout.to_plotly_json())}
+    return PlainFigure(data=[_nested(t.to_plotly_json()) for t in fig.data], layout=_nested(fig.layout.to_plotly_json()))
 
 
 #: The plotly properties whose own names hold an underscore; in every other key an underscore is a path separator.

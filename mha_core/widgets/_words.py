@@ -93,14 +93,19 @@ def _static_mode() -> bool:
 def words_of(figure) -> dict:
     """``{"name", "description"}`` of ``figure`` (a figure, a builder's spec or a ``FigureWidget``), as read aloud:
     `code` marks become quotes (``describe.spoken``)."""
-    from ._plain import _plain
+    from ._plain import PlainFigure, _plain
 
     if hasattr(figure, "_mha_shown"):
         figure = figure._mha_shown
     elif not isinstance(figure, dict):
         figure = _plain(figure)
-    words = in_words(figure)
-    return {"name": words.name, "description": spoken(words.description)}
+    kept = figure.__dict__.get("_mha_words") if isinstance(figure, PlainFigure) else None
+    if kept is None:
+        words = in_words(figure)
+        kept = {"name": words.name, "description": spoken(words.description)}
+        if isinstance(figure, PlainFigure):
+            figure._mha_words = kept  # a plain figure never changes: its words neither (a remembered setting)
+    return dict(kept)
 
 
 # --------------------------------------------------------------------------- static figures

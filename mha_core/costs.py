@@ -46,6 +46,10 @@ class ModelShape:
     #: "learned": one trained position vector per position, none past ``context``;
     #: "rotary": rotations computed for any position (trained only up to ``context``).
     positions: str = "rotary"
+    #: Where ``context`` comes from when it is not ``source`` (None: from ``source`` too).
+    context_source: str | None = None
+    #: ``max_position_embeddings`` in the config (``source``) where it differs from ``context``.
+    config_max_positions: int | None = None
 
     @property
     def generates(self) -> bool:
@@ -107,9 +111,11 @@ MODEL_SHAPES: dict[str, ModelShape] = {
                    22_700_000, kind="encoder", positions="learned"),
         ModelShape("Llama-2-7B", 32, 4096, 32, 128, 32, 11008, 32000, 4096, "meta-llama/Llama-2-7b-hf config.json", 6_740_000_000),
         ModelShape("Llama-2-70B", 80, 8192, 64, 128, 8, 28672, 32000, 4096, "meta-llama/Llama-2-70b-hf config.json", 69_000_000_000),
-        # sliding_window 4096 with a rolling-buffer cache (Jiang et al. 2023, "Mistral 7B", section 2).
+        # sliding_window 4096 with a rolling-buffer cache (Jiang et al. 2023, "Mistral 7B", section 2). The
+        # context, 8,192, is the paper's (Table 1, context_len); the config says max_position_embeddings 32768.
         ModelShape("Mistral-7B v0.1", 32, 4096, 32, 128, 8, 14336, 32000, 8192, "mistralai/Mistral-7B-v0.1 config.json", 7_240_000_000,
-                   sliding_window=4096),
+                   sliding_window=4096, context_source="Jiang et al. 2023, Mistral 7B, Table 1 (context_len)",
+                   config_max_positions=32768),
         ModelShape("Llama-3-8B", 32, 4096, 32, 128, 8, 14336, 128256, 8192, "meta-llama/Meta-Llama-3-8B config.json", 8_030_000_000),
         # d_head = 256 is not d_model / H here: 16 heads x 256 = 4096 on a 3072-wide model.
         ModelShape("Gemma-7B", 28, 3072, 16, 256, 16, 24576, 256000, 8192, "google/gemma-7b config.json", 8_540_000_000),
@@ -297,14 +303,27 @@ def window_reach(n_layers: int, window: int) -> int:
 class StepCost:
     """The arithmetic and the memory traffic of one forward pass of a whole model.
 
-    ``flops``: floating-point operations (a multiply-add counts 2). ``bytes_moved``: the
-    weights read once, plus the KV cache read (decode) or written (prefill);
-    activations are left out, they are small next to these at batch 1.
+    ``flops``: floating-point operations (a multiply-add counts 2). ``weight_bytes``: the
+    weights, read once for the whole batch. ``cache_bytes``: the KV caches of all ``batch``
+    sequences, read (decode) or written (prefill). Activations are left out; they are
+    small next to these at the batches priced here.
     """
 
     what: str
     flops: int
-    bytes_moved: int
+    weight_bytes: int
+    cache_bytes: int
+    batch: int = 1
+
+    @property
+    def bytes_moved(self) -> int:
+        """Bytes moved between memory and the chip: the weights once, plus every sequence's cache."""
+        return self.weight_bytes + self.cache_bytes
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes that must sit in the device's memory during the pass: the weights and every cache."""
+        return self.weight_bytes + self.cache_bytes
 
     @property
     def intensity(self) -> float:
@@ -316,15 +335,68 @@ class StepCost:
 
         ``compute_s`` (FLOPs / peak FLOP/s), ``memory_s`` (bytes / bandwidth), and
         ``bound``: the one that is larger, "compute" or "memory". A real run is slower.
+        This checks no memory size; ``least_time_on`` does, for a named device.
         """
         compute_s = self.flops / _validate.positive_number(flops_per_second, "flops_per_second")
         memory_s = self.bytes_moved / _validate.positive_number(bytes_per_second, "bytes_per_second")
         return {"compute_s": compute_s, "memory_s": memory_s, "bound": "compute" if compute_s >= memory_s else "memory"}
 
+    def fit(self, device: dict) -> DeviceFit:
+        """Whether this pass's weights and caches fit in ``device["memory_bytes"]``, and if not, what would."""
+        memory = _size(device["memory_bytes"], "memory_bytes")
+        per_sequence = self.cache_bytes // self.batch
+        return DeviceFit(device["name"], memory, self.memory_bytes, self.batch,
+                         concurrent_sequences(memory, per_sequence, reserved_bytes=self.weight_bytes))
 
-#: One data-centre GPU's two peak rates, from NVIDIA's A100 datasheet (A100 80GB SXM):
-#: 312 TFLOP/s of dense 16-bit (BF16) tensor arithmetic and 2,039 GB/s of memory bandwidth.
-A100_80GB = {"name": "A100 80GB SXM", "flops_per_second": 312e12, "bytes_per_second": 2039e9}
+    def least_time_on(self, device: dict) -> dict[str, float]:
+        """``seconds_at_least`` at ``device``'s two rates, for a pass that fits in its memory.
+
+        A pass whose weights and caches do not fit in the device's memory raises
+        ValueError: a least time for a batch the device cannot hold means nothing.
+        """
+        fit = self.fit(device)
+        if not fit.fits:
+            raise ValueError(f"{self.what} does not fit: {fit.describe()}")
+        return self.seconds_at_least(device["flops_per_second"], device["bytes_per_second"])
+
+
+@dataclass(frozen=True)
+class DeviceFit:
+    """A pass's weights and caches against one device's memory.
+
+    ``largest_batch``: how many sequences' caches fit beside the weights (0 when the
+    weights alone fill it). ``devices_needed``: the fewest such devices that hold the
+    bytes at all, split evenly over them (a lower bound; a real split wastes some).
+    """
+
+    device: str
+    memory_bytes: int
+    needed_bytes: int
+    batch: int
+    largest_batch: int
+
+    @property
+    def fits(self) -> bool:
+        return self.needed_bytes <= self.memory_bytes
+
+    @property
+    def devices_needed(self) -> int:
+        return -(-self.needed_bytes // self.memory_bytes)
+
+    def describe(self) -> str:
+        """One sentence, in GiB (2**30 bytes) and GB (10**9 bytes)."""
+        needed = f"{self.needed_bytes / 2**30:.1f} GiB ({self.needed_bytes / 1e9:.1f} GB) of weights and caches"
+        memory = f"{self.memory_bytes / 2**30:.0f} GiB"
+        if self.fits:
+            return f"it needs {needed}; one {self.device} holds {memory}"
+        return (f"it needs {needed}; one {self.device} holds {memory}, room for at most {self.largest_batch} "
+                f"sequences beside the weights; a batch of {self.batch} takes at least {self.devices_needed} such GPUs")
+
+
+#: One data-centre GPU from NVIDIA's A100 datasheet (A100 80GB SXM): 312 TFLOP/s of dense 16-bit
+#: (BF16) tensor arithmetic and 2,039 GB/s of memory bandwidth. Its "80GB" of HBM2e is 80 GiB
+#: (81,920 MiB as nvidia-smi reports it), the 80 GiB the calculator of notebook 09 offers.
+A100_80GB = {"name": "A100 80GB SXM", "flops_per_second": 312e12, "bytes_per_second": 2039e9, "memory_bytes": 80 * 2**30}
 
 
 def _attention_flops_per_query(model: ModelShape, n_keys: int) -> int:
@@ -344,8 +416,9 @@ def decode_step_cost(model: ModelShape, n_context: int, *, batch: int = 1, bytes
     batch = _size(batch, "batch")
     keys = model.cached_tokens(n_context)
     flops = batch * (2 * model.n_parameters + _attention_flops_per_query(model, keys))
-    moved = model.parameter_bytes(bytes_per_value) + batch * model.kv_cache_bytes(n_context, bytes_per_value=bytes_per_value)
-    return StepCost(f"decode one token at T = {n_context:,}, batch {batch}", flops, moved)
+    caches = batch * model.kv_cache_bytes(n_context, bytes_per_value=bytes_per_value)
+    return StepCost(f"decode one token at T = {n_context:,}, batch {batch}", flops, model.parameter_bytes(bytes_per_value),
+                    caches, batch)
 
 
 def prefill_cost(model: ModelShape, n_tokens: int, *, batch: int = 1, bytes_per_value: int = 2) -> StepCost:
@@ -362,8 +435,8 @@ def prefill_cost(model: ModelShape, n_tokens: int, *, batch: int = 1, bytes_per_
     else:
         keys = W * (W + 1) // 2 + (T - W) * W  # the first W queries as above, every later one W keys
     flops = batch * (2 * model.n_parameters * T + _attention_flops_per_query(model, keys))
-    moved = model.parameter_bytes(bytes_per_value) + batch * model.kv_cache_bytes(T, bytes_per_value=bytes_per_value)
-    return StepCost(f"prefill {T:,} tokens, batch {batch}", flops, moved)
+    caches = batch * model.kv_cache_bytes(T, bytes_per_value=bytes_per_value)
+    return StepCost(f"prefill {T:,} tokens, batch {batch}", flops, model.parameter_bytes(bytes_per_value), caches, batch)
 
 
 # -- paged KV caches: what a reservation wastes ---------------------------------------------------

@@ -17,7 +17,8 @@ from mha_core.attention import MultiHeadAttention
 
 KIB = 1024
 
-# Each model's published config: layers, d_model, heads, d_head, KV heads, FFN, vocab, context.
+# Each model's published config: layers, d_model, heads, d_head, KV heads, FFN, vocab, context
+# (Mistral-7B v0.1's context from its paper's Table 1; see CONTEXT_SOURCES).
 COURSE_TABLE = {
     "GPT-2 small": (12, 768, 12, 64, 12, 3072, 50257, 1024),
     "BERT-base": (12, 768, 12, 64, 12, 3072, 30522, 512),
@@ -227,6 +228,22 @@ def test_model_shapes_are_consistent(name):
         assert costs.d_head(m.d_model, m.n_heads) == m.d_head
     assert m.n_heads % m.n_kv_heads == 0
     assert "config" in m.source
+
+
+#: A context taken from elsewhere than the config: (where it comes from, the config's max_position_embeddings).
+#: Jiang et al. 2023, Table 1: context_len 8192; mistralai/Mistral-7B-v0.1 config.json: max_position_embeddings 32768.
+CONTEXT_SOURCES = {"Mistral-7B v0.1": ("Table 1", 32768)}
+
+
+@pytest.mark.parametrize("name", sorted(COURSE_TABLE))
+def test_each_context_cites_where_it_comes_from(name):
+    m = costs.MODEL_SHAPES[name]
+    if name in CONTEXT_SOURCES:
+        cited, config_positions = CONTEXT_SOURCES[name]
+        assert cited in m.context_source and "Jiang et al. 2023" in m.context_source
+        assert m.config_max_positions == config_positions != m.context
+    else:  # the config's own figure, cited by ``source``
+        assert m.context_source is None and m.config_max_positions is None
 
 
 # --- the KV cache of a whole context ----------------------------------------------------------
@@ -628,10 +645,12 @@ def test_on_an_a100_a_decode_step_waits_for_memory_and_a_prefill_for_arithmetic(
 
 def test_a_larger_batch_shares_the_weights_read_but_not_the_caches():
     llama = costs.MODEL_SHAPES["Llama-2-7B"]
-    one, many = costs.decode_step_cost(llama, 4096), costs.decode_step_cost(llama, 4096, batch=64)
-    assert many.flops == 64 * one.flops
-    assert many.bytes_moved == llama.parameter_bytes() + 64 * llama.kv_cache_bytes(4096)
-    # The weights are shared, but 64 caches of 2 GiB (137 GB) now outweigh them: still far below an A100's 153.
+    one, many = costs.decode_step_cost(llama, 4096), costs.decode_step_cost(llama, 4096, batch=32)
+    assert many.flops == 32 * one.flops
+    assert many.weight_bytes == one.weight_bytes == llama.parameter_bytes()
+    assert many.cache_bytes == 32 * llama.kv_cache_bytes(4096) == 32 * one.cache_bytes
+    assert many.bytes_moved == many.memory_bytes == llama.parameter_bytes() + 32 * llama.kv_cache_bytes(4096)
+    # The weights are shared, but 32 caches of 2 GiB (68.7 GB) outweigh them: still far below an A100's 153.
     assert 6 < many.intensity < 7
     mistral = costs.MODEL_SHAPES["Mistral-7B v0.1"]  # 4 query heads per KV head: more work per cached byte
     assert costs.decode_step_cost(mistral, 4096, batch=64).intensity > many.intensity
@@ -643,6 +662,50 @@ def test_prefill_attention_counts_min_i_w_keys_for_query_i(n_tokens):
     keys = sum(min(i, 4096) for i in range(1, n_tokens + 1))
     attention = 4 * 32 * 32 * 128 * keys
     assert costs.prefill_cost(mistral, n_tokens).flops == 2 * mistral.n_parameters * n_tokens + attention
+
+
+# --- a cost priced on a device must fit in that device's memory ---------------------------------------
+
+
+def test_an_a100_holds_llama_2_7b_and_33_caches_of_4096_tokens_so_a_batch_of_64_needs_two():
+    llama, a100 = costs.MODEL_SHAPES["Llama-2-7B"], costs.A100_80GB
+    assert a100["memory_bytes"] == 80 * 2**30
+    assert round(llama.parameter_bytes() / 2**30, 2) == 12.55 and llama.kv_cache_bytes(4096) == 2 * 2**30
+    fits = [b for b in range(1, 100) if costs.decode_step_cost(llama, 4096, batch=b).fit(a100).fits]
+    assert fits == list(range(1, 34))  # the calculator's 33
+    big = costs.decode_step_cost(llama, 4096, batch=64).fit(a100)
+    assert (big.fits, big.largest_batch, big.devices_needed) == (False, 33, 2)
+    assert round(big.needed_bytes / 1e9, 1) == 150.9 and round(big.needed_bytes / 2**30, 1) == 140.6
+    assert big.largest_batch == costs.concurrent_sequences(a100["memory_bytes"], llama.kv_cache_bytes(4096),
+                                                           reserved_bytes=llama.parameter_bytes())
+
+
+def test_a_least_time_on_a_device_refuses_a_batch_that_does_not_fit_in_its_memory():
+    llama, a100 = costs.MODEL_SHAPES["Llama-2-7B"], costs.A100_80GB
+    rates = (a100["flops_per_second"], a100["bytes_per_second"])
+    fitting = costs.decode_step_cost(llama, 4096, batch=33)
+    assert fitting.least_time_on(a100) == fitting.seconds_at_least(*rates)
+    with pytest.raises(ValueError, match=re.escape(
+            "decode one token at T = 4,096, batch 64 does not fit: it needs 140.6 GiB (150.9 GB) of weights and "
+            "caches; one A100 80GB SXM holds 80 GiB, room for at most 33 sequences beside the weights; a batch of 64 "
+            "takes at least 2 such GPUs")):
+        costs.decode_step_cost(llama, 4096, batch=64).least_time_on(a100)
+    with pytest.raises(ValueError, match="does not fit"):  # 34: one sequence too many
+        costs.decode_step_cost(llama, 4096, batch=34).least_time_on(a100)
+    # Llama-2-70B's weights alone (129 GiB in 16-bit) fill the GPU: no batch fits.
+    seventy = costs.decode_step_cost(costs.MODEL_SHAPES["Llama-2-70B"], 4096).fit(a100)
+    assert (seventy.fits, seventy.largest_batch, seventy.devices_needed) == (False, 0, 2)
+    with pytest.raises(ValueError, match="does not fit"):
+        costs.prefill_cost(costs.MODEL_SHAPES["Llama-2-70B"], 4096).least_time_on(a100)
+
+
+def test_the_fit_check_reads_the_devices_memory_and_refuses_a_bad_one():
+    llama = costs.MODEL_SHAPES["Llama-2-7B"]
+    step = costs.decode_step_cost(llama, 4096, batch=64)
+    twice = {**costs.A100_80GB, "name": "160 GiB GPU", "memory_bytes": 160 * 2**30}
+    assert step.fit(twice).fits and step.least_time_on(twice)["bound"] == "memory"
+    with pytest.raises(ValueError, match="memory_bytes=0 is too small"):
+        step.fit({**costs.A100_80GB, "memory_bytes": 0})
 
 
 def test_time_bounds_refuse_rates_that_are_not_positive():

@@ -114,7 +114,7 @@ MODEL_SHAPES: dict[str, ModelShape] = {
         # sliding_window 4096 with a rolling-buffer cache (Jiang et al. 2023, "Mistral 7B", section 2). The
         # context, 8,192, is the paper's (Table 1, context_len); the config says max_position_embeddings 32768.
         ModelShape("Mistral-7B v0.1", 32, 4096, 32, 128, 8, 14336, 32000, 8192, "mistralai/Mistral-7B-v0.1 config.json", 7_240_000_000,
-                   sliding_window=4096, context_source="Jiang et al. 2023, Mistral 7B, Table 1 (context_len)",
+                   sliding_window=4096, context_source="Jiang et al. 2023, Mistral 7B, Table 1: context_len",
                    config_max_positions=32768),
         ModelShape("Llama-3-8B", 32, 4096, 32, 128, 8, 14336, 128256, 8192, "meta-llama/Meta-Llama-3-8B config.json", 8_030_000_000),
         # d_head = 256 is not d_model / H here: 16 heads x 256 = 4096 on a 3072-wide model.

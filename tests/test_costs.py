@@ -794,37 +794,56 @@ def test_the_numbers_notebook_09_quotes_are_the_ones_costs_computes():
     a100 = costs.A100_80GB
     rates = (a100["flops_per_second"], a100["bytes_per_second"])
     prefill, decode = costs.prefill_cost(llama, 4096), costs.decode_step_cost(llama, 4096)
-    batch = costs.decode_step_cost(llama, 4096, batch=64)
+    batch = costs.decode_step_cost(llama, 4096, batch=32)
+    too_big = costs.decode_step_cost(llama, 4096, batch=64).fit(a100)
     gpt2_steps = [a / b for a, b in zip([12, 6, 4, 3], [6, 4, 3, 2])]
     mha, mqa = (costs.layer_decode_bytes(256, 16, h, 128) for h in (16, 1))
+    saved = {part: mha[part] - mqa[part] for part in mha}
     block, pages = costs.contiguous_reservation(500, 4096), costs.paged_reservation(500, 16)
     per_token = llama.kv_cache_bytes_per_token()
     scales = {m.name: costs.quantized_kv_cache_bytes(m.n_layers, T, m.n_kv_heads, m.d_head, bits=4, group_size=64,
                                                      sliding_window=m.sliding_window)
               - costs.quantized_kv_cache_bytes(m.n_layers, T, m.n_kv_heads, m.d_head, bits=4, sliding_window=m.sliding_window)
               for m, T in ((mistral, 32768), (llama, 4096))}
+    reach_3 = np.flatnonzero(costs.reach_after_layers(8, 3, 3)[-1]) + 1  # counted from 1
+    reach_1 = np.flatnonzero(costs.reach_after_layers(8, 3, 1)[-1]) + 1
     claims = [
         # section 4: the key/value slider's steps for a 12-head model do not halve
         f"the steps divide it by {gpt2_steps[0]:g}, then {gpt2_steps[1]:g}, then {gpt2_steps[2]:.2f}",
         f"its cache stays at {mistral.kv_cache_bytes(32768) // 2**20} MiB per sequence; **every token** shows the "
         f"{mistral.kv_cache_bytes(32768, windowed=False) // GiB} GiB",
         f"GPT-2 small cannot run past {costs.MODEL_SHAPES['GPT-2 small'].context:,} tokens at all",
-        # section 5: sliding windows
+        # section 4: Mistral's two context figures, each with its source
+        f"The calculator uses {mistral.context:,} tokens, the context in its paper's Table 1; its config.json accepts "
+        f"positions up to {mistral.config_max_positions:,} (`max_position_embeddings`)",
+        # section 5: sliding windows, positions counted from 1
+        f"After one layer, position 8 hears from tokens {reach_1[0]}, {reach_1[1]} and {reach_1[2]} (W = 3); after three "
+        f"layers from tokens {reach_3[0]} to {reach_3[-1]}: 1 + 3 × 2 = {costs.window_reach(3, 3)} tokens",
         f"At 8,192 tokens that is half of what keeping every token takes ({mistral.kv_cache_bytes(8192, windowed=False) // 2**20:,} MiB)",
         f"at 32,768 an eighth ({mistral.kv_cache_bytes(32768, windowed=False) // 2**20:,} MiB)",
+        f"That length is past the {mistral.context:,}-token context of the paper's Table 1, though within the "
+        f"{mistral.config_max_positions:,} positions of its config.json",
         f"information can travel {costs.window_reach(32, 4096):,} tokens",
-        f"after three layers from tokens 1 to 7: 1 + 3 × 2 = {costs.window_reach(3, 3)} tokens",
-        # section 8: prefill against decode on an A100
+        # section 8: prefill against decode on an A100, in GB (10**9) where the datasheet counts GB/s
+        f"the A100's 80 GiB are {a100['memory_bytes'] / 1e9:.1f} GB",
         f"the prefill does about {prefill.intensity:,.0f} FLOPs per byte, far above the A100's {rates[0] / rates[1]:.0f}",
-        f"(at least {1000 * prefill.seconds_at_least(*rates)['compute_s']:.0f} ms)",
+        f"(at least {1000 * prefill.least_time_on(a100)['compute_s']:.0f} ms)",
         f"One decode step does {decode.intensity:.1f} FLOP per byte: it reads {decode.bytes_moved / 1e9:.1f} GB",
-        f"to do {decode.flops / 1e12:.3f} TFLOP, so reading takes at least {1000 * decode.seconds_at_least(*rates)['memory_s']:.2f} ms "
-        f"against {1000 * decode.seconds_at_least(*rates)['compute_s']:.2f} ms of arithmetic",
-        f"{batch.intensity:.1f} FLOPs per byte, still memory-bound, and its 64 caches "
-        f"({64 * llama.kv_cache_bytes(4096) / 1e9:.0f} GB) now outweigh the weights ({llama.parameter_bytes() / 1e9:.1f} GB)",
-        # section 9: bytes read while decoding, MHA against MQA
-        f"the weights are {100 * mha['weights'] / mha['total']:.0f}% of what an MHA step reads, so MQA reads only "
-        f"{mha['total'] / mqa['total']:.2f} times fewer bytes",
+        f"to do {decode.flops / 1e12:.3f} TFLOP, so reading takes at least {1000 * decode.least_time_on(a100)['memory_s']:.2f} ms "
+        f"against {1000 * decode.least_time_on(a100)['compute_s']:.2f} ms of arithmetic",
+        f"{batch.intensity:.1f} FLOPs per byte, still memory-bound, and its 32 caches ({batch.cache_bytes / 1e9:.1f} GB) now "
+        f"outweigh the weights ({batch.weight_bytes / 1e9:.1f} GB) {batch.cache_bytes / batch.weight_bytes:.0f} times",
+        f"{a100['memory_bytes'] // GiB} GiB, room for {too_big.largest_batch} caches of 4,096 tokens beside the weights",
+        f"A batch of 64 needs {too_big.needed_bytes / 1e9:.1f} GB ({too_big.needed_bytes / GiB:.1f} GiB), at least "
+        f"{['one', 'two', 'three'][too_big.devices_needed - 1]} such GPUs",
+        # section 9: bytes read while decoding, MHA against MQA: where the saving comes from
+        f"MQA reads {mha['total'] / mqa['total']:.2f} times fewer in all",
+        f"Of the {saved['total'] / 1e6:.1f} MB it saves over 128 tokens, {saved['weights'] / 1e6:.1f} MB "
+        f"({100 * saved['weights'] / saved['total']:.0f}%) are weights",
+        f"The cache saves {saved['cache'] / 1e6:.1f} MB",
+        f"With MHA's weights and MQA's cache, a layer would read only {mha['total'] / (mha['weights'] + mqa['cache']):.2f} "
+        f"times fewer bytes",
+        f"section 8's batch of 32 reads {batch.cache_bytes / 1e9:.1f} GB of caches and {batch.weight_bytes / 1e9:.1f} GB of weights",
         # section 10: one block against pages
         f"leaves {block.wasted_tokens:,} of its {block.reserved_tokens:,} slots empty: "
         f"{block.wasted_tokens * per_token / GiB:.2f} GiB",
@@ -834,4 +853,42 @@ def test_the_numbers_notebook_09_quotes_are_the_ones_costs_computes():
     ]
     missing = [c for c in claims if c not in prose]
     assert not missing, missing
-    assert batch.seconds_at_least(*rates)["bound"] == decode.seconds_at_least(*rates)["bound"] == "memory"
+    assert batch.fit(a100).fits and not too_big.fits and too_big.devices_needed == 2
+    assert batch.least_time_on(a100)["bound"] == decode.least_time_on(a100)["bound"] == "memory"
+    # W_K and W_V of one key/value head: 256 x 16 instead of 256 x 256, "16 times narrower"
+    assert costs.attention_parameters(256, 16, bias=False) - costs.attention_parameters(256, 16, 1, bias=False) == 2 * 256 * (256 - 16)
+    for old in ("137 GB", "position 7 hears", "89%", "big models, long contexts", "fused kernels", "the kernels run"):
+        assert old not in prose, old
+
+
+def test_notebook_09_explains_rotary_positions_and_marks_sections_8_10_and_11_optional():
+    prose = _notebook_09_prose()
+    rotary = {m.name for m in costs.MODEL_SHAPES.values() if m.generates and m.positions == "rotary"}
+    assert rotary == {m.name for m in costs.MODEL_SHAPES.values() if m.generates} - {"GPT-2 small"}
+    assert "The other models that generate here use *rotary positions* (RoPE)" in prose
+    assert "not the Jupyter kernel that runs this notebook" in prose
+    for number in ("8", "10", "11"):
+        heading = prose.index(f"## {number}. ")
+        assert "*Optional" in prose[heading:heading + 120], number
+
+
+def test_the_guides_09_section_quotes_the_same_numbers():
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "instructor_guide.md").read_text()
+    section = " ".join(guide[guide.index("## 09 · "):guide.index("## 10 · ")].split())
+    llama, a100 = costs.MODEL_SHAPES["Llama-2-7B"], costs.A100_80GB
+    batch = costs.decode_step_cost(llama, 4096, batch=32)
+    too_big = costs.decode_step_cost(llama, 4096, batch=64).fit(a100)
+    mha, mqa = (costs.layer_decode_bytes(256, 16, h, 128) for h in (16, 1))
+    saved = {part: mha[part] - mqa[part] for part in mha}
+    for quoted in (f"({batch.cache_bytes / 1e9:.1f} GB of caches, {batch.weight_bytes / 1e9:.1f} GB of weights)",
+                   f"a batch of 64 ({too_big.needed_bytes / 1e9:.1f} GB) is not",
+                   f"hold at most {too_big.largest_batch} such caches",
+                   f"it reads only {mha['total'] / mqa['total']:.2f} times fewer bytes",
+                   f"Of the {saved['total'] / 1e6:.1f} MB MQA saves, {saved['weights'] / 1e6:.1f} MB "
+                   f"({100 * saved['weights'] / saved['total']:.0f}%) are weights",
+                   f"would save {mha['total'] / (mha['weights'] + mqa['cache']):.2f} times",
+                   "(8,192 in its paper's Table 1; its config.json accepts 32,768 positions)"):
+        assert quoted in section, quoted
+    assert "89%" not in section

@@ -185,6 +185,16 @@ def merge_torch_transpose(x):
     return x.transpose(1, 2).reshape(B, T, H * Dh)
 
 
+def merge_heads_flipped(x):
+    B, H, T, Dh = x.shape
+    return np.flip(x, axis=1).transpose(0, 2, 1, 3).reshape(B, T, H * Dh)
+
+
+def merge_heads_last_first(x):
+    B, H, T, Dh = x.shape
+    return np.concatenate([x[:, h] for h in reversed(range(H))], axis=-1)  # (B, T, H*Dh), head H first
+
+
 def proj_interleaved(head_outputs, w_o, b_o):
     B, H, T, Dh = head_outputs.shape
     concat = np.stack([head_outputs[:, h] for h in range(H)], axis=-1).reshape(B, T, H * Dh)  # (B, T, Dh, H) flattened
@@ -240,6 +250,9 @@ LEARNER_MISTAKES = [
     ("merge_heads", merge_dot_t, "transposed_all_axes", [".T", "(Dh, T, H, B)", "transpose(0, 2, 1, 3)"]),
     ("merge_heads", merge_swapaxes_last_two, "swapped_last_two_axes", ["transpose(0, 1, 3, 2)", "(B, H, Dh, T)"]),
     ("merge_heads", merge_torch_transpose, "torch_transpose", ["PyTorch's x.transpose(1, 2)"]),
+    ("merge_heads", merge_heads_flipped, "heads_reversed", ["reverse order", "starts with head 4's 3 features",
+                                                             "in order 1 to 4"]),
+    ("merge_heads", merge_heads_last_first, "heads_reversed", ["reverse order", "ends with head 1's"]),
     ("output_projection", proj_interleaved, "heads_interleaved", ["concatenation before w_o is wrong", "interleaved"]),
     ("output_projection", proj_bias_per_head, "bias_added_per_head", ["once per head", "4 times"]),
     ("output_projection", proj_not_concatenated, "not_concatenated", ["(H*Dh, D) = (12, 12)", "Concatenate head_outputs"]),

@@ -140,6 +140,13 @@ CONCATENATIONS = (
 MERGE_MISTAKES = (
     *CONCATENATIONS,
     Mistake(
+        "heads_reversed",
+        lambda x: _merged(x[:, ::-1], (0, 2, 1, 3)),  # (B, T, D), head H first, head 1 last
+        "Your heads are merged in reverse order: each token's vector starts with head {H}'s {Dh} features "
+        "and ends with head 1's. The head axis was flipped (x[:, ::-1] or np.flip(x, axis=1)); keep the "
+        "heads in order 1 to {H}: transpose(0, 2, 1, 3), then reshape to (B, T, H*Dh).",
+    ),
+    Mistake(
         "missing_reshape",
         lambda x: x.transpose(0, 2, 1, 3),  # (B, T, H, Dh)
         "Your result has the axes (B, T, H, Dh) = ({B}, {T}, {H}, {Dh}): the transpose is right; now "

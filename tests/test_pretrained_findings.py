@@ -228,6 +228,35 @@ def test_the_head_removal_file_holds_what_the_model_computes_on_its_sentences(mo
     np.testing.assert_allclose(A.attention_on_words(model, record["texts"]), on_words, atol=1e-6)
 
 
+def test_what_07_says_the_49_sentences_are(removal):
+    from collections import Counter
+    from pathlib import Path
+
+    import nbformat
+
+    from mha_core.pretrained.data import sentence_lists, sentence_sources
+
+    record, _, _ = removal
+    sources = sentence_sources(record["texts"])
+    used = ("heads.json sentences", "key_senses.json sentences", "pruning.json tuning", "pruning.json held_out")
+    assert [sources[name] for name in used] == [(12, 12), (8, 8), (16, 16), (16, 16)]  # every sentence of these four
+    assert sources["pruning.json pairs"] == (4, 72)  # 24 triples
+    assert sources["calibration.json paraphrases"][0] == sources["calibration.json unrelated"][0] == 0
+    listed = [s for name in used for s in sentence_lists()[name]]
+    repeats = Counter(listed)
+    assert len(listed) == 52 and len(set(listed)) == len(set(record["texts"])) == len(record["texts"]) == 49
+    assert sorted(n for n in repeats.values() if n > 1) == [2, 3] and repeats["the cache key changed after deploy"] == 3
+    notebook = Path(__file__).resolve().parents[1] / "notebooks" / "07_heads_in_a_real_model.ipynb"
+    prose = " ".join(" ".join(c.source.split()) for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "markdown")
+    assert ("The 49 are the sentences of `heads.json` (12) and `key_senses.json` (8) and `pruning.json`'s tuning and "
+            "held-out lists (16 each): 52, less 3 repeats (the running sentence sits in three of these lists, one other "
+            "sentence in two). Only 4 of the 72 sentences in `pruning.json`'s 24 triples are among them, and none of "
+            "the calibration pairs") in prose
+    assert "except the calibration pairs" not in prose
+    with pytest.raises(TypeError, match="texts must be a list"):
+        sentence_sources("the cache key changed after deploy")
+
+
 def test_what_07_says_about_attention_against_importance(removal, calibration):
     _, cosines, on_words = removal
     mean = cosines.mean(axis=-1)  # (L, H)

@@ -862,6 +862,8 @@ def test_the_numbers_notebook_09_quotes_are_the_ones_costs_computes():
 
 
 def test_notebook_09_explains_rotary_positions_and_marks_sections_8_10_and_11_optional():
+    from pathlib import Path
+
     prose = _notebook_09_prose()
     rotary = {m.name for m in costs.MODEL_SHAPES.values() if m.generates and m.positions == "rotary"}
     assert rotary == {m.name for m in costs.MODEL_SHAPES.values() if m.generates} - {"GPT-2 small"}
@@ -870,6 +872,11 @@ def test_notebook_09_explains_rotary_positions_and_marks_sections_8_10_and_11_op
     for number in ("8", "10", "11"):
         heading = prose.index(f"## {number}. ")
         assert "*Optional" in prose[heading:heading + 120], number
+    import json
+
+    welcome = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "00_welcome.ipynb").read_text())
+    welcome_prose = " ".join(" ".join("".join(c["source"]).split()) for c in welcome["cells"] if c["cell_type"] == "markdown")
+    assert "In 09, sections 8, 10 and 11 (FLOPs per byte on a GPU, paged caches, quantized caches) are optional" in welcome_prose
 
 
 def test_the_guides_09_section_quotes_the_same_numbers():

@@ -857,6 +857,9 @@ def test_the_numbers_notebook_09_quotes_are_the_ones_costs_computes():
     assert batch.least_time_on(a100)["bound"] == decode.least_time_on(a100)["bound"] == "memory"
     # W_K and W_V of one key/value head: 256 x 16 instead of 256 x 256, "16 times narrower"
     assert costs.attention_parameters(256, 16, bias=False) - costs.attention_parameters(256, 16, 1, bias=False) == 2 * 256 * (256 - 16)
+    # section 9: what the published speed-ups were measured on (Shazeer 2019, section 4; Ainslie et al. 2023)
+    assert "Shazeer (2019) timed a 6-layer translation model with d_model 1,024 on a TPUv2, Ainslie et al. (2023) T5-XXL" in prose
+    assert "(46 to 3.8 µs per token on a TPUv2)" in prose and round(46 / 3.8) == 12
     for old in ("137 GB", "position 7 hears", "89%", "big models, long contexts", "fused kernels", "the kernels run"):
         assert old not in prose, old
 

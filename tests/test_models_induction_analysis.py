@@ -94,3 +94,18 @@ def test_second_repeat_loss_is_low_only_when_the_model_has_learned(varying):
 def test_bad_input_raises_errors_naming_the_parameter(varying, call, error, words):
     with pytest.raises(error, match=words):
         call(varying)
+
+
+def test_another_seed_finds_the_copy_another_way_through_the_queries():
+    # Seed 1 forms induction heads without a previous-token head: a layer-0 head looks at the
+    # earlier copy of the current token, and the layer-1 heads read it through their queries
+    # (Q-composition), not their keys. Which circuit forms moves with the seed, as roles do in 06.
+    result = trained_induction(InductionConfig(seed=1))
+    scores = analysis.head_scores(result)
+    comp = analysis.composition(result)
+    base = comp.baseline
+    assert scores.induction[1].min() > 0.6 and scores.previous_token[0].max() < 0.2
+    assert np.all(comp.k_composition < base.mean)
+    assert np.all(comp.q_composition[0, 0] > base.mean + 3 * base.std)
+    zero = analysis.ablation_effects(result, "zero")
+    assert zero.induction[0, 0] < 0.25 and zero.repeat_loss[0, 0] > zero.repeat_loss_on + 1.5

@@ -25,8 +25,8 @@ import torch
 from torch import nn
 
 from .. import _validate
-from . import _heads
 from ..torch_attention import TorchMultiHeadAttention
+from . import _heads
 from .tasks import get_task
 
 D_MODEL = 48

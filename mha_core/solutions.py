@@ -26,6 +26,7 @@ STUB_IMPORTS = {
     "my_split_heads": "import numpy as np",
     "my_merge_heads": "import numpy as np",
     "my_output_projection": "import numpy as np",
+    "my_induction_score": "import numpy as np",
 }
 
 
@@ -119,4 +120,32 @@ def my_output_projection(head_outputs, w_o, b_o):
     # 2. Project: multiply by w_o on the right, then add the bias b_o once.
     output = concat @ w_o + b_o  # (B, T, D)
     return output
+    # --- your code ends here ---
+
+
+def my_induction_score(weights, repeat_length):
+    """Each head's induction score on repeated random tokens.
+
+    The sequences end with a random stretch of repeat_length tokens followed by the same
+    stretch again (anything before the first copy is a prefix, such as one first token).
+    A query t in the second copy finds its token's earlier copy at t - repeat_length; an
+    induction head looks one step further, at key t - repeat_length + 1, where the token
+    that came next stands. The score is the mean weight on that key, over the queries of
+    the second copy and over the batch.
+
+    Shapes:
+        weights: (B, H, T, T), rows sum to 1, causal (zero above the diagonal)
+        returns: (H,), one score per head, between 0 and 1
+    """
+    # --- your code starts here ---
+    # 1. The queries of the second copy are the last repeat_length positions: T - L to T - 1.
+    T = weights.shape[-1]
+    queries = np.arange(T - repeat_length, T)  # (L,)
+    # 2. Each query's induction key: one after the earlier copy of its token, t - L + 1.
+    keys = queries - repeat_length + 1  # (L,)
+    # 3. Each query's weight on its key, for every sequence and head. Indexing with two
+    #    arrays of the same length picks the pairs (queries[i], keys[i]): shape (B, H, L).
+    stripe = weights[:, :, queries, keys]  # (B, H, L)
+    # 4. Average over the batch (axis 0) and the queries (axis 2): one number per head.
+    return stripe.mean(axis=(0, 2))  # (H,)
     # --- your code ends here ---

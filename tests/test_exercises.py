@@ -26,6 +26,7 @@ SOLUTIONS = {
     "split_heads": solutions.my_split_heads,
     "merge_heads": solutions.my_merge_heads,
     "output_projection": solutions.my_output_projection,
+    "induction_score": solutions.my_induction_score,
 }
 
 
@@ -294,8 +295,9 @@ def test_reference_passes_its_own_check(name):
     assert exercises.evaluate(name, exercises.reference(name)).status == "passed"
 
 
-def test_exercise_names_are_the_four_of_the_course():
-    assert exercises.EXERCISES == ("scaled_dot_product_attention", "split_heads", "merge_heads", "output_projection")
+def test_exercise_names_are_the_five_of_the_course():
+    assert exercises.EXERCISES == ("scaled_dot_product_attention", "split_heads", "merge_heads", "output_projection",
+                                   "induction_score")
 
 
 def test_attention_in_float32_still_passes():

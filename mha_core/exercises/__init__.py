@@ -29,6 +29,7 @@ The package:
     single_head   notebook 02: scaled_dot_product_attention
     heads         notebook 03: split_heads, merge_heads
     projection    notebook 04: output_projection
+    induction     heads across layers (after 08): induction_score
 
 Each notebook's module holds its cases and two tables: ``Mistake`` rows (what the
 mistake computes, the message that names it) and ``Raised`` rows (the exception it
@@ -47,7 +48,7 @@ import os
 from typing import Callable
 
 from .. import _display, solutions
-from . import _runner, heads, projection, single_head
+from . import _runner, heads, induction, projection, single_head
 from ._tables import CheckResult, Exercise
 
 __all__ = [
@@ -67,7 +68,8 @@ START_MARKER = "# --- your code starts here ---"
 END_MARKER = "# --- your code ends here ---"
 STUB_RAISE = 'raise NotImplementedError("your turn")'
 
-_EXERCISES = {ex.name: ex for ex in (single_head.EXERCISE, heads.SPLIT, heads.MERGE, projection.EXERCISE)}
+_EXERCISES = {ex.name: ex for ex in (single_head.EXERCISE, heads.SPLIT, heads.MERGE, projection.EXERCISE,
+                                      induction.EXERCISE)}
 
 #: The exercise names, in the order of the notebooks.
 EXERCISES = tuple(_EXERCISES)

@@ -8,6 +8,12 @@ Modules:
     training    ``train`` / ``trained`` (cached), deterministic for a seed, with progress
     analysis    head roles, head similarity, switching heads off
     bottleneck  accuracy against head count at fixed d_model; the cached sweep
+
+Heads across layers (the induction head):
+    repeats             the repeated-stretch task (repeat length varying 4-12, or fixed 12)
+    attention_only      ``AttentionOnlyModel``: 2 layers x 2 heads of ``TorchMultiHeadAttention``, no MLPs
+    induction           ``train_induction``: live, interruptible, scores of every head over steps
+    induction_analysis  head scores, K/Q-composition against a random baseline, zero and mean ablation
 """
 
 from .analysis import (

@@ -26,6 +26,7 @@ from torch import nn
 
 from .. import _validate
 from ..torch_attention import TorchMultiHeadAttention
+from . import _heads
 from .tasks import get_task
 
 D_MODEL = 48
@@ -92,14 +93,7 @@ class ToyModel(nn.Module):
             x: (B, T, D)
             returns: head_outputs (B, H, T, Dh), weights (B, H, T, T)
         """
-        B, T, D = x.shape
-        H, Dh = self.n_heads, self.d_head
-        _, weights = self.attention(x, is_causal=True, need_weights=True)  # (B, H, T, T)
-        w_qkv, b_qkv = self.attention.w_qkv, self.attention.b_qkv  # (3D, D), (3D,) or None
-        w_v, b_v = w_qkv[2 * D :], (None if b_qkv is None else b_qkv[2 * D :])  # (D, D), (D,): the value rows
-        v = nn.functional.linear(x, w_v, b_v)  # (B, T, D)
-        v = v.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
-        return weights @ v, weights  # (B, H, T, Dh), (B, H, T, T)
+        return _heads.head_outputs(self.attention, x)  # (B, H, T, Dh), (B, H, T, T)
 
     def attention_with_heads(self, x: torch.Tensor, heads_off) -> tuple[torch.Tensor, torch.Tensor]:
         """The attention layer's output with the heads in ``heads_off`` zeroed and the others kept.
@@ -110,11 +104,9 @@ class ToyModel(nn.Module):
             returns: output (B, T, D), weights (B, H, T, T) (of every head, on or off)
         """
         on = torch.from_numpy(~_validate.heads_off(heads_off, self.n_heads))  # (H,) bool, True = on
-        B, T, D = x.shape
         head_outputs, weights = self.head_outputs(x)  # (B, H, T, Dh), (B, H, T, T)
         head_outputs = head_outputs * on.to(x.dtype).view(1, -1, 1, 1)  # (B, H, T, Dh): heads off give zeros
-        concat = head_outputs.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
-        return nn.functional.linear(concat, self.attention.w_out, self.attention.b_out), weights  # (B, T, D)
+        return _heads.merge_through_output(self.attention, head_outputs), weights  # (B, T, D)
 
     def keys_of_tokens(self) -> torch.Tensor:
         """Every vocabulary token's key through each head, from its token embedding alone.

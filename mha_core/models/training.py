@@ -28,9 +28,6 @@ interrupted run is never put in ``trained``'s cache.
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
 from dataclasses import dataclass, field, replace
 from typing import Callable, NamedTuple
 
@@ -39,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import _validate
+from ._interrupt import one_thread, stop_on_sigint
 from .analysis import accuracy, role_scores
 from .tasks import IGNORE, Batch, get_task
 from .toy import D_MODEL, ToyModel
@@ -133,17 +131,6 @@ def evaluation_batch(task="relations") -> Batch:
     return get_task(task).batch(EVAL_BATCH, seed=EVAL_SEED)
 
 
-@contextlib.contextmanager
-def one_thread():
-    """Run torch on one thread inside the block: the same float sums every time, and no spinning threads after."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def loss_of(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Cross-entropy summed over relations, averaged over defined positions.
 
@@ -159,30 +146,6 @@ def measure(model: ToyModel, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
     with torch.no_grad():
         logits, weights = model(batch.tokens, need_weights=True)
     return accuracy(logits, batch.targets), role_scores(weights, batch.target_positions)
-
-
-class _StopRequest:
-    """Set by the SIGINT handler of an interruptible run; the loop reads it after every step."""
-
-    requested = False
-
-
-@contextlib.contextmanager
-def _stop_on_sigint(enabled: bool):
-    """While the block runs, SIGINT only asks the loop to stop (main thread only; elsewhere no signal arrives)."""
-    stop = _StopRequest()
-    if not enabled or threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-
-    def ask_to_stop(signum, frame):
-        stop.requested = True
-
-    before = signal.signal(signal.SIGINT, ask_to_stop)
-    try:
-        yield stop
-    finally:
-        signal.signal(signal.SIGINT, before if before is not None else signal.SIG_DFL)
 
 
 def train(config: TrainConfig | None = None, callback: Callable[[Progress], None] | None = None, *,
@@ -205,7 +168,7 @@ def train(config: TrainConfig | None = None, callback: Callable[[Progress], None
         hint="make batch_size or d_model smaller")
     task = get_task(config.task)
     eval_batch = evaluation_batch(task)
-    with one_thread(), _stop_on_sigint(interruptible) as stop:
+    with one_thread(), stop_on_sigint(interruptible) as stop:
         model = ToyModel(config.n_heads, d_model=config.d_model, task=task, seed=config.seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         generator = torch.Generator().manual_seed(config.seed)

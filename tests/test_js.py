@@ -103,9 +103,11 @@ def test_an_unknown_file_is_refused_naming_the_files_there():
 
 
 def test_no_shared_script_can_close_the_script_element_it_is_inlined_in():
-    """``label.js`` and ``static_words.js`` go inside a ``<script>`` of an HTML output (``_words``)."""
-    for name in ("label.js", "static_words.js"):
-        assert "</" not in _js.read(name), name
+    """``label.js``, ``save.js`` and ``static_words.js`` go inside a ``<script>`` of an HTML output (``_words``):
+    only ``</script`` (or a comment opener) would end it early."""
+    for name in ("label.js", "save.js", "static_words.js"):
+        text = _js.read(name).lower()
+        assert "</script" not in text and "<!--" not in text, name
 
 
 def test_every_package_json_names_only_files_that_exist():

@@ -9,7 +9,8 @@ as the name, and a description read from the numbers it draws. Two kinds of figu
   and a few lines of script. The script makes the plot, in the output just before it, an
   image (``role="img"``) named by the title (``aria-label``) and described by the words
   (``aria-describedby``), and hides plotly's SVG from the accessibility tree (``js/static_words.js``,
-  with the labelling module the live groups and the handouts use too, ``js/label.js``). Where the script cannot
+  with the labelling module the live groups and the handouts use too, ``js/label.js``); under the
+  figure it puts the two buttons that save it as PNG or SVG (``js/save.js``). Where the script cannot
   run (an untrusted notebook) the words are still read, right after the figure.
 - A control group's live figure: the group's keyboard helper (``_keys.KeyboardHelper``)
   carries its words, and in the page it names and describes the figure the same way from
@@ -53,16 +54,20 @@ STATIC_CONFIG = {"displayModeBar": False}
 
 
 def _static_script(words_id: str, name: str) -> str:
-    """The page-side half for a static figure: ``js/label.js`` and ``js/static_words.js``, called for the words
-    ``words_id`` and the plot's ``name``. It runs once its output is in the page (JupyterLab runs the scripts
-    of trusted HTML outputs), finds the plot in the output before its own and labels it."""
+    """The page-side half for a static figure: ``js/label.js``, ``js/save.js`` and ``js/static_words.js``, called
+    for the words ``words_id`` and the plot's ``name``. It runs once its output is in the page (JupyterLab runs the
+    scripts of trusted HTML outputs), finds the plot in the output before its own, labels it and puts its PNG and
+    SVG buttons under it, their text at the theme's control size (``projector``: 16 px, 20 px on a projector)."""
+    from .. import projector
     from . import _js
 
     def literal(text: str) -> str:  # JSON that cannot close the <script> early
         return json.dumps(text).replace("</", "<\\/")
 
-    call = f"mhaStaticWords({literal(words_id)}, {literal(name)});"
-    return "<script>(function () {\n" + _js.read("label.js") + _js.read("static_words.js") + call + "\n})();</script>"
+    px = projector.resolve(None).control_font_size
+    call = f"mhaStaticWords({literal(words_id)}, {literal(name)}, {{px: {px}}});"
+    return ("<script>(function () {\n" + _js.read("label.js") + _js.read("save.js") + _js.read("static_words.js") + call
+            + "\n})();</script>")
 
 
 def _static_mode() -> bool:

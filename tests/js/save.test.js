@@ -109,3 +109,50 @@ test("a save that fails is written on the row, not thrown into the page", async 
   await settle();
   assert.equal(row.getAttribute("data-mha-error"), "Error: no canvas");
 });
+
+// A plot as plotly draws it: two stacked SVG layers, a gradient referred to by the page's address.
+function drawing() {
+  const dom = page(`<div class="js-plotly-plot"><div class="svg-container"><svg class="main-svg" width="400" height="300">
+    <defs><linearGradient id="g1"></linearGradient></defs><rect style="fill: url(&quot;http://127.0.0.1:8888/lab/tree/03.ipynb#g1&quot;)"></rect>
+    <image href="data:image/png;base64,AAAA"></image></svg><svg class="main-svg" width="400" height="300"><text>Heads</text></svg></div></div>`);
+  const plot = dom.document.querySelector(".js-plotly-plot");
+  plot._fullLayout = { width: 400, height: 300 };
+  plot.layout = { title: { text: "Head grid" } };
+  return { dom, plot };
+}
+
+test("a drawing becomes one SVG file of its size, both layers in order, its references local", () => {
+  const { plot } = drawing();
+  const svg = mhaSave.svgText(plot);
+  assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg" xmlns:xlink="http:\/\/www.w3.org\/1999\/xlink" width="400" height="300" viewBox="0 0 400 300">/);
+  assert.equal((svg.match(/<svg class="main-svg"/g) || []).length, 2);
+  assert.ok(svg.indexOf("linearGradient") < svg.indexOf("Heads"));
+  assert.ok(svg.includes("url(&quot;#g1&quot;)") && !svg.includes("127.0.0.1"), svg);
+  assert.ok(svg.endsWith("</svg></svg>"));
+});
+
+test("without plotly.js the SVG is saved from the drawing, under the figure's name", async () => {
+  const { dom, plot } = drawing();
+  const links = [];
+  const view = { Blob, URL: { createObjectURL: (blob) => { links.push(blob); return "blob:x"; }, revokeObjectURL: () => {} },
+                 setTimeout: () => {} };
+  Object.defineProperty(dom.document, "defaultView", { value: view });
+  const clicked = [];
+  const createElement = dom.document.createElement.bind(dom.document);
+  dom.document.createElement = (tag) => {
+    const el = createElement(tag);
+    if (tag === "a") el.click = () => clicked.push([el.getAttribute("download"), el.getAttribute("href")]);
+    return el;
+  };
+  assert.equal(await mhaSave.save(null, plot, "svg"), "head-grid.svg");
+  assert.deepEqual(clicked, [["head-grid.svg", "blob:x"]]);
+  assert.equal(links[0].type, "image/svg+xml");
+  assert.match(await links[0].text(), /^<svg xmlns=/);
+  assert.equal(dom.document.querySelector("a"), null, "the link is let go");
+});
+
+test("a figure not drawn yet is not saved from its drawing", async () => {
+  const { plot } = drawing();
+  plot._fullLayout = null;
+  await assert.rejects(mhaSave.saveDrawn(plot, "png"), /the figure is not drawn yet/);
+});

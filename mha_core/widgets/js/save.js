@@ -3,9 +3,14 @@
    sit inside an element that is one image for a screen reader). A click hands the drawn figure to
    plotly.js's own Plotly.downloadImage, which makes the file in the page.
 
-   Used by a LiveFigure's view in JupyterLab (live_figure.js) and by every figure of the handouts
-   (tools/handout_assets/figures.js, which the handout build ships this file beside). A classic
-   script like label.js: it defines mhaSave; under node (the unit tests) it is module.exports.
+   Where the page's plotly.js cannot be reached (JupyterLab draws a static figure with its own copy,
+   inside its renderer), the file is made from the drawing itself: plotly's SVG layers joined in one
+   SVG, and for PNG that SVG drawn on a canvas at twice its size (saveDrawn).
+
+   Used by a LiveFigure's view in JupyterLab (live_figure.js), by a static figure there
+   (static_words.js) and by every figure of the handouts (tools/handout_assets/figures.js, which the
+   handout build ships this file beside). A classic script like label.js: it defines mhaSave; under
+   node (the unit tests) it is module.exports.
 */
 /* exported mhaSave */
 var mhaSave = (function () {
@@ -57,14 +62,71 @@ var mhaSave = (function () {
     return plot.getAttribute("aria-label") || titleText(plot.layout);
   }
 
-  // Save the figure drawn in ``plot``; ``plotly`` is plotly.js. A promise of plotly's answer.
+  // The drawing as one SVG file: plotly's layers (svg.main-svg, each drawn at 0, 0) nested in one <svg> of
+  // the drawn size, the page's address dropped from internal references (plotly writes url("<page>#id")
+  // for gradients and clip paths, which a file must read as url("#id")).
+  function svgText(plot) {
+    var size = drawnSize(plot), w = Math.round(size.width), h = Math.round(size.height);
+    var view = plot.ownerDocument && plot.ownerDocument.defaultView;
+    var serializer = view && view.XMLSerializer ? new view.XMLSerializer() : null;
+    var layers = Array.prototype.map.call(plot.querySelectorAll("svg.main-svg"), function (svg) {
+      return serializer ? serializer.serializeToString(svg) : svg.outerHTML;
+    });
+    var text = '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="' + w +
+      '" height="' + h + '" viewBox="0 0 ' + w + " " + h + '">' + layers.join("") + "</svg>";
+    return text.replace(/url\((&quot;|["']?)[^"'#)&]*#/g, "url($1#");
+  }
+
+  // A file the browser saves: a link to ``blob`` named ``filename``, clicked, then let go.
+  function download(doc, blob, filename) {
+    var view = doc.defaultView, url = view.URL.createObjectURL(blob), link = doc.createElement("a");
+    link.href = url;
+    link.download = filename;
+    link.style.display = "none";
+    doc.body.appendChild(link);
+    link.click();
+    link.remove();
+    view.setTimeout(function () { view.URL.revokeObjectURL(url); }, 10000);
+  }
+
+  // ``svg`` drawn on a canvas of ``scale`` times its size: a promise of the PNG.
+  function pngOf(doc, svg, options) {
+    var view = doc.defaultView;
+    return new Promise(function (resolve, reject) {
+      var image = new view.Image();
+      image.onload = function () {
+        var canvas = doc.createElement("canvas");
+        canvas.width = options.width * options.scale;
+        canvas.height = options.height * options.scale;
+        canvas.getContext("2d").drawImage(image, 0, 0, canvas.width, canvas.height);
+        canvas.toBlob(function (blob) { if (blob) resolve(blob); else reject(new Error("the canvas made no PNG")); }, "image/png");
+      };
+      image.onerror = function () { reject(new Error("the drawing could not be read as an image")); };
+      image.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg);
+    });
+  }
+
+  // Save the figure drawn in ``plot`` from its drawing alone (no plotly.js): a promise of the file's name.
+  function saveDrawn(plot, format) {
+    var doc = plot.ownerDocument, view = doc.defaultView;
+    var options = imageOptions(format, drawnSize(plot), nameOf(plot));
+    if (!options.width) return Promise.reject(new Error("the figure is not drawn yet"));
+    var svg = svgText(plot);
+    var filename = options.filename + "." + format;
+    var made = format === "svg" ? Promise.resolve(new view.Blob([svg], {type: "image/svg+xml"})) : pngOf(doc, svg, options);
+    return made.then(function (blob) { download(doc, blob, filename); return filename; });
+  }
+
+  // Save the figure drawn in ``plot``: by ``plotly`` (plotly.js) when there is one, else from its drawing.
   function save(plotly, plot, format) {
+    if (!plotly) return saveDrawn(plot, format);
     return plotly.downloadImage(plot, imageOptions(format, drawnSize(plot), nameOf(plot)));
   }
 
   // The row of buttons, put in ``box`` before ``before`` (at its end without one); ``getPlotly`` gives
-  // plotly.js (or a promise of it) when a button is pressed. A second call on the same box adds nothing.
-  function addButtons(box, plot, getPlotly, before) {
+  // plotly.js (or a promise of it; null: save from the drawing) when a button is pressed; ``px``, the
+  // buttons' text size where no style sheet sets it. A second call on the same box adds nothing.
+  function addButtons(box, plot, getPlotly, before, px) {
     var found = box.querySelector(":scope > .mha-save");
     if (found) return found;
     var doc = box.ownerDocument;
@@ -78,6 +140,7 @@ var mhaSave = (function () {
       button.className = "mha-save-button";
       button.setAttribute("data-format", format);
       button.textContent = "Save as " + format.toUpperCase();
+      if (px) button.style.fontSize = px + "px";
       button.addEventListener("click", function () {
         Promise.resolve(getPlotly()).then(function (plotly) { return save(plotly, plot, format); })
           .catch(function (error) { row.setAttribute("data-mha-error", String(error)); });
@@ -88,7 +151,7 @@ var mhaSave = (function () {
     return row;
   }
 
-  return {FORMATS: FORMATS, PNG_SCALE: PNG_SCALE, titleText: titleText, fileName: fileName,
-          imageOptions: imageOptions, drawnSize: drawnSize, nameOf: nameOf, save: save, addButtons: addButtons};
+  return {FORMATS: FORMATS, PNG_SCALE: PNG_SCALE, titleText: titleText, fileName: fileName, imageOptions: imageOptions,
+          drawnSize: drawnSize, nameOf: nameOf, svgText: svgText, saveDrawn: saveDrawn, save: save, addButtons: addButtons};
 })();
 if (typeof module === "object" && module.exports) module.exports = mhaSave;

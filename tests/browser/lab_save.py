@@ -16,9 +16,11 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 #: Per kind of figure: its plots, and the save buttons of the first one (``{fmt}``: png or svg).
 KINDS = {
     "live": (".mha-live-figure", ".mha-live-figure + .mha-save button[data-format='{fmt}']"),
-    "static": (".jp-OutputArea-child:has(+ .jp-OutputArea-child .mha-figure-words) .js-plotly-plot",
-               ".jp-OutputArea-child:has(.mha-figure-words) .mha-save button[data-format='{fmt}']"),
+    "static": (".jp-OutputArea-child:has(+ .jp-OutputArea-child .mha-figure-words[id]) .js-plotly-plot:not(.mha-live-figure)",
+               ".jp-OutputArea-child:has(.mha-figure-words[id]) .mha-save button[data-format='{fmt}']"),
 }
+# (A static figure's words have an id, for the plot's aria-describedby; a control group's live regions,
+# in its keyboard helper's output after the group, have none.)
 #: A static figure's row is in the words' output, after the figure's own.
 _ROWS = """([plots, kind]) => Array.from(document.querySelectorAll(plots)).map(plot => {
     const row = kind === 'live' ? plot.parentElement.querySelector(':scope > .mha-save')

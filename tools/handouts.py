@@ -17,7 +17,9 @@ What a handout page holds, and why:
 - Each figure is drawn at the page's width (plotly's responsive mode, no fixed width), and
   carries a text alternative written by ``mha_core.figures.describe`` from the figure's own
   numbers: the plot is ``role="img"`` named by its title and described by that text, shown
-  under it (``handout_assets/figures.js``).
+  under it (``handout_assets/figures.js``, with the package's labelling module ``label.js``).
+  Two buttons under each figure save it, as drawn, as PNG or SVG, in the page (the package's
+  ``save.js``, the same as in JupyterLab: plotly.js's own ``downloadImage``).
 - The quick check at the end works in the page, from the same bank as the notebook widget:
   choose, Check, feedback on every option, numbers read by the same rules, the key folded
   away (``<details>``) until asked, answers kept in the browser with a reset button
@@ -61,6 +63,9 @@ DEFAULT_OUT = ROOT / "handouts"
 ASSET_SOURCE = Path(__file__).resolve().parent / "handout_assets"
 ASSETS_DIR = "handout"
 ASSET_FILES = ("handout.css", "narrow_layout.js", "narrow.js", "figures.js", "states.js", "quiz.js")
+#: The package's own modules the pages share with JupyterLab (``mha_core/widgets/js``): every plot an image
+#: for a screen reader (label.js), and its PNG and SVG buttons (save.js). Copied beside the others.
+PACKAGE_JS = ("label.js", "save.js")
 #: The one font MathJax asks for that jupyter_server_mathjax does not ship: a double-struck
 #: letter (03's \mathbb{R}) makes its MathML styles load the TeX AMS font from this path.
 AMS_FONT = ("fonts/MathJax_AMS-Regular.otf", "fonts/HTML-CSS/TeX/otf/MathJax_AMS-Regular.otf")
@@ -127,6 +132,10 @@ def copy_assets(out: Path) -> None:
     (out / ASSETS_DIR).mkdir(exist_ok=True)
     for name in ASSET_FILES:
         shutil.copyfile(ASSET_SOURCE / name, out / ASSETS_DIR / name)
+    from mha_core.widgets._js import JS_DIR
+
+    for name in PACKAGE_JS:
+        shutil.copyfile(JS_DIR / name, out / ASSETS_DIR / name)
 
 
 # ----------------------------------------------------------------------------- execution
@@ -296,6 +305,8 @@ HEAD_EXTRA = (
     '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
     f'<link rel="stylesheet" href="{ASSETS_DIR}/handout.css">\n'
     f'<script src="{PLOTLY_JS}"></script>\n'
+    f'<script defer src="{ASSETS_DIR}/label.js"></script>\n'
+    f'<script defer src="{ASSETS_DIR}/save.js"></script>\n'
     f'<script defer src="{ASSETS_DIR}/narrow_layout.js"></script>\n'
     f'<script defer src="{ASSETS_DIR}/narrow.js"></script>\n'
     f'<script defer src="{ASSETS_DIR}/figures.js"></script>\n'

@@ -123,13 +123,15 @@ def large_controls_css(theme: projector.Theme) -> str:
     so a group built under the theme is sized on the page whether the theme came from
     ``presenter(True)`` or from ``MHA_COURSE_PRESENTER=1``. Either way the live figure's
     mode bar stays hidden: it would appear over the end of the figure's title whenever the
-    pointer crossed the controls, and a live figure is read, not zoomed.
+    pointer crossed the controls, and a live figure is read, not zoomed. It is saved with the
+    buttons under it instead (``js/save.js``), sized as the controls.
     """
     scope = f".{THEMED_CLASS}"
     return (f"<style>{scope} .widget-toggle-button, {scope} .widget-label, {scope} .widget-readout,"
-            f" {scope} .widget-checkbox .widget-label-basic span, {scope} .widget-dropdown select"
-            f" {{ font-size: {theme.control_font_size}px; }}"
-            f" {scope} .modebar-container {{ display: none; }}</style>"
+            f" {scope} .widget-checkbox .widget-label-basic span, {scope} .widget-dropdown select,"
+            f" {scope} .mha-save-button {{ font-size: {theme.control_font_size}px; }}"
+            f" {scope} .modebar-container {{ display: none; }}"
+            f" {scope} .mha-save {{ display: flex; gap: 8px; justify-content: flex-end; margin: 4px 0; }}</style>"
             + projector.controls_css(theme, scope=scope))
 
 

@@ -14,7 +14,7 @@ What this module does. A ``Channel`` is a plain ``ipywidgets.Widget``: in the pa
 ipywidgets' own ``WidgetModel`` (``@jupyter-widgets/base``), which is always loaded and has no
 deadline. An anywidget that has to hear from the kernel after it is shown keeps that state on
 a channel (its trait ``_channel``, a reference the page resolves with ``channel_of(model)`` in
-``CHANNEL_JS``) and listens to the channel's changes instead of its own. Everything the
+``js/channel.js``, which ``_js.module`` puts in front of the widget's own module) and listens to the channel's changes instead of its own. Everything the
 widget is made with still travels in its own first message.
 """
 
@@ -33,23 +33,3 @@ class Channel(widgets.Widget):
 def channel_trait(channel_class: type[Channel]) -> traitlets.Instance:
     """The trait an anywidget holds its channel in (``_channel``): sent to the page as a model reference."""
     return traitlets.Instance(channel_class).tag(sync=True, **widgets.widget_serialization)
-
-
-#: For an anywidget's ``_esm``: ``await channel_of(model)`` is the channel's model in the page (a Backbone
-#: model: ``get``, ``on("change", ...)``, ``off``). The channel is created before the widget that refers
-#: to it, so the page has it; a few short retries cover a manager still registering it.
-CHANNEL_JS = r"""
-async function channel_of(model) {
-  const ref = String(model.get("_channel") || "");
-  if (!ref.startsWith("IPY_MODEL_")) throw new Error("this widget has no _channel");
-  const id = ref.slice("IPY_MODEL_".length);
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      return await model.widget_manager.get_model(id);
-    } catch (error) {
-      if (attempt >= 20) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
-    }
-  }
-}
-"""

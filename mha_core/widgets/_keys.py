@@ -13,7 +13,7 @@ document.
 
 What this module adds. ``show_keyboard_ready(box)`` marks a control group's box
 (``keyboard_ready``) and shows it, followed by one invisible ``KeyboardHelper`` (an
-anywidget, about 5 KB of JavaScript, no network) in the same cell's output. In the page
+anywidget, about 5 KB of JavaScript in ``js/keys.js``, no network) in the same cell's output. In the page
 the helper finds the marked box shown just before it and:
 
 - turns each row of toggle buttons into a radio group (``role=radiogroup``, each button
@@ -53,8 +53,8 @@ from __future__ import annotations
 import ipywidgets as widgets
 import traitlets
 
-from . import _words
-from ._channel import CHANNEL_JS, Channel, channel_trait
+from . import _js, _words
+from ._channel import Channel, channel_trait
 
 #: The class that marks a control group's box for the helper (its keys stop there).
 GROUP_CLASS = "mha-keys"
@@ -65,173 +65,14 @@ ROVING_KEYS = {"ArrowLeft": -1, "ArrowUp": -1, "ArrowRight": 1, "ArrowDown": 1, 
 #: Keys a group lets through to JupyterLab (besides any key held with Ctrl, Alt or Meta).
 PASSED_KEYS = ("Tab", "Escape", "Shift+Enter")
 
-_ESM = """
-const GROUP = %(group)s;
-const ROVING = %(roving)s;
-const PASSED = new Set(%(passed)s);
-const WORDS = %(words)s;
-const SR_ONLY = %(sr_only)s;
-
-// A slider's handle (noUiSlider's role="slider") is named by the slider's label, which ipywidgets
-// draws beside it without tying the two together: without a name a screen reader says only "slider".
-function nameSliders(root) {
-  for (const slider of root.querySelectorAll(".widget-slider")) {
-    const label = slider.querySelector(".widget-label");
-    const name = label && label.textContent.trim();
-    if (!name) continue;
-    for (const handle of slider.querySelectorAll("[role='slider']")) set(handle, "aria-label", name);
-  }
-}
-
-// One radio group per row of toggle buttons: a single Tab stop on the chosen button.
-function arrange(root) {
-  nameSliders(root);
-  for (const control of root.querySelectorAll(".widget-toggle-buttons")) {
-    const buttons = [...control.querySelectorAll("button.widget-toggle-button")];
-    if (!buttons.length) continue;
-    const row = buttons[0].parentElement;
-    set(row, "role", "radiogroup");
-    const label = control.querySelector(".widget-label");
-    const name = label && label.textContent.trim();
-    if (name) set(row, "aria-label", name);
-    const chosen = buttons.find((b) => b.classList.contains("mod-active"));
-    const stop = chosen || buttons.find((b) => !b.disabled) || buttons[0];
-    for (const b of buttons) {
-      set(b, "role", "radio");
-      set(b, "aria-checked", String(b === chosen));
-      set(b, "tabindex", b === stop ? "0" : "-1");
-    }
-  }
-}
-
-// Each plot of the group: one image, named by its title and described by its words (region i).
-function label(root, words, ids) {
-  const plots = [...root.querySelectorAll(".js-plotly-plot")];
-  plots.forEach((plot, i) => {
-    if (!words[i]) return;
-    set(plot, "role", "img");
-    set(plot, "aria-label", words[i].name);
-    set(plot, "aria-describedby", ids[i]);
-    for (const svg of plot.querySelectorAll("svg.main-svg")) set(svg, "aria-hidden", "true");
-  });
-  const tester = document.getElementById("js-plotly-tester");  // plotly's off-screen text ruler
-  if (tester) set(tester, "aria-hidden", "true");
-}
-
-function set(el, name, value) {
-  if (el.getAttribute(name) !== value) el.setAttribute(name, value);
-}
-
-function passes(event) {
-  if (event.ctrlKey || event.altKey || event.metaKey) return true;
-  return PASSED.has(event.key) || (event.shiftKey && PASSED.has("Shift+" + event.key));
-}
-
-function move(button, step) {
-  const buttons = [...button.parentElement.querySelectorAll("button.widget-toggle-button")].filter((b) => !b.disabled);
-  const here = buttons.indexOf(button);
-  if (here < 0 || buttons.length < 2) return;
-  const n = buttons.length;
-  const next = step === "first" ? 0 : step === "last" ? n - 1 : (here + step + n) %% n;
-  buttons[next].focus();
-  buttons[next].click();  // the widget's own click handler sets the value
-}
-
-function onKeydown(event) {
-  const target = event.target;
-  if (passes(event) || !(target instanceof Element) || target === event.currentTarget) return;
-  const button = target.closest("button.widget-toggle-button");
-  if (button && event.key in ROVING && button.closest(".widget-toggle-buttons")) {
-    event.preventDefault();  // no page scroll
-    move(button, ROVING[event.key]);
-  }
-  event.stopPropagation();  // the control has the key; JupyterLab's shortcuts never see it
-}
-
-export default {
-  async render({ model, el }) {
-    el.classList.add(%(helper)s);
-    // The words come on the helper's channel (mha_core.widgets._channel); without it the keys still work.
-    const channel = await channel_of(model).catch((error) => { console.warn("mha-keys: no words:", error); return null; });
-    const current = () => (channel ? channel.get("words") : null) || [];
-    // The live regions sit in a visually hidden box of their own: ipywidgets' layout view owns the
-    // element's own style (it removes width, height, margin and overflow that it did not set).
-    const hidden = document.createElement("div");
-    hidden.setAttribute("style", SR_ONLY);
-    el.appendChild(hidden);
-    let root = null, observer = null, timer = 0, waited = 0;
-    // One polite live region per figure of the group; ids unique to this view of the helper.
-    const uid = "mha-words-" + Math.random().toString(36).slice(2, 10);
-    const regions = [], ids = [];
-    const say = () => {
-      const words = current();
-      while (regions.length < words.length) {
-        const region = document.createElement("div"), name = document.createElement("span"), text = document.createElement("span");
-        region.className = WORDS;
-        region.setAttribute("aria-live", "polite");
-        region.setAttribute("aria-atomic", "true");
-        text.id = uid + "-" + regions.length;
-        region.append(name, " ", text);
-        hidden.appendChild(region);
-        regions.push({ name, text });
-        ids.push(text.id);
-      }
-      words.forEach((w, i) => {
-        if (regions[i].name.textContent !== w.name + ".") regions[i].name.textContent = w.name + ".";
-        if (regions[i].text.textContent !== w.description) regions[i].text.textContent = w.description;
-      });
-      if (root) label(root, words, ids);
-    };
-    say();
-    if (channel) channel.on("change:words", say);
-    // The box is the output before this one; it appears once all its views exist (a figure takes seconds).
-    const attach = () => {
-      // The marked box shown last before this helper in the same output area (a cell's outputs).
-      const area = el.closest(".jp-OutputArea, .widget-output");
-      const before = area ? [...area.querySelectorAll("." + GROUP)].filter(
-        (g) => g.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) : [];
-      root = before.pop() || null;
-      if (!root) {
-        waited += 1;
-        if (waited < 1200) timer = setTimeout(attach, Math.min(25 * waited, 250));
-        return;
-      }
-      arrange(root);
-      label(root, current(), ids);
-      root.setAttribute("data-mha-keys", "on");  // for tests and for a person reading the page
-      root.addEventListener("keydown", onKeydown);
-      // A plot is drawn seconds after its box: label it when it appears.
-      observer = new MutationObserver(() => { arrange(root); label(root, current(), ids); });
-      observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class", "disabled"] });
-    };
-    attach();
-    return () => {
-      if (channel) channel.off("change:words", say);
-      clearTimeout(timer);
-      if (observer) observer.disconnect();
-      if (root) {
-        root.removeEventListener("keydown", onKeydown);
-        root.removeAttribute("data-mha-keys");
-      }
-    };
-  },
-};
-"""
-
 _HELPER_CLASS_CACHE: list = []
 
 
 def _esm() -> str:
-    import json
-
-    return CHANNEL_JS + _ESM % {
-        "group": json.dumps(GROUP_CLASS),
-        "helper": json.dumps(HELPER_CLASS),
-        "roving": json.dumps(ROVING_KEYS),
-        "passed": json.dumps(list(PASSED_KEYS)),
-        "words": json.dumps(_words.WORDS_CLASS),
-        "sr_only": json.dumps(_words.SR_ONLY_STYLE),
-    }
+    """The helper's module: the constants above, ``js/label.js``, ``js/channel.js`` and ``js/keys.js`` (``_js``)."""
+    return _js.module("label.js", "channel.js", "keys.js", values={
+        "GROUP": GROUP_CLASS, "HELPER": HELPER_CLASS, "ROVING": ROVING_KEYS, "PASSED": PASSED_KEYS,
+        "WORDS": _words.WORDS_CLASS, "SR_ONLY": _words.SR_ONLY_STYLE})
 
 
 class WordsChannel(Channel):

@@ -17,7 +17,8 @@ What this module does instead.
   anywidget deadline (its module only schedules the work and returns).
 - ``LiveFigure``: a ``go.FigureWidget`` (the same Python API: ``data``, ``layout``,
   ``batch_update``, and ``update_in_place`` in ``_base``) whose front-end module is a
-  few hundred bytes. Python keeps the whole figure and, after each change, sends it
+  few KB (``js/live_figure.js``), with two buttons under the figure that save it as PNG or
+  SVG, offline (``js/save.js``: plotly.js's own ``downloadImage``). Python keeps the whole figure and, after each change, sends it
   whole in one message (plotly's own traits ``_widget_data`` and ``_widget_layout``, with
   its serializers: 1-D numeric arrays travel as binary buffers). The view waits for
   plotly.js and then draws the figure as the model holds it now with ``Plotly.react``, so
@@ -44,105 +45,17 @@ import plotly.graph_objects as go
 import traitlets
 from plotly.basewidget import BaseFigureWidget
 
-from ._channel import CHANNEL_JS, Channel, channel_trait
+from . import _js
+from ._channel import Channel, channel_trait
 from ._plain import apply_checked, apply_plain
 
 #: plotly.js as plotly ships it (a UMD bundle that also sets ``window.Plotly``).
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
-# One promise per page for plotly.js: made by whichever module runs first, settled by the library.
-_SHARED = r"""
-const shared = () => {
-  const w = globalThis;
-  if (!w.__mhaPlotly) {
-    let settle;
-    const promise = new Promise((resolve, reject) => { settle = {resolve, reject}; });
-    w.__mhaPlotly = {promise, settle, loading: false};
-  }
-  return w.__mhaPlotly;
-};
-"""
-
-LIBRARY_ESM = _SHARED + r"""
-function load(source) {
-  const one = shared();
-  if (one.loading) return;
-  one.loading = true;
-  // After this module has returned: the work is not counted against anywidget's deadline.
-  setTimeout(() => {
-    try {
-      const module = {exports: {}};
-      new Function("module", source)(module);  // plotly.js's UMD wrapper fills module.exports
-      one.settle.resolve(module.exports);
-    } catch (error) {
-      one.loading = false;
-      one.settle.reject(error);
-    }
-  }, 0);
-}
-export default {
-  initialize({ model }) {
-    if (model.get("source")) load(model.get("source"));
-    else model.on("change:source", () => load(model.get("source")));
-  },
-};
-"""
-
-FIGURE_ESM = _SHARED + CHANNEL_JS + r"""
-// plotly's serializer: a 1-D numeric array is {buffer, dtype, shape}; "_undefined_" is a value left unset.
-const ARRAYS = {int8: Int8Array, int16: Int16Array, int32: Int32Array, uint8: Uint8Array, uint16: Uint16Array,
-                uint32: Uint32Array, float32: Float32Array, float64: Float64Array};
-function decode(value) {
-  if (Array.isArray(value)) return value.map(decode);
-  if (value && typeof value === "object") {
-    if (value.buffer && value.dtype && ARRAYS[value.dtype]) {
-      const view = value.buffer, Type = ARRAYS[value.dtype];
-      return new Type(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength));
-    }
-    const out = {};
-    for (const [key, item] of Object.entries(value)) if (item !== "_undefined_") out[key] = decode(item);
-    return out;
-  }
-  return value;
-}
-export default {
-  async render({ model, el }) {
-    let alive = true, waiting = false, drawing = Promise.resolve();
-    const plot = document.createElement("div");
-    plot.className = "mha-live-figure";
-    el.appendChild(plot);
-    const fail = (error) => { plot.textContent = "This figure could not be drawn: " + error; };
-    let figure;
-    try {
-      figure = await channel_of(model);
-    } catch (error) {
-      fail(error);
-      return;
-    }
-    // One draw waits at a time; it reads the figure when it starts, so it shows the newest one.
-    const draw = () => {
-      if (waiting) return;
-      waiting = true;
-      drawing = drawing.then(() => shared().promise).then((Plotly) => {
-        waiting = false;
-        if (!alive) return;
-        return Plotly.react(plot, decode(figure.get("_widget_data")), decode(figure.get("_widget_layout")),
-                            {displaylogo: false, responsive: false});
-      }).catch((error) => {
-        waiting = false;
-        fail(error);
-      });
-    };
-    draw();
-    figure.on("change", draw);
-    return () => {
-      alive = false;
-      figure.off("change", draw);
-      shared().promise.then((Plotly) => Plotly.purge(plot)).catch(() => {});
-    };
-  },
-};
-"""
+#: The two modules (``_js``): the library's evaluates plotly.js once per page (``js/plotly_library.js``);
+#: a figure's draws it from its channel and offers it as PNG and SVG (``js/live_figure.js``, ``js/save.js``).
+LIBRARY_ESM = _js.module("plotly_shared.js", "plotly_library.js")
+FIGURE_ESM = _js.module("plotly_shared.js", "channel.js", "save.js", "live_figure.js")
 
 _library = None
 

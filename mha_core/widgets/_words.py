@@ -8,8 +8,9 @@ as the name, and a description read from the numbers it draws. Two kinds of figu
   one small HTML output holding its words
   and a few lines of script. The script makes the plot, in the output just before it, an
   image (``role="img"``) named by the title (``aria-label``) and described by the words
-  (``aria-describedby``), and hides plotly's SVG from the accessibility tree (the same
-  treatment as the handouts' ``tools/handout_assets/figures.js``). Where the script cannot
+  (``aria-describedby``), and hides plotly's SVG from the accessibility tree (``js/static_words.js``,
+  with the labelling module the live groups and the handouts use too, ``js/label.js``); under the
+  figure it puts the two buttons that save it as PNG or SVG (``js/save.js``). Where the script cannot
   run (an untrusted notebook) the words are still read, right after the figure.
 - A control group's live figure: the group's keyboard helper (``_keys.KeyboardHelper``)
   carries its words, and in the page it names and describes the figure the same way from
@@ -51,37 +52,22 @@ SR_ONLY_STYLE = ("display:block;width:1px;height:1px;margin:-1px;padding:0;borde
 #: not zoomed.
 STATIC_CONFIG = {"displayModeBar": False}
 
-# The page-side half for a static figure. It runs once its output is in the page (JupyterLab runs
-# the scripts of trusted HTML outputs), finds the plot in the output before its own and labels it.
-_STATIC_SCRIPT = """<script>(function () {
-  var id = %(id)s, name = %(name)s, tries = 0;
-  function label() {
-    var words = document.getElementById(id);
-    var child = words && words.closest(".jp-OutputArea-child");
-    var before = child && child.previousElementSibling;
-    var plot = before && before.querySelector(".jp-RenderedPlotly, .js-plotly-plot");
-    if (!plot) { if (++tries < 240) setTimeout(label, 250); return; }
-    plot.setAttribute("role", "img");
-    plot.setAttribute("aria-label", name);
-    plot.setAttribute("aria-describedby", id);
-    words.setAttribute("aria-hidden", "true");  // read once, as the image's description
-    plot.querySelectorAll("svg.main-svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
-    var tester = document.getElementById("js-plotly-tester");
-    if (tester) tester.setAttribute("aria-hidden", "true");
-    if (!plot.querySelector(".main-svg") && ++tries < 240) { setTimeout(label, 250); return; }  // not drawn yet
-    fit(plot);
-    if (window.ResizeObserver) new ResizeObserver(function () { fit(plot); }).observe(plot);
-  }
-  // A plot a pixel or two larger than its output (rounding) is no region to scroll: its overflow is hidden.
-  // One that really does not fit (a narrow window) keeps its scroll bar and gets a Tab stop, so that a
-  // keyboard can scroll it (axe: scrollable-region-focusable).
-  function fit(plot) {
-    var over = plot.scrollWidth - plot.clientWidth > 2 || plot.scrollHeight - plot.clientHeight > 2;
-    plot.style.overflow = over ? "" : "hidden";
-    if (over) plot.setAttribute("tabindex", "0"); else plot.removeAttribute("tabindex");
-  }
-  label();
-})();</script>"""
+
+def _static_script(words_id: str, name: str) -> str:
+    """The page-side half for a static figure: ``js/label.js``, ``js/save.js`` and ``js/static_words.js``, called
+    for the words ``words_id`` and the plot's ``name``. It runs once its output is in the page (JupyterLab runs the
+    scripts of trusted HTML outputs), finds the plot in the output before its own, labels it and puts its PNG and
+    SVG buttons under it, their text at the theme's control size (``projector``: 16 px, 20 px on a projector)."""
+    from .. import projector
+    from . import _js
+
+    def literal(text: str) -> str:  # JSON that cannot close the <script> early
+        return json.dumps(text).replace("</", "<\\/")
+
+    px = projector.resolve(None).control_font_size
+    call = f"mhaStaticWords({literal(words_id)}, {literal(name)}, {{px: {px}}});"
+    return ("<script>(function () {\n" + _js.read("label.js") + _js.read("save.js") + _js.read("static_words.js") + call
+            + "\n})();</script>")
 
 
 def _static_mode() -> bool:
@@ -117,7 +103,7 @@ def figure_words_html(figure, *, words_id: str | None = None) -> str:
     words_id = words_id or f"mha-words-{uuid.uuid4().hex[:12]}"
     return (f'<div class="{WORDS_CLASS}" id="{words_id}" style="{SR_ONLY_STYLE}">'
             f'{html.escape(words["description"])}</div>'
-            + _STATIC_SCRIPT % {"id": json.dumps(words_id), "name": json.dumps(words["name"])})
+            + _static_script(words_id, words["name"]))
 
 
 def show_figure(figure) -> None:

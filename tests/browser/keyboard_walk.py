@@ -39,8 +39,10 @@ from lab_page import parse_kernel_frame, poll_until, wait_kernel_idle
 KEY_GROUP = ".mha-keys"
 #: Every element a keyboard user can stop on inside a control group (one stop per radio group, on its chosen button).
 #: A slider's readout is a tab stop of its own: a box to type the value into (``kind`` 'readout').
+#: A figure's save buttons (``mha_core/widgets/js/save.js``) are Tab stops too, but not controls: the walk passes them.
+SAVE_BUTTON = "button.mha-save-button"
 KEY_STOPS = ("button.widget-toggle-button[tabindex='0'], .noUi-handle, .widget-readout[contenteditable='true'], select, "
-             "input, textarea, button:not(.widget-toggle-button)")
+             "input, textarea, button:not(.widget-toggle-button):not(.mha-save-button)")
 
 _NOTEBOOK_CELLS = "document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')"
 
@@ -86,7 +88,7 @@ const describe = (el) => {
     }
     const cell = cells.findIndex(c => c.contains(el));
     return {kind, name, value, classes, cell, id: `${cell}|${kind}|${classes}|${name}`,
-            in_group: !!el.closest('""" + KEY_GROUP + r"""'), ...extra};
+            in_group: !!el.closest('""" + KEY_GROUP + r"""'), save: el.matches('""" + SAVE_BUTTON + r"""'), ...extra};
 };
 """
 
@@ -329,9 +331,21 @@ def visit(page, control: dict, cell: int, log: list, updates: FigureUpdates) -> 
     return control["id"]
 
 
-def tab(page, key: str, cell: int) -> dict:
+def press_past_save_buttons(page, key: str) -> dict | None:
+    """Press ``key`` (Tab or Shift+Tab), then again while the focus is on a figure's save button: the buttons
+    are reached, and passed, like any Tab stop. What has the focus then."""
     page.keyboard.press(key)
     control = focused_control(page)
+    for _ in range(8):
+        if not (control and control.get("save")):
+            break
+        page.keyboard.press(key)
+        control = focused_control(page)
+    return control
+
+
+def tab(page, key: str, cell: int) -> dict:
+    control = press_past_save_buttons(page, key)
     assert control and control["in_group"] and control["cell"] == cell, (
         f"{key} inside the group of cell {cell} left it: the focus is on {control!r}")
     return control
@@ -341,8 +355,7 @@ def walk_group(page, group: dict, log: list, updates: FigureUpdates) -> None:
     """Reach the group from the notebook, move every control, leave it: all with the keyboard (module docstring)."""
     cell = group["cell"]
     move_to_cell(page, cell + 1)
-    page.keyboard.press("Shift+Tab")
-    last = focused_control(page)
+    last = press_past_save_buttons(page, "Shift+Tab")
     assert last and last["id"] == group["controls"][-1]["id"], (
         f"Shift+Tab from the cell below the group of cell {cell} focused {last!r}, not its last control "
         f"{group['controls'][-1]['id']}; the element: "
@@ -359,8 +372,7 @@ def walk_group(page, group: dict, log: list, updates: FigureUpdates) -> None:
             moved.add(visit(page, control, cell, log, updates))
     missing = [c["id"] for c in now["controls"] if c["id"] not in moved]
     assert not missing, f"group of cell {cell}: never reached with Tab/Shift+Tab: {missing}"
-    page.keyboard.press("Tab")  # out of the group, onto the next cell
-    out = focused_control(page)
+    out = press_past_save_buttons(page, "Tab")  # out of the group, onto the next cell
     assert out is None or not out["in_group"] or out["cell"] != cell, f"Tab past the group's last control stays on {out!r}"
 
 

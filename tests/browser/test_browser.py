@@ -14,7 +14,8 @@ axe-core finds no WCAG 2.1 A/AA violation in the outputs and every figure is an 
 by its title and described by the words ``mha_core.figures.describe`` reads from its data
 (``lab_axe``; in 03 also after a head-count change). Last, every control group is walked
 with the keyboard alone (``keyboard_walk``: reached with Tab, every control moved by its keys,
-JupyterLab never moving; a figure the kernel sent an update that did not redraw is named as a dead view). A screenshot
+JupyterLab never moving; a figure the kernel sent an update that did not redraw is named as a dead view), and
+every live figure offers its PNG and SVG buttons, the first one saved both ways (``lab_save``). A screenshot
 per notebook goes to artifacts/browser/, and the
 time to interactive and kernel-websocket bytes to the report (see conftest.py); the
 keyboard walk's keys and times to artifacts/browser/keyboard.json.
@@ -30,6 +31,7 @@ import traceback
 
 import keyboard_walk
 import lab_axe
+import lab_save
 import page_text
 import pytest
 from browser_config import ARTIFACTS, NOTEBOOK_DIR, SERVER_ROOT
@@ -155,6 +157,7 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
             meter.callback_errors)
         result["counts"] = rendered_counts(page)
         keyboard_walk.walk_page(page, keys, updates)
+        result["save"] = lab_save.check(page, ARTIFACTS / "saved" / notebook.stem)  # PNG and SVG from each live figure
         result["outcome"] = "passed"
     except BaseException as exc:
         result["outcome"] = "failed"

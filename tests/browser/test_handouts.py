@@ -7,7 +7,8 @@ TeX left), no request that left the machine or missed a file (the AMS font of 03
 them); every figure named and described in Chromium's accessibility tree with the numbers
 ``mha_core.figures.describe`` reads from it; one quick-check question answered wrong and
 then right, with the package's feedback; links to the neighbouring pages; axe-core's WCAG
-2.1 A/AA rules with no violation; the summary on at most two A4 pages; and the layout at a
+2.1 A/AA rules with no violation; every figure saved as PNG and SVG from its buttons; the summary
+on at most two A4 pages; and the layout at a
 phone's 390 px and a tablet's 768 px (nothing wider than the page; no two texts of a figure
 over each other once ``narrow.js`` has reflowed it); and every control group's
 settings, recorded when the page was built, each moved in the page and its figure (data and
@@ -200,6 +201,51 @@ def test_every_figure_has_a_name_and_its_numbers_in_the_accessibility_tree(stem,
         assert _flat(described) == _flat("In words: " + handout_controls.words_text(words.description)), (
             f"{stem}: {words.name}: {described!r}")
         assert re.search(r"\d", described), f"{stem}: {words.name}: the description gives no number"
+
+
+# --------------------------------------------------------------------------- saving a figure
+
+
+@pytest.mark.parametrize("stem", PAGES)
+def test_every_figure_saves_as_png_and_svg_offline(stem, built, offline_browser, tmp_path):
+    """Each figure has its two buttons (``save.js``), under the plot and outside its image; the first
+    figure's buttons download a real PNG and SVG with the network cut off, named after the figure."""
+    from mha_core.figures.describe import in_words
+
+    out, pages = built
+    context, outside = offline_browser
+    outside.clear()
+    page = open_page(context, out / f"{stem}.html")
+    try:
+        rows = page.evaluate("""() => Array.from(document.querySelectorAll('figure.mha-figure')).map(f => {
+            const row = f.querySelector(':scope > .mha-save'), plot = f.querySelector('.mha-plot');
+            return {buttons: row ? Array.from(row.querySelectorAll('button')).map(b => b.textContent) : [],
+                    after_plot: !!row && plot.nextElementSibling === row, inside_image: !!plot.querySelector('.mha-save')};
+        })""")
+        assert len(rows) == pages[stem]["figures"]
+        for i, row in enumerate(rows, start=1):
+            assert row == {"buttons": ["Save as PNG", "Save as SVG"], "after_plot": True, "inside_image": False}, (
+                f"{stem}: figure {i}: {row}")
+        if not rows:
+            return
+        spec = page.evaluate("() => JSON.parse(document.querySelector('figure.mha-figure script.mha-figure-data').textContent)")
+        saved = {}
+        for fmt in ("png", "svg"):
+            with page.expect_download(timeout=30_000) as info:
+                page.locator(f"figure.mha-figure >> nth=0 >> .mha-save-button[data-format='{fmt}']").click()
+            target = tmp_path / f"figure.{fmt}"
+            info.value.save_as(target)
+            saved[fmt] = (info.value.suggested_filename, target.read_bytes())
+    finally:
+        page.close()
+    assert outside == [], f"{stem}: saving asked the network for {outside}"
+    name, png = saved["png"]
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000, f"{stem}: {name}: not a PNG image ({len(png)} bytes)"
+    name_svg, svg = saved["svg"]
+    assert svg.lstrip().startswith(b"<svg") and b"</svg>" in svg, f"{stem}: {name_svg}: not an SVG image"
+    words = in_words(spec)
+    stem_of_file = re.sub(r"[^a-z0-9]+", "-", words.name.lower()).strip("-")[:20]
+    assert name.endswith(".png") and name_svg.endswith(".svg") and name.startswith(stem_of_file), (name, name_svg, words.name)
 
 
 # --------------------------------------------------------------------------- quick checks

@@ -8,6 +8,9 @@
    The figure takes the width of the page (no fixed width, plotly's responsive mode), so
    it reflows on a phone or a tablet instead of shrinking; the mode bar stays hidden
    (it covered titles on a narrow screen, and its buttons cannot sit inside an image).
+   Under the plot, two buttons save the figure as drawn, as PNG or SVG (save.js, mhaSave);
+   its drawing is hidden from a screen reader by the course's labelling module (label.js,
+   mhaLabel). Both come from mha_core/widgets/js, shared with JupyterLab, loaded before this file.
 */
 (function () {
   "use strict";
@@ -58,11 +61,7 @@
   }
 
   function hideFromReaders(plot) {
-    // plotly measures text in a hidden SVG of its own, far off screen: not an image to announce.
-    var tester = document.getElementById("js-plotly-tester");
-    if (tester) tester.setAttribute("aria-hidden", "true");
-    // The plot is one image, named and described: its drawing is not read out piece by piece.
-    plot.querySelectorAll("svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
+    window.mhaLabel.hideDrawing(plot);
   }
 
   // The title as designed, copied deep: plotly keeps the drawn layout's objects (its pad among them).
@@ -106,6 +105,7 @@
     };
     return drawn.then(refit).then(function () {
       hideFromReaders(plot);
+      if (window.mhaSave) window.mhaSave.addButtons(figure, plot, function () { return window.Plotly; }, plot.nextSibling);
       plot.setAttribute("data-mha-drawn", "1");
     });
   }
@@ -130,6 +130,9 @@
       }
     });
   }
+
+  // For the unit tests (tests/js/handout_figures.test.js): the parts that need no drawing.
+  window.mhaFigures = {wrapped: wrapped, pageLayout: pageLayout, titleOf: titleOf};
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

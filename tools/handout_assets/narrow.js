@@ -483,6 +483,9 @@
     }
   }
 
+  // For the unit tests (tests/js/handout_narrow.test.js): the parts that need no drawing.
+  window.mhaNarrow = {overlapping: overlapping, titleText: titleText, setTitleText: setTitleText, tightMargins: tightMargins};
+
   window.mhaFitNarrow = function (plot) {
     if (!window.Plotly || !L || !plot || !plot._fullLayout || !plot.data) return Promise.resolve();
     // One fit at a time per figure; a call made meanwhile runs after it, at the width of its own time.

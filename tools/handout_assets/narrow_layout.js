@@ -367,5 +367,6 @@
 
   window.mhaNarrowLayout = {clone: clone, num: num, axisKey: axisKey, plain: plain, wrapWords: wrapWords,
                             panels: panels, sideBySide: sideBySide, paperXY: paperXY, nearest: nearest,
-                            stack: stack, recutGrid: recutGrid, splitTable: splitTable};
+                            stack: stack, recutGrid: recutGrid, splitTable: splitTable,
+                            nullLines: nullLines, blocks: blocks, within: within};
 })();

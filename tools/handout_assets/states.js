@@ -101,7 +101,7 @@
       var state = states[index];
       box.dataset.mhaState = String(index);
       words.textContent = state.w;
-      plot.setAttribute("aria-label", state.n);
+      window.mhaLabel.set(plot, "aria-label", state.n);
       box.querySelectorAll(".mha-states-text").forEach(function (line) {
         var html = state.t[line.dataset.text] || "";
         if (line.innerHTML !== html) line.innerHTML = html;
@@ -155,6 +155,9 @@
       }
     });
   }
+
+  // For the unit tests (tests/js/handout_states.test.js): the inverse of the build's figure diff.
+  window.mhaStates = {applyDiff: applyDiff};
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -1,4 +1,4 @@
-"""Serving cost (notebook 09): the head-count sweep, cached decoding, the calculator's controls, notebook 09.
+"""Serving cost (notebook 10): the head-count sweep, cached decoding, the calculator's controls, notebook 10.
 
 - **Head-count sweep**: one causal self-attention forward of ``TorchMultiHeadAttention``
   (fp32, one torch thread) at a fixed d_model, for every head count and several
@@ -13,7 +13,7 @@
   Python allocation during one event (``tracemalloc``, in a second pass so its cost
   stays out of the times). Goals: median < 20 ms, p95 < 50 ms, no event allocating
   more than 100 MB.
-- **Notebook 09** in a fresh kernel, with an empty notebook as the reference. Goal < 20 s.
+- **Notebook 10** in a fresh kernel, with an empty notebook as the reference. Goal < 20 s.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ._timing import median, summary
 
-NOTEBOOK = "09_serving_cost.ipynb"
+NOTEBOOK = "10_serving_cost.ipynb"
 GOAL_NOTEBOOK_S = 20.0
 GOAL_MEDIAN_MS = 20.0
 GOAL_P95_MS = 50.0
@@ -188,7 +188,7 @@ def run(quick: bool, log=print, **_) -> dict:
 # -- the report -------------------------------------------------------------------------------------
 
 
-TITLE = "Serving cost (notebook 09): head counts, cached decoding, the calculator"
+TITLE = "Serving cost (notebook 10): head counts, cached decoding, the calculator"
 NUMBER = 7
 
 
@@ -272,5 +272,5 @@ def markdown(result: dict, report: dict | None = None) -> list[str]:
                      f" {slow.get('seconds') or 0:.1f} s); goal < {GOAL_NOTEBOOK_S:.0f} s: {'met' if nb['met'] else '**missed**'}"
                      + (f"; errors: {'; '.join(nb['errors'])[:300]}" if nb["errors"] else "") + ".")
     elif "error" in nb:
-        lines.append(f"Notebook 09: `{nb['error']}`")
+        lines.append(f"Notebook 10: `{nb['error']}`")
     return lines

@@ -139,7 +139,7 @@ GROUPS: dict[str, Group] = {
         "mha_core.widgets.serving", _kv_cache_calculator,
         {"model": ["Llama-2-7B", "Llama-2-70B", "Gemma-2B", "GPT-2 small", "Mistral-7B v0.1"], "n_tokens": None,
          "batch": [1, 8, 64, 256], "dtype": None, "memory": None, "n_kv_heads": None},
-        notebook="09",
+        notebook="10",
     ),
     # Seeds 0 and 1 are cached; "1.5", 5 heads and 0 steps are the bad settings (their message path).
     "toy.live_training": Group(

@@ -2,7 +2,7 @@
 
 Pure arithmetic on shapes; nothing here runs attention. The real model shapes come
 from each model's published configuration file. Further down, in the order notebook
-09 teaches them: sliding windows (a cache of at most ``window`` tokens), prefill
+10 teaches them: sliding windows (a cache of at most ``window`` tokens), prefill
 against decode (FLOPs per byte read), paged caches (the room a reservation wastes)
 and quantized caches (fewer bits per value).
 
@@ -395,7 +395,7 @@ class DeviceFit:
 
 #: One data-centre GPU from NVIDIA's A100 datasheet (A100 80GB SXM): 312 TFLOP/s of dense 16-bit
 #: (BF16) tensor arithmetic and 2,039 GB/s of memory bandwidth. Its "80GB" of HBM2e is 80 GiB
-#: (81,920 MiB as nvidia-smi reports it), the 80 GiB the calculator of notebook 09 offers.
+#: (81,920 MiB as nvidia-smi reports it), the 80 GiB the calculator of notebook 10 offers.
 A100_80GB = {"name": "A100 80GB SXM", "flops_per_second": 312e12, "bytes_per_second": 2039e9, "memory_bytes": 80 * 2**30}
 
 

@@ -1,4 +1,4 @@
-"""The key/value cache: the keys and values of the tokens decoded so far (notebook 09).
+"""The key/value cache: the keys and values of the tokens decoded so far (notebook 10).
 
 ``TorchMultiHeadAttention.new_kv_cache`` makes one; ``layer(x_chunk, kv_cache=cache)``
 writes the chunk's keys and values into it and attends to everything written so far.

@@ -1,4 +1,4 @@
-"""Serving costs measured on this machine, with ``TorchMultiHeadAttention`` (notebook 09).
+"""Serving costs measured on this machine, with ``TorchMultiHeadAttention`` (notebook 10).
 
 ``mha_core.costs`` says what a layer *should* cost (bytes, FLOPs). This module runs
 the package's torch layer and measures what it *does* cost here:
@@ -382,7 +382,7 @@ def _check_layouts_and_work(d_model, n_heads, kv_head_counts, n_tokens, runs_per
     return kv_head_counts, n_tokens
 
 
-# -- notebook 09, section 9: decoding time against bytes read, MHA / GQA / MQA ------------------------
+# -- notebook 10, section 9: decoding time against bytes read, MHA / GQA / MQA ------------------------
 
 
 def kv_sharing_decode(d_model: int = 256, n_heads: int = 16, kv_head_counts=(16, 4, 1), n_tokens: int = 128, *,

@@ -1,13 +1,13 @@
-"""The numbers behind notebook 05's and 09's figures and controls, gathered from ``costs``.
+"""The numbers behind notebook 05's and 10's figures and controls, gathered from ``costs``.
 
 Each function looks every number up in ``mha_core.costs`` and returns one frozen
 table, so a figure builder only draws and a control only looks up: no figure computes
 a cost, and this module draws nothing (it imports neither plotly nor ipywidgets).
 
 - ``SizingRows`` / ``sizing_rows``: one attention layer's costs for each head count (05).
-- ``GrowthRows`` / ``growth_rows``: score tables against the KV cache as T grows (09).
+- ``GrowthRows`` / ``growth_rows``: score tables against the KV cache as T grows (10).
 - ``CalculatorRows`` / ``calculator_rows``: the KV-cache calculator's numbers for
-  every key/value head count of a model (09); ``kv_head_choices`` lists those counts.
+  every key/value head count of a model (10); ``kv_head_choices`` lists those counts.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def sizing_rows(d_model: int, n_tokens: int, head_counts) -> SizingRows:
     )
 
 
-# -- notebook 09: score tables (T^2) next to the KV cache (T) ---------------------------------
+# -- notebook 10: score tables (T^2) next to the KV cache (T) ---------------------------------
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def growth_rows(model: costs.ModelShape, token_counts, *, bytes_per_value: int =
     )
 
 
-# -- notebook 09: the KV-cache calculator ---------------------------------------------------------
+# -- notebook 10: the KV-cache calculator ---------------------------------------------------------
 
 
 @dataclass(frozen=True)

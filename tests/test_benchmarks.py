@@ -93,7 +93,7 @@ def test_quick_benchmark_command_runs_and_writes_the_report(tmp_path):
 
 
 def test_cached_decoding_is_measured_once_in_the_serving_section():
-    # One decoding benchmark, built on mha_core.serving (notebook 09's own functions).
+    # One decoding benchmark, built on mha_core.serving (notebook 10's own functions).
     pytest.importorskip("torch")
     from benchmarks import bench_serving
 

@@ -779,16 +779,16 @@ def test_decoding_reads_the_layers_weights_every_step_and_the_cache_so_far():
 # --- the numbers notebook 09's prose quotes ------------------------------------------------------------
 
 
-def _notebook_09_prose() -> str:
+def _serving_notebook_prose() -> str:
     import json
     from pathlib import Path
 
-    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "09_serving_cost.ipynb").read_text())
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "10_serving_cost.ipynb").read_text())
     return " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
 
 
-def test_the_numbers_notebook_09_quotes_are_the_ones_costs_computes():
-    prose = _notebook_09_prose()
+def test_the_numbers_notebook_10_quotes_are_the_ones_costs_computes():
+    prose = _serving_notebook_prose()
     GiB = 2**30
     llama, mistral = costs.MODEL_SHAPES["Llama-2-7B"], costs.MODEL_SHAPES["Mistral-7B v0.1"]
     a100 = costs.A100_80GB
@@ -864,10 +864,10 @@ def test_the_numbers_notebook_09_quotes_are_the_ones_costs_computes():
         assert old not in prose, old
 
 
-def test_notebook_09_explains_rotary_positions_and_marks_sections_8_10_and_11_optional():
+def test_notebook_10_explains_rotary_positions_and_marks_sections_8_10_and_11_optional():
     from pathlib import Path
 
-    prose = _notebook_09_prose()
+    prose = _serving_notebook_prose()
     rotary = {m.name for m in costs.MODEL_SHAPES.values() if m.generates and m.positions == "rotary"}
     assert rotary == {m.name for m in costs.MODEL_SHAPES.values() if m.generates} - {"GPT-2 small"}
     assert "The other models that generate here use *rotary positions* (RoPE)" in prose
@@ -879,14 +879,14 @@ def test_notebook_09_explains_rotary_positions_and_marks_sections_8_10_and_11_op
 
     welcome = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "00_welcome.ipynb").read_text())
     welcome_prose = " ".join(" ".join("".join(c["source"]).split()) for c in welcome["cells"] if c["cell_type"] == "markdown")
-    assert "In 09, sections 8, 10 and 11 (FLOPs per byte on a GPU, paged caches, quantized caches) are optional" in welcome_prose
+    assert "In 10, sections 8, 10 and 11 (FLOPs per byte on a GPU, paged caches, quantized caches) are optional" in welcome_prose
 
 
-def test_the_guides_09_section_quotes_the_same_numbers():
+def test_the_guides_10_section_quotes_the_same_numbers():
     from pathlib import Path
 
     guide = (Path(__file__).resolve().parents[1] / "docs" / "instructor_guide.md").read_text()
-    section = " ".join(guide[guide.index("## 09 · "):guide.index("## 10 · ")].split())
+    section = " ".join(guide[guide.index("## 10 · "):guide.index("## 11 · ")].split())
     llama, a100 = costs.MODEL_SHAPES["Llama-2-7B"], costs.A100_80GB
     batch = costs.decode_step_cost(llama, 4096, batch=32)
     too_big = costs.decode_step_cost(llama, 4096, batch=64).fit(a100)

@@ -92,16 +92,16 @@ def test_summary_covers_every_notebook_and_the_course(store, bank):
     store.record("03-d-head", "03", True)
     store.record("05-mha-parameters", "05", False)
     # Answered in the review: it counts for notebook 01, where the question lives.
-    store.record("01-score-is-dot", "10", True)
+    store.record("01-score-is-dot", "11", True)
     summary = progress_summary(store, bank)
-    assert list(summary) == [f"{n:02d}" for n in range(1, 11)] + ["course"]
+    assert list(summary) == [f"{n:02d}" for n in range(1, 12) if n != 9] + ["course"]
     s03 = summary["03"]
     assert (s03.questions, s03.attempted, s03.best, s03.last, s03.tries) == (len(bank.questions("03")), 2, 2, 2, 3)
     assert (summary["05"].attempted, summary["05"].best) == (1, 0)
     assert summary["01"].best == 1
     # The review's row counts its own questions; the repeated ones count in their own rows.
-    assert summary["10"].best == 0 and summary["10"].repeated == len(bank.sets["10"].include)
-    assert summary["09"].attempted == 0 and summary["09"].last_time is None
+    assert summary["11"].best == 0 and summary["11"].repeated == len(bank.sets["11"].include)
+    assert summary["10"].attempted == 0 and summary["10"].last_time is None
     course = summary["course"]
     assert (course.best, course.questions) == (3, len(bank.course_questions()))
     assert course_score(bank, store.question_stats()) == (3, len(bank.course_questions()))
@@ -273,7 +273,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 SESSION = [("03-d-head", "03", True, "64"), ("03-d-head", "03", False, "8"), ("02-why-scale", "02", True, "c"),
-           ("10-mental-model", "10", True, "b"), ("03-what-is-a-head", "10", False, "a")]
+           ("11-mental-model", "11", True, "b"), ("03-what-is-a-head", "11", False, "a")]
 
 
 def legacy_file(path: Path, n_answers: int = 3, *, columns: str | None = None, user_version: int = 0, app_id: int = 0,
@@ -733,7 +733,7 @@ def test_record_refuses_question_ids_that_are_not_in_the_bank(store):
         store.record("03-d-head", "05", True)
     with pytest.raises(TypeError, match="must be text"):
         store.record(3, "03", True)
-    store.record("03-what-is-a-head", "10", True)  # the review shows it too
+    store.record("03-what-is-a-head", "11", True)  # the review shows it too
     assert store.count() == 1
 
 
@@ -753,7 +753,7 @@ def test_record_takes_a_bank_question_or_refuses_with_a_message(tmp_path_factory
 
 
 @BOUNDED
-@given(st.lists(st.tuples(st.sampled_from(["03-d-head", "01-qkv-roles", "02-why-scale", "10-what-grows"]), st.booleans(),
+@given(st.lists(st.tuples(st.sampled_from(["03-d-head", "01-qkv-roles", "02-why-scale", "11-what-grows"]), st.booleans(),
                           st.text(max_size=40)), max_size=12))
 def test_stats_agree_with_the_answers_recorded_whatever_they_are(tmp_path_factory, answers):
     path = tmp_path_factory.mktemp("p") / "p.sqlite3"

@@ -22,7 +22,7 @@ from mha_core.quiz.bank import COURSE_SET_IDS, SET_IDS, BankError, load_bank, no
 from mha_core.quiz.grading import answer_letters, grade_choice, grade_numeric, option_order, shuffled_order
 from mha_core.quiz.numbers import parse_number
 
-NOTEBOOK_SETS = [f"{n:02d}" for n in range(1, 10)]
+NOTEBOOK_SETS = [f"{n:02d}" for n in range(1, 11) if n != 9]  # 09 arrives with its notebook
 
 
 @pytest.fixture(scope="module")
@@ -116,11 +116,11 @@ def test_correct_answer_is_not_always_in_the_same_position(questions):
 
 
 def test_review_draws_on_every_notebook_and_adds_its_own(bank):
-    review = bank.sets["10"]
+    review = bank.sets["11"]
     drawn_from = {qid[:2] for qid in review.include}
     assert set(NOTEBOOK_SETS) <= drawn_from
     assert review.questions, "the review has questions of its own"
-    shown = [q.id for q in bank.questions("10")]
+    shown = [q.id for q in bank.questions("11")]
     assert shown == list(review.include) + [q.id for q in review.questions]
 
 
@@ -139,7 +139,7 @@ def is_attention_head_question(q) -> bool:
     )
 
 
-@pytest.mark.parametrize("set_id", ["03", "10"])
+@pytest.mark.parametrize("set_id", ["03", "11"])
 def test_the_sources_attention_head_question_is_in_notebook_03_and_the_review(bank, set_id):
     assert any(is_attention_head_question(q) for q in bank.questions(set_id))
 
@@ -196,14 +196,14 @@ def test_impossible_split_names_the_nearest_valid_head_counts(bank):
 
 
 def test_kv_bytes_do_not_grow_with_the_head_count_as_the_bank_says(bank):
-    q = bank.question("09-heads-vs-kv-bytes")
+    q = bank.question("10-heads-vs-kv-bytes")
     assert "stay the same" in q.options[q.correct_indices[0]].text
     for n_heads in (12, 24):
         assert costs.kv_cache_bytes_per_token(12, n_heads, costs.d_head(768, n_heads)) == 36_864
 
 
 def test_what_grows_with_the_head_count_matches_costs(bank):
-    q = bank.question("10-what-grows")
+    q = bank.question("11-what-grows")
     right = {q.options[i].text for i in q.correct_indices}
     assert any("score entries" in t for t in right) and not any("parameter" in t for t in right)
     assert costs.attention_parameters(768, 24) == costs.attention_parameters(768, 12)
@@ -301,7 +301,7 @@ def test_parse_number_reads_what_a_learner_types(text, value):
 
 
 def test_set_ids_are_normalised_and_bad_ones_list_the_valid_ones():
-    assert normalise_set_id(3) == "03" and normalise_set_id("3") == "03" and normalise_set_id("10") == "10"
+    assert normalise_set_id(3) == "03" and normalise_set_id("3") == "03" and normalise_set_id("11") == "11"
     with pytest.raises(ValueError, match="set_id='99'.*00, 01.*10"):
         normalise_set_id("99")
 
@@ -357,7 +357,7 @@ def break_missing_tolerance(s):
 
 
 def break_unknown_include(s):
-    s["10"]["include"].append("03-no-such-question")
+    s["11"]["include"].append("03-no-such-question")
 
 
 def break_misconception_equals_answer(s):
@@ -446,7 +446,7 @@ def break_typo_misconception(s):
 
 
 def break_typo_includes(s):
-    s["10"]["includes"] = s["10"].pop("include")
+    s["11"]["includes"] = s["11"].pop("include")
 
 
 def break_typo_units(s):
@@ -481,7 +481,7 @@ def break_include_outside_the_review(s):
         (break_answer_on_single, "unknown key 'answer' in a single question"),
         (break_unknown_function, "computed_by names function 'parameter_count', which mha_core.costs does not have"),
         (break_unknown_option_key, "unknown key 'corect' in an option \\(did you mean 'correct'\\?\\)"),
-        (break_include_outside_the_review, "only the review \\(10.json\\) repeats questions"),
+        (break_include_outside_the_review, "only the review \\(11.json\\) repeats questions"),
     ],
     ids=lambda x: getattr(x, "__name__", ""),
 )
@@ -531,7 +531,7 @@ def test_a_hostile_file_costs_only_its_own_set_and_is_named(tmp_path, name):
     bank = load_bank(directory)
     assert set(bank.sets) == set(SET_IDS) - {"04"}
     assert bank.problems["04"].startswith("04.json"), bank.problems
-    assert "04-w-o-blocks" not in bank.sets["10"].include and "left out because their file is broken" in bank.notes["10"]
+    assert "04-w-o-blocks" not in bank.sets["11"].include and "left out because their file is broken" in bank.notes["11"]
     with pytest.raises(BankError, match="quiz 04 cannot be shown: 04.json"):
         bank.questions("04")
     with pytest.raises(BankError, match="04.json"):
@@ -602,14 +602,14 @@ def test_the_correct_option_is_not_a_giveaway_by_length_across_the_bank(bank):
 
 
 def test_the_sets_written_here_balance_option_lengths(bank):
-    """Sets 00-05 and 10, together: the right option is the strictly longest in at most one in six."""
-    singles = [q for s in ("00", "01", "02", "03", "04", "05", "10") for q in bank.sets[s].questions if q.kind == "single"]
+    """Sets 00-05 and 11, together: the right option is the strictly longest in at most one in six."""
+    singles = [q for s in ("00", "01", "02", "03", "04", "05", "11") for q in bank.sets[s].questions if q.kind == "single"]
     longest = [q.id for q in singles if strictly_longest(q)]
     assert len(longest) <= len(singles) / 6, longest
 
 
 def test_repeated_questions_stand_alone_outside_their_notebook(bank):
-    for qid in bank.sets["10"].include:
+    for qid in bank.sets["11"].include:
         text = bank.question(qid).text.lower()
         for pointer in ("that layer", "this layer", "the same layer", "the previous question", "above"):
             assert pointer not in text, (qid, pointer)
@@ -669,7 +669,7 @@ def test_any_json_in_a_set_file_costs_only_that_set(tmp_path_factory, raw):
     directory = write_bank(tmp_path_factory.mktemp("bank"), good_sets())
     (directory / "04.json").write_text(json.dumps(raw))
     bank = load_bank(directory)
-    assert set(bank.sets) >= set(SET_IDS) - {"04", "10"} and "04" in bank.problems
+    assert set(bank.sets) >= set(SET_IDS) - {"04", "11"} and "04" in bank.problems
     assert bank.problems["04"].startswith("04.json")
 
 
@@ -679,7 +679,7 @@ def test_any_bytes_in_a_set_file_cost_only_that_set(tmp_path_factory, data):
     directory = write_bank(tmp_path_factory.mktemp("bank"), good_sets())
     (directory / "04.json").write_bytes(data)
     bank = load_bank(directory)
-    assert "04" in bank.problems and set(bank.sets) >= set(SET_IDS) - {"04", "10"}
+    assert "04" in bank.problems and set(bank.sets) >= set(SET_IDS) - {"04", "11"}
 
 
 @BOUNDED
@@ -724,40 +724,40 @@ def test_choice_grading_takes_any_chosen_set_or_says_why_not(chosen, show_missed
 
 
 def test_the_review_through_05_shows_only_what_notebooks_01_to_05_taught(bank):
-    shown = bank.questions("10", through="05")
-    repeated = [q for q in shown if q.set_id != "10"]
+    shown = bank.questions("11", through="05")
+    repeated = [q for q in shown if q.set_id != "11"]
     assert [q.set_id for q in repeated] == ["01", "02", "03", "04", "05"]
     # The review's own questions draw on the core only, so both classes get them.
-    assert [q.id for q in shown if q.set_id == "10"] == list(bank.sets["10"].question_ids)
+    assert [q.id for q in shown if q.set_id == "11"] == list(bank.sets["11"].question_ids)
 
 
-def test_the_review_through_09_is_the_whole_review(bank):
-    assert bank.questions("10", through="09") == bank.questions("10")
-    assert {q.set_id for q in bank.questions("10")} == set(NOTEBOOK_SETS) | {"10"}
+def test_the_review_through_10_is_the_whole_review(bank):
+    assert bank.questions("11", through="10") == bank.questions("11")
+    assert {q.set_id for q in bank.questions("11")} == set(NOTEBOOK_SETS) | {"11"}
 
 
 @pytest.mark.parametrize("through", ["5", 5, "06", "07", "08"])
 def test_the_review_can_stop_after_any_notebook(bank, through):
     last = f"{int(through):02d}"
-    repeated = {q.set_id for q in bank.questions("10", through=through) if q.set_id != "10"}
+    repeated = {q.set_id for q in bank.questions("11", through=through) if q.set_id != "11"}
     assert repeated == {s for s in NOTEBOOK_SETS if s <= last}
 
 
-@pytest.mark.parametrize("through", ["00", "10", "11", "x", 3.5, True, ""])
+@pytest.mark.parametrize("through", ["00", "11", "12", "x", 3.5, True, ""])
 def test_a_bad_through_names_the_parameter_and_the_choices(bank, through):
-    with pytest.raises(ValueError, match=r"through=.* valid choices are 01, 02, .* 09"):
-        bank.questions("10", through=through)
+    with pytest.raises(ValueError, match=r"through=.* valid choices are 01, 02, .* 10"):
+        bank.questions("11", through=through)
 
 
 def test_through_applies_only_to_the_review(bank):
-    with pytest.raises(ValueError, match=r"through= applies only to the review \(10\)"):
+    with pytest.raises(ValueError, match=r"through= applies only to the review \(11\)"):
         bank.questions("03", through="05")
 
 
 def test_the_review_asks_nothing_the_core_notebooks_did_not_teach(bank):
-    # A class that stops after 05 meets no term defined only in 06-09.
+    # A class that stops after 05 meets no term defined only in 06-10.
     later_terms = ("KV cache", "KV-cache", "MQA", "GQA", "grouped-query", "multi-query", "MiniLM", "pruning", "seed")
-    for q in bank.sets["10"].questions:
+    for q in bank.sets["11"].questions:
         words = " ".join([q.text, q.explanation, *(o.text + " " + o.feedback for o in q.options)])
         assert not [t for t in later_terms if t in words], q.id
 

@@ -133,7 +133,7 @@ def test_a_bad_quiz_id_lists_the_valid_ones(env):
     result = run_quiz(["42"], env)
     assert result.returncode == 2
     assert "there is no quiz '42'" in result.stderr
-    for set_id in ["00", "01", "05", "09", "10", "all"]:
+    for set_id in ["00", "01", "05", "10", "11", "all"]:
         assert f"\n  {set_id}" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -414,16 +414,16 @@ def test_pty_ctrl_c_while_starting_up_exits_130_quietly(env, delay_s, request):
 
 
 def test_the_review_through_05_asks_only_the_core_questions(bank, env):
-    shown = bank.questions("10", through="05")
-    result = run_quiz(["10", "--through", "05", "--answers"], env)
+    shown = bank.questions("11", through="05")
+    result = run_quiz(["11", "--through", "05", "--answers"], env)
     assert result.returncode == 0, result.stderr
     assert f"({len(shown)} questions)" in result.stdout
-    assert "[06-" not in result.stdout and "[09-" not in result.stdout
+    assert "[06-" not in result.stdout and "[10-" not in result.stdout
     assert "[05-" in result.stdout
 
 
 def test_a_bad_through_in_the_terminal_names_the_choices(env):
-    result = run_quiz(["10", "--through", "12"], env)
+    result = run_quiz(["11", "--through", "12"], env)
     assert result.returncode == 2
     assert "through='12'" in result.stderr and "valid choices are 01" in result.stderr
     assert "Traceback" not in result.stderr
@@ -454,7 +454,7 @@ def test_the_same_question_shows_the_same_letters_in_all_four_places(bank, env):
     handouts = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(handouts)
 
-    for set_id in ("03", "10"):
+    for set_id in ("03", "11"):
         questions = [q for q in bank.questions(set_id) if q.kind != "numeric"]
         learner = {v.question.id: v for v in quick_check(set_id, show=False).questions}
         room = {v.question.id: v for v in classroom(set_id, show=False).questions}

@@ -235,7 +235,7 @@ def test_after_a_wrong_try_every_kind_of_question_offers_the_answer(bank, questi
 
 
 def test_classroom_reveal_of_a_numeric_question_gives_the_number():
-    view = view_of(classroom("09"), "09-kv-kib-llama2-70b")
+    view = view_of(classroom("10"), "10-kv-kib-llama2-70b")
     text = view.reveal()
     assert text.startswith("Answer: 320 KiB.") and "2,560" in view.feedback.value
 
@@ -258,15 +258,15 @@ def test_a_corrupt_progress_file_still_lets_the_quiz_work(tmp_path, capsys):
 
 
 def test_the_review_shows_questions_from_every_notebook_and_counts_them_there(bank):
-    quiz = quick_check("10")
+    quiz = quick_check("11")
     shown = [v.question.id for v in quiz.questions]
-    assert {qid[:2] for qid in shown} == {f"{n:02d}" for n in range(1, 11)}
+    assert {qid[:2] for qid in shown} == {f"{n:02d}" for n in range(1, 12) if n != 9}  # 09 arrives with its notebook
     view = view_of(quiz, "03-what-is-a-head")
     view.choose(letter_of(view, view.question.correct_indices[0]))
     view.check()
     summary = quiz_summary.progress_summary(quiz.store, bank)
     # It counts once, in notebook 03's row; the review's own score counts it too.
-    assert summary["03"].best == 1 and summary["10"].best == 0
+    assert summary["03"].best == 1 and summary["11"].best == 0
     assert "Review: 1 of 11 questions answered correctly" in quiz.score.value
 
 
@@ -275,20 +275,20 @@ def test_the_review_says_that_earlier_answers_count_already(bank):
     view = view_of(notebook, "03-what-is-a-head")
     view.choose(letter_of(view, view.question.correct_indices[0]))
     view.check()
-    review = QuickCheck("10", store=notebook.store)
-    repeated = len(bank.sets["10"].include)
-    assert f"The first {repeated} questions repeat one question from each of notebooks 01 to 09" in review.header.value
+    review = QuickCheck("11", store=notebook.store)
+    repeated = len(bank.sets["11"].include)
+    assert f"The first {repeated} questions repeat one question from each of notebooks 01 to 10" in review.header.value
     assert "answered correctly in notebook 03, so it counts here already" in view_of(review, "03-what-is-a-head").tries_label.value
     assert "Review: 1 of 11" in review.score.value
     # Answered in the review itself, it reads as plainly answered.
-    own = view_of(review, "10-mental-model")
+    own = view_of(review, "11-mental-model")
     own.choose(letter_of(own, own.question.correct_indices[0]))
     own.check()
     assert own.tries_label.value.endswith("Tries so far: 1, answered correctly</span>")
 
 
 def test_progress_table_rows_add_up_to_the_course_total(bank):
-    quiz = quick_check("10")
+    quiz = quick_check("11")
     for view in quiz.questions[::2]:
         if view.question.kind != "numeric":
             view.choose(letter_of(view, view.question.correct_indices[0]))
@@ -303,7 +303,7 @@ def test_progress_table_rows_add_up_to_the_course_total(bank):
     body = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1])
     cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in body]
     assert sum(int(c[2]) for c in cells[:-1]) == int(cells[-1][2]) == len(bank.course_questions())
-    assert f"repeats {len(bank.sets['10'].include)} questions of notebooks 01-09" in table
+    assert f"repeats {len(bank.sets['11'].include)} questions of notebooks 01-10" in table
 
 
 def test_progress_table_lists_every_notebook_and_reset_asks_first(bank):
@@ -313,7 +313,7 @@ def test_progress_table_lists_every_notebook_and_reset_asks_first(bank):
     view.check()
     table = show_progress()
     assert isinstance(table, ProgressView)
-    for n in range(1, 11):
+    for n in [n for n in range(1, 12) if n != 9]:  # 09 arrives with its notebook
         assert f">{n:02d}<" in table.table.value
     assert ">Concatenation and the output projection<" in table.table.value
     assert table.confirm_button.layout.display == "none"
@@ -355,7 +355,7 @@ def test_choose_rejects_letters_the_question_does_not_have():
 
 def test_a_bad_set_id_lists_the_valid_ones():
     with pytest.raises(ValueError, match="valid quizzes are 00, 01"):
-        quick_check("11")
+        quick_check("12")
     assert quick_check(3).set_id == "03"
 
 
@@ -385,7 +385,7 @@ def test_a_broken_set_shows_its_file_and_line_and_the_others_still_work(tmp_path
     assert broken.questions == [] and "04.json line" in broken.note.value and "unknown key 'units'" in html.unescape(broken.note.value)
     fine = QuickCheck("03", bank=bank)
     assert len(fine.questions) == 5 and fine.note.value == ""
-    review = QuickCheck("10", bank=bank)
+    review = QuickCheck("11", bank=bank)
     assert "04-w-o-blocks" not in [v.question.id for v in review.questions]
     assert "left out because their file is broken" in review.note.value
 
@@ -430,11 +430,11 @@ def test_choose_with_a_non_letter_names_the_answer_and_the_valid_letters(answer)
 
 
 def test_the_review_through_05_shows_and_scores_only_the_core(bank):
-    quiz = quick_check("10", through="05")
+    quiz = quick_check("11", through="05")
     shown = [v.question.id for v in quiz.questions]
-    assert {qid[:2] for qid in shown} == {"01", "02", "03", "04", "05", "10"}
+    assert {qid[:2] for qid in shown} == {"01", "02", "03", "04", "05", "11"}
     assert "repeat one question from each of notebooks 01 to 05" in quiz.header.value
-    total = len(bank.questions("10", through="05"))
+    total = len(bank.questions("11", through="05"))
     assert f"Review: 0 of {total} questions answered correctly" in quiz.score.value
     view = view_of(quiz, "03-what-is-a-head")
     view.choose(letter_of(view, view.question.correct_indices[0]))
@@ -443,15 +443,15 @@ def test_the_review_through_05_shows_and_scores_only_the_core(bank):
 
 
 def test_classroom_mode_takes_through_too():
-    quiz = classroom("10", through="05")
-    assert {v.question.id[:2] for v in quiz.questions} == {"01", "02", "03", "04", "05", "10"}
+    quiz = classroom("11", through="05")
+    assert {v.question.id[:2] for v in quiz.questions} == {"01", "02", "03", "04", "05", "11"}
     assert "from each of notebooks 01 to 05" in quiz.header.value
 
 
 def test_a_bad_through_is_a_plain_message_not_a_traceback():
-    quiz = quick_check("10", through="11")
+    quiz = quick_check("11", through="12")
     assert not quiz.questions
-    assert "through=&#x27;11&#x27;" in quiz.note.value or "through='11'" in quiz.note.value
+    assert "through=&#x27;12&#x27;" in quiz.note.value or "through='12'" in quiz.note.value
     assert "valid choices are 01" in quiz.note.value
 
 

@@ -27,7 +27,7 @@ What a handout page holds, and why:
   unfolds every answer.
 - Every page links to the previous and the next notebook and to the index; ``summary.html``
   gathers the shapes legend, the equations, the model in one sentence and the map, taken
-  from the package and notebook 10, on at most two printed A4 pages.
+  from the package and notebook 11, on at most two printed A4 pages.
 - Script tags that point outside the folder (nbconvert's require.js) are removed, and
   the build refuses to write a page that still requests anything from the network.
 
@@ -389,13 +389,13 @@ SUMMARY_MATHJAX = (
 
 
 def summary_html() -> str:
-    """The course on one page, taken from the package (the shapes legend) and notebook 10 (the rest)."""
+    """The course on one page, taken from the package (the shapes legend) and notebook 11 (the rest)."""
     import nbformat
     from nbconvert.filters import markdown2html
 
     import mha_core
 
-    review = nbformat.read(next(NOTEBOOK_DIR.glob("10_*.ipynb")), as_version=4)
+    review = nbformat.read(next(NOTEBOOK_DIR.glob("11_*.ipynb")), as_version=4)
     legend = re.findall(r"^    (B|T|D|H|Hkv|Dh)\s{2,}(.+)$", mha_core.__doc__, re.MULTILINE)
     rows = "".join(f"<tr><th scope=\"row\"><code>{html.escape(n)}</code></th><td>{html.escape(m)}</td></tr>" for n, m in legend)
     model = _markdown_section(review, "## The model in one sentence")

@@ -3,7 +3,7 @@ course's ``LiveFigure`` (``mha_core.widgets._live_figure``), in JupyterLab in Ch
 
 anywidget rejects a model that has not loaded its front-end module within two seconds, and then drops
 every message to it: plotly's view evaluates a 5 MB module per figure, so on a busy machine a figure is
-drawn once and never moves again. This script shows it on notebook 09 (its calculator is the group that died in
+drawn once and never moves again. This script shows it on notebook 10 (its calculator is the group that died in
 the browser tests): Run All with Chromium's CPU slowed ``--slowdown`` times, then two moves of the
 key/value-heads slider; for each kind of figure it prints the calculator's title after each move
 (it names the head count) and the page errors anywidget raised.
@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 
-#: The notebook the learner runs: 09's calculator, the group that died in the browser tests.
-NOTEBOOK = REPO / "notebooks" / "09_serving_cost.ipynb"
+#: The notebook the learner runs: 10's calculator, the group that died in the browser tests.
+NOTEBOOK = REPO / "notebooks" / "10_serving_cost.ipynb"
 #: Its figure's title names the key/value heads: it changes with every move of that slider.
 TITLE = ("() => [...document.querySelectorAll('.js-plotly-plot')].map(p => (p.layout && p.layout.title && "
          "p.layout.title.text) || '').filter(t => t.includes('KV heads'))")

@@ -510,7 +510,7 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
         try:
             token = login(hub, teacher)
             start_server(hub, teacher, token)
-            teacher_client = KernelClient(hub.server_url(teacher), teacher, token, "course/10_mental_model_review.ipynb")
+            teacher_client = KernelClient(hub.server_url(teacher), teacher, token, "course/11_mental_model_review.ipynb")
             out = teacher_client.execute(f"from mha_core.quiz import poll\nimport json\nprint('__COUNTS__' + json.dumps(poll.counts({POLL_QUESTION!r})))")["stdout"]
             got = json.loads(out.split("__COUNTS__", 1)[1])
             result["poll"] = {"sent": dict(expected), "instructor_counts": got and got["counts"],

@@ -1,4 +1,4 @@
-"""Figures for notebook 09: what heads cost when a model serves.
+"""Figures for notebook 10: what heads cost when a model serves.
 
 Builders are pure: numbers and the theme (``theme``; None: the one in use now) in,
 ``go.Figure`` out. The numbers come from ``mha_core.tables`` (``growth_rows``,

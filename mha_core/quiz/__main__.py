@@ -1,10 +1,10 @@
 """The quick checks in a terminal: the same questions as the notebooks, one answer each.
 
     python -m mha_core.quiz 03            # notebook 03's questions
-    python -m mha_core.quiz all           # every notebook's questions (01-10), each once
+    python -m mha_core.quiz all           # every notebook's questions (01-11), each once
     python -m mha_core.quiz 03 --answers  # the answer key, with explanations, for instructors
     python -m mha_core.quiz 03 --no-record
-    python -m mha_core.quiz 10 --through 05   # the review, for a class that stopped after 05
+    python -m mha_core.quiz 11 --through 05   # the review, for a class that stopped after 05
 
 Answer with a letter (``b``), letters separated by commas for select-all (``a,c``),
 or a number (``64``; commas are fine: ``2,362,368``). As in the notebook, a wrong
@@ -104,7 +104,7 @@ def _ask(prompt: str) -> str:
 def _describe(bank: Bank) -> str:
     lines = [f"  {s}  {bank.sets[s].title}" if s in bank.sets else f"  {s}  (cannot be shown: its file is broken)"
              for s in SET_IDS if s in bank.sets or s in bank.problems]
-    return "\n".join(lines + ["  all every notebook's questions (01-10), each once"])
+    return "\n".join(lines + ["  all every notebook's questions (01-11), each once"])
 
 
 # --------------------------------------------------------------------------- one question
@@ -314,12 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m mha_core.quiz",
         description="The course's quick checks in a terminal.",
-        epilog="Quizzes: 00 (practice), 01-09 (one per notebook), 10 (review), all.",
+        epilog="Quizzes: 00 (practice), 01-10 (one per notebook), 11 (review), all.",
     )
-    parser.add_argument("quiz", help="which quiz: 00-10, or all")
+    parser.add_argument("quiz", help="which quiz: 00-11, or all")
     parser.add_argument("--answers", action="store_true", help="print the answer key with explanations, and exit")
     parser.add_argument("--no-record", action="store_true", help="do not record answers in the progress file")
-    parser.add_argument("--through", metavar="NN", help="the review (10) only: the last notebook your class took, e.g. 05")
+    parser.add_argument("--through", metavar="NN", help="the review (11) only: the last notebook your class took, e.g. 05")
     args = parser.parse_args(argv)
     bank = default_bank()
     choice = args.quiz.strip().lower()

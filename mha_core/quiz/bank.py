@@ -1,7 +1,7 @@
 """The question bank: plain JSON, loaded and checked (grading lives in ``grading``).
 
 One file per set under ``data/quizzes/``: ``00.json`` (a practice set for the welcome
-notebook), ``01.json`` ... ``09.json`` (one per notebook) and ``10.json`` (the review,
+notebook), ``01.json`` ... ``10.json`` (one per notebook) and ``11.json`` (the review,
 which lists questions from the other sets under ``include`` and adds a few of its own).
 
 A set file::
@@ -49,12 +49,12 @@ from typing import Any, Sequence
 from .._data import data_candidates
 from .numbers import format_number
 
-#: The sets, in course order. "00" is practice; "10" is the review.
-SET_IDS: tuple[str, ...] = tuple(f"{n:02d}" for n in range(11))
+#: The sets, in course order. "00" is practice; "11" is the review.
+SET_IDS: tuple[str, ...] = tuple(f"{n:02d}" for n in range(12) if n != 9)  # 09 arrives with its notebook
 #: The sets that count towards the course score (the notebooks and the review).
 COURSE_SET_IDS: tuple[str, ...] = SET_IDS[1:]
 #: The review: the one set that repeats ("include"s) questions of the other sets.
-REVIEW_SET_ID = "10"
+REVIEW_SET_ID = "11"
 KINDS = ("single", "multi", "numeric")
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -150,7 +150,7 @@ class Bank:
     def questions(self, set_id: str, *, through: Any = None) -> tuple[Question, ...]:
         """The questions a set shows: for the review, its included questions, then its own.
 
-        ``through`` (the review only): the last notebook the class took, "01" to "09".
+        ``through`` (the review only): the last notebook the class took, "01" to "10".
         A class that stops after 05 gets ``through="05"``: the review repeats questions
         of notebooks 01-05 only. Its own questions draw on the core (01-05), so every
         class gets them.
@@ -183,7 +183,7 @@ class Bank:
         return tuple(q for set_id in sorted(self.sets) for q in self.sets[set_id].questions)
 
     def course_questions(self) -> tuple[Question, ...]:
-        """The questions that make up the course score: sets 01-10, each once (practice left out)."""
+        """The questions that make up the course score: sets 01-11, each once (practice left out)."""
         return tuple(q for set_id in COURSE_SET_IDS if set_id in self.sets for q in self.sets[set_id].questions)
 
 
@@ -195,8 +195,8 @@ def _short_repr(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 5] + "...'" + f" ({len(text)} characters)"
 
 
-#: The notebooks a review can stop after: a class may stop after 05 (the core) or go on to 09.
-THROUGH_CHOICES: tuple[str, ...] = tuple(f"{n:02d}" for n in range(1, 10))
+#: The notebooks a review can stop after: a class may stop after 05 (the core) or go on to 10.
+THROUGH_CHOICES: tuple[str, ...] = tuple(f"{n:02d}" for n in range(1, 11) if n != 9)  # 09 arrives with its notebook
 
 
 def review_through(through: Any) -> str:

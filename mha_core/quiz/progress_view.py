@@ -84,7 +84,7 @@ def progress_table_html(summary) -> str:
     if repeated:
         foot = (f'<div class="mha-quiz-hint mha-quiz-progress-note" style="margin-top:0.3em">'
                 f"Each question counts once, in the notebook it belongs to, so the rows add up to the total. "
-                f"The review's quick check also repeats {repeated} questions of notebooks 01-09: "
+                f"The review's quick check also repeats {repeated} questions of notebooks 01-10: "
                 f"an answer to one of them counts in that notebook's row.</div>")
     # width:100% lets long topics wrap inside the output area (about 848 px at 1280 x 800 with the
     # file browser open) instead of running past it.

@@ -55,11 +55,11 @@ def course_score(bank: Bank, stats: dict[str, QuestionStats]) -> tuple[int, int]
 
 
 def progress_summary(store: ProgressStore | None = None, bank: Bank | None = None) -> dict[str, SetResult]:
-    """Per set 01-10, the learner's results on the set's own questions; then ``"course"``, every course question once.
+    """Per set 01-11, the learner's results on the set's own questions; then ``"course"``, every course question once.
 
     A question counts in the set it belongs to, wherever it was answered, so the rows add
-    up to the course row. The review (10) counts its own questions; its ``repeated`` says
-    how many more it shows from notebooks 01-09 (they count in their own rows).
+    up to the course row. The review (11) counts its own questions; its ``repeated`` says
+    how many more it shows from notebooks 01-10 (they count in their own rows).
     """
     store = store or default_store()
     bank = bank or default_bank()

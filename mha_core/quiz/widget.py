@@ -139,7 +139,7 @@ class QuickCheck(Displayable):
         self.box.children = [self.header, self.note, self._nav, self.questions[self.current].box, self.score]
 
     def _review_note(self) -> str:
-        """The review repeats questions of notebooks 01-09: say that earlier answers count here."""
+        """The review repeats questions of notebooks 01-10: say that earlier answers count here."""
         if self.set_id != REVIEW_SET_ID or self.set_id not in self.bank.sets:
             return ""
         repeated = sum(v.question.set_id != REVIEW_SET_ID for v in self.questions) if self.questions else 0
@@ -214,10 +214,10 @@ def _room_answers(view: QuestionView) -> str:
 
 def quick_check(set_id, *, classroom: bool = False, show: bool | None = None, store: ProgressStore | None = None,
                 through=None) -> QuickCheck:
-    """Show a notebook's quick check and return it. ``set_id``: "00" to "10" (3 works too).
+    """Show a notebook's quick check and return it. ``set_id``: "00" to "11" (3 works too).
 
     ``classroom=True`` records nothing and adds "Reveal answer" to every question.
-    ``through`` (the review, 10, only): the last notebook your class took, say "05";
+    ``through`` (the review, 11, only): the last notebook your class took, say "05";
     the review then repeats questions of notebooks 01 to that one only.
     ``show`` defaults to True inside IPython (a notebook), False elsewhere (tests).
     """

@@ -7,7 +7,7 @@ gives a model two seconds to load its module; past that its ``ready`` promise is
 rejected, and every later message to the model is dropped, for good: the figure is
 drawn once and never redraws. On a busy machine (a class on one server, or the test
 suite on two cores) evaluating 5 MB takes longer than that. Measured in Chromium with
-its CPU slowed twelve times: "[anywidget] Failed to initialize model." and a notebook 09
+its CPU slowed twelve times: "[anywidget] Failed to initialize model." and a notebook 10
 calculator whose figure ignored every move.
 
 What this module does instead.

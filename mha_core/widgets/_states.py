@@ -13,7 +13,7 @@ A group says which settings to record with ``handout_controls()``: an ordered
 (``"switches[2]"`` is the third control of a list; ``None`` is every option the control
 offers). Optional, on the class:
 
-- ``handout_bases``: controls whose every combination is a starting point (notebook 09's model
+- ``handout_bases``: controls whose every combination is a starting point (notebook 10's model
   presets); from each, the other controls move one at a time. A base that an earlier one
   switches off (``disabled``) keeps the setting it was left at.
 - ``handout_note``: one sentence for what only Python can do (type your own sentence, retrain).
@@ -224,7 +224,7 @@ def _walk(group, plan, *, record: bool):
         out.append(([c.widget.value for c in controls], _record(group, controls) if record else None))
 
     def restore():
-        for _ in range(3):  # a control may move another (09's model sets its KV heads): until all are back
+        for _ in range(3):  # a control may move another (10's model sets its KV heads): until all are back
             for c, value in zip(controls, start):
                 if not _same_value(c.widget.value, value):
                     _set(group, c, value)
@@ -239,7 +239,7 @@ def _walk(group, plan, *, record: bool):
             reachable = True
             for c, value in zip(base_controls, combo):
                 if getattr(c.widget, "disabled", False) and not _same_value(c.widget.value, value):
-                    reachable = False  # an earlier base switched this one off (09's window, for a model without one)
+                    reachable = False  # an earlier base switched this one off (10's window, for a model without one)
                     break
                 _set(group, c, value)
             if not reachable:
@@ -248,7 +248,7 @@ def _walk(group, plan, *, record: bool):
             take()
             for c, value_here in zip(others, here):
                 if getattr(c.widget, "disabled", False):
-                    continue  # a control this base switches off (09's window, for a model without one)
+                    continue  # a control this base switches off (10's window, for a model without one)
                 for value in _values(c):
                     _set(group, c, value)
                     take()

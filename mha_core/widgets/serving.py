@@ -1,4 +1,4 @@
-"""Notebook 09's control group: the KV-cache calculator with real-model presets.
+"""Notebook 10's control group: the KV-cache calculator with real-model presets.
 
 Model, context length, batch, number format, GPU memory, the key/value head count
 (from H, ordinary multi-head attention, through grouped-query to 1, multi-query) and,

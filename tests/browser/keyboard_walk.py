@@ -16,7 +16,7 @@ output with a control and a figure but no such mark fails the test):
    same active cell, command mode, no Markdown cell opened for editing, the focus still on
    the control;
 3. Shift+Tab to the control before it, until every control has had its turn; then Tab
-   forward through the group, for any control that was disabled on the way back (09's
+   forward through the group, for any control that was disabled on the way back (10's
    "cache keeps" buttons wake up when the model has a sliding window); every enabled
    control of the group must have been reached and moved; then Tab out of the group.
 
@@ -143,7 +143,7 @@ def control_groups(page) -> list[dict]:
 def group_figures(page, cell: int) -> str:
     """What the kernel draws for the control group in cell ``cell``, as one string: its figures (their live data
     and layout) and the texts it writes beside them (HTML widgets: readouts, messages). It changes whenever the
-    kernel redraws the group: a control may change only a readout (09's "cache keeps" while every token fits
+    kernel redraws the group: a control may change only a readout (10's "cache keeps" while every token fits
     in the window). A control's own label and value are not part of it: the browser changes those itself."""
     return page.evaluate("""([cell, group]) => {
         const c = [...""" + _NOTEBOOK_CELLS + """][cell];
@@ -219,7 +219,7 @@ TEXT_TO_TYPE = {
     "mha-toy-seed": "2",  # 06: a seed the checks before the walk never choose, so the figure must change (a few s of training)
 }
 #: A key for a drop-down other than ArrowDown, by CSS class: a letter jumps to the first option that starts with it.
-SELECT_KEYS = {"mha-serving-model": "m"}  # 09: Mistral-7B v0.1, the one preset with a sliding window
+SELECT_KEYS = {"mha-serving-model": "m"}  # 10: Mistral-7B v0.1, the one preset with a sliding window
 #: Seconds a control may take to redraw its figure: retraining the toy model (06) takes the longest.
 REDRAW_TIMEOUT_S = {"mha-toy-": 120}
 DEFAULT_REDRAW_TIMEOUT_S = 30

@@ -388,11 +388,11 @@ def sizing_controls(page, lab) -> dict:
     return report
 
 
-# --------------------------------------------------------------------------- 09 serving cost
+# --------------------------------------------------------------------------- 10 serving cost
 
 
 def serving_calculator(page, lab) -> dict:
-    """09: the KV-cache calculator. Key/value heads (arrow keys), model and memory (drop-downs), number format
+    """10: the KV-cache calculator. Key/value heads (arrow keys), model and memory (drop-downs), number format
     (buttons) and tokens (arrow keys) redraw the bars from mha_core.costs; weights that do not fit show a plain message."""
     from mha_core import costs
     from mha_core.figures.serving import calculator_figure
@@ -405,7 +405,7 @@ def serving_calculator(page, lab) -> dict:
     kv_heads, plot, group = _group(page, ".mha-serving-kv-heads")
     tokens = group.locator(".mha-serving-tokens").first
     message = group.locator("[role=status]")
-    name = "09 KV-cache calculator"
+    name = "10 KV-cache calculator"
     state = {"model": "Llama-2-7B", "T": 4096, "B": 1, "b": 2, "memory": 80, "Hkv": 32}
     wait_for_figure(plot, build(**state), what=f"{name}: the figure as the notebook draws it")
     report = {"control": name, "settings": [], "latency_s": []}
@@ -430,7 +430,7 @@ def serving_calculator(page, lab) -> dict:
     return report
 
 
-# --------------------------------------------------------------------------- 10 review
+# --------------------------------------------------------------------------- 11 review
 
 
 def _progress_store(lab):
@@ -440,7 +440,7 @@ def _progress_store(lab):
 
 
 def review_progress(page, lab) -> dict:
-    """10: the progress table matches the progress file; 'Reset progress…' asks first, Cancel erases nothing."""
+    """11: the progress table matches the progress file; 'Reset progress…' asks first, Cancel erases nothing."""
     from mha_core.quiz.summary import progress_summary
 
     store = _progress_store(lab)
@@ -470,7 +470,7 @@ def review_progress(page, lab) -> dict:
         assert store.count() == n_answers, f"Cancel erased answers: {n_answers} -> {store.count()}"
     finally:
         store.close()
-    return {"control": "10 progress table and reset (cancel)", "settings": [n_answers], "latency_s": [seconds]}
+    return {"control": "11 progress table and reset (cancel)", "settings": [n_answers], "latency_s": [seconds]}
 
 
 # --------------------------------------------------------------------------- 06 and 08: the toy model
@@ -645,8 +645,8 @@ NOTEBOOKS: dict[str, Expect] = {
     "03": Expect(minimum={"plots": 4, "toggle_buttons": 1, "quizzes": 1}, controls=(head_count,)),
     "04": Expect(minimum={"plots": 3, "checkboxes": 4, "quizzes": 1}, controls=(head_switches,)),
     "05": Expect(minimum={"plots": 3, "sliders": 2, "dropdowns": 1, "quizzes": 1}, controls=(sizing_controls,)),
-    "10": Expect(minimum={"quizzes": 2, "buttons": 2}, controls=(review_progress,)),
-    "09": Expect(minimum={"plots": 3, "sliders": 3, "dropdowns": 2, "toggle_buttons": 1, "quizzes": 1},
+    "11": Expect(minimum={"quizzes": 2, "buttons": 2}, controls=(review_progress,)),
+    "10": Expect(minimum={"plots": 3, "sliders": 3, "dropdowns": 2, "toggle_buttons": 1, "quizzes": 1},
                  controls=(serving_calculator,)),
     "06": Expect(minimum={"plots": 6, "sliders": 1, "quizzes": 1}, controls=(toy_training,)),
     "08": Expect(minimum={"plots": 7, "checkboxes": 6, "sliders": 1, "quizzes": 1},

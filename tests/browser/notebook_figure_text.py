@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     from mha_core import projector
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("notebooks", nargs="*", help="notebook numbers (00 .. 10); all when none")
+    parser.add_argument("notebooks", nargs="*", help="notebook numbers (00 .. 11); all when none")
     parser.add_argument("--theme", choices=("laptop", "projector"), default="projector")
     args = parser.parse_args(argv)
     theme = projector.PROJECTOR if args.theme == "projector" else projector.LAPTOP

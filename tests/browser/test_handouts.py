@@ -322,7 +322,7 @@ def test_the_summary_prints_on_two_a4_pages(built, offline_browser):
     printed = len(re.findall(rb"/Type\s*/Page(?![s\w])", pdf))
     assert 1 <= printed <= A4_PAGES_MAX, f"the summary prints on {printed} A4 pages"
     for part in ("The same tokens, seen through several learned views, give one combined update per token.",
-                 "batch", "d_head = D / H", "The map", "09 serving cost"):
+                 "batch", "d_head = D / H", "The map", "10 serving cost"):
         assert part in text, part
     assert "$" not in text  # every formula is typeset, none left as TeX
 
@@ -410,7 +410,7 @@ def _registry(name):
 
 #: Per page, its control groups in page order, each built as its notebook builds it (the benchmarks' registry
 #: where that builds the same group). 06's live training is shown through ``live_training``, which does not
-#: display the group in static mode yet; 10 has no control group.
+#: display the group in static mode yet; 11 has no control group.
 PAGE_GROUPS = {
     "00_welcome": [_registry("welcome")],
     "01_queries_keys_values": [_token_explorer],
@@ -420,7 +420,7 @@ PAGE_GROUPS = {
     "05_head_sizing": [_registry("sizing.head_sizing")],
     "07_heads_in_a_real_model": [_registry("pretrained.layer_head_explorer")],
     "08_when_heads_fail": [_registry("toy.head_switches"), _pruning_explorer],
-    "09_serving_cost": [_registry("serving.kv_cache_calculator")],
+    "10_serving_cost": [_registry("serving.kv_cache_calculator")],
     "06_heads_learn_their_views": [lambda: _live_training()],
 }
 
@@ -571,7 +571,7 @@ def _keyboard_moves_the_figure(page) -> dict:
 
 def test_the_review_shows_the_course_sections_where_progress_would_be(built):
     out, _ = built
-    text = (out / "10_mental_model_review.html").read_text()
+    text = (out / "11_mental_model_review.html").read_text()
     from mha_core.quiz.progress_view import STATIC_PROGRESS_NOTE
 
     assert STATIC_PROGRESS_NOTE in html_unescape(text)

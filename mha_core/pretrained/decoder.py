@@ -437,10 +437,10 @@ class SmolLM2:
             raise TypeError(f"{name} must be token ids (a list or array of ints); got a str: tokenize text first "
                             f"(model.tokenize(text)) or call run(text)")
         array = np.asarray(ids)
-        if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
-            raise TypeError(f"{name} must be whole numbers (token ids); got dtype {array.dtype}")
         if array.ndim != 1 or array.size == 0:
             raise ValueError(f"{name} must be a non-empty 1-D list of token ids, shape (T,); got shape {array.shape}")
+        if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+            raise TypeError(f"{name} must be whole numbers (token ids); got dtype {array.dtype}")
         bad = (array < 0) | (array >= self.vocab_size)
         if bad.any():
             at = int(np.flatnonzero(bad)[0])

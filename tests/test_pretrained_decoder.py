@@ -224,3 +224,18 @@ def _tiny_weights(model):
         weights.update({p + n + ".weight": np.zeros(s, np.float32) for n, s in shapes.items()})
         weights[p + "attn_norm.weight"] = weights[p + "ffn_norm.weight"] = np.ones(D, np.float32)
     return weights
+
+
+@needs_model
+def test_a_cache_set_back_forgets_the_last_tokens_and_cannot_be_set_past_what_was_written(model):
+    _, ids = model.tokenize(PROMPT)
+    cache = model.new_kv_cache(8)
+    model.forward(ids, cache=cache)
+    first = model.forward([42], cache=cache, last_only=True).logits
+    cache.length = 5  # forget token 42, then read it again at the same position
+    again = model.forward([42], cache=cache, last_only=True).logits
+    np.testing.assert_array_equal(first, again)
+    with pytest.raises(ValueError, match="cache.length=7 is too large"):
+        cache.length = 7
+    cache.reset()
+    assert cache.length == 0 and cache.bytes_used == 0

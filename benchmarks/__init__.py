@@ -10,4 +10,5 @@ interleaved runs, with its ratio to a reference measured in the same rounds.
 See benchmarks/README.md for how to read the report.
 """
 
-SECTIONS = ("import", "attention", "numpy", "gpu", "controls", "notebooks", "memory", "serving", "training", "pretrained")
+SECTIONS = ("import", "attention", "numpy", "gpu", "controls", "notebooks", "memory", "serving", "training", "pretrained",
+            "decoder")

@@ -121,6 +121,9 @@ MODEL_SHAPES: dict[str, ModelShape] = {
         ModelShape("Gemma-7B", 28, 3072, 16, 256, 16, 24576, 256000, 8192, "google/gemma-7b config.json", 8_540_000_000),
         # One key/value head shared by all 8 query heads: multi-query attention.
         ModelShape("Gemma-2B", 18, 2048, 8, 256, 1, 16384, 256000, 8192, "google/gemma-2b config.json", 2_510_000_000),
+        # The decoder the course runs (07 and the serving-cost notebook): 9 query heads share 3 KV heads; rope_theta 100,000.
+        ModelShape("SmolLM2-135M", 30, 576, 9, 64, 3, 1536, 49152, 8192, "HuggingFaceTB/SmolLM2-135M-Instruct config.json",
+                   135_000_000),
     )
 }
 

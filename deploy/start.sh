@@ -107,4 +107,6 @@ chmod 0711 "$MHA_HUB_STATE"
 export PATH="$HUB_VENV/bin:$HERE/node_modules/.bin:$PATH"
 cd "$MHA_HUB_STATE"
 # MHA_HUB_CONFIG: another configuration that loads this one (deploy/cluster/jupyterhub_config.py).
+# MHA_HUB_RUN: the configuration may act on this machine (end an earlier hub's leftovers, check ports).
+export MHA_HUB_RUN=1
 exec "$HUB_VENV/bin/jupyterhub" -f "${MHA_HUB_CONFIG:-$HERE/jupyterhub_config.py}" "${@}"

@@ -63,10 +63,12 @@ c.JupyterHub.hub_ip = HUB_IP
 services = c.JupyterHub.services
 for service in services:
     if service["name"] == SERVICE_NAME:
+        # TCP on the cluster network, where the nodes reach it (learners run nothing on the hub host).
         service["url"] = f"http://{HUB_IP}:{POLL_PORT}"
+        service["environment"] = {k: v for k, v in service["environment"].items() if k != "MHA_POLL_SOCKET"}
 c.JupyterHub.services = services
 # The poll listens on TCP here (the nodes reach it over the cluster network): refuse a taken port.
-_holders = port_holders(POLL_PORT)
+_holders = port_holders(POLL_PORT) if os.environ.get("MHA_HUB_RUN") == "1" else []
 if _holders:
     raise ValueError(f"the port {POLL_PORT} for the poll service (MHA_POLL_PORT) is already taken: "
                      f"{describe_holders(_holders)}. Stop that process, or choose another port with MHA_POLL_PORT")

@@ -124,9 +124,22 @@ def shell_hub(hub_cleanup, hub_tmp):
 def test_no_learner_can_listen_where_the_poll_listens(shell_hub):
     hub, tokens = shell_hub
     assert_poll_is_real(hub, FINN, tokens[FINN])
-    done = as_user(FINN, "touch /run/mha-hub-poll/x; rm -f /run/mha-hub-poll/poll.sock; ls /run/mha-hub-poll")
+    done = as_user(FINN, f"touch /run/mha-hub-poll/x; rm -f {hub.poll_socket}; ls /run/mha-hub-poll")
     assert done.returncode != 0 and "Permission denied" in done.stderr, (done.stdout, done.stderr)
-    assert Path("/run/mha-hub-poll/poll.sock").exists()
+    assert hub.poll_socket.is_socket()
+    # A socket of the learner's own, anywhere, is refused by the kernel's side (not the poll's owner).
+    out = kernel_run(hub, FINN, tokens[FINN], (
+        "import json, os, socket, threading\nfrom mha_core.quiz import poll\n"
+        "d = os.path.expanduser('~/fake'); os.makedirs(d, exist_ok=True); p = d + '/poll.sock'\n"
+        "os.path.exists(p) and os.unlink(p)\n"
+        "s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(4); got = []\n"
+        "def serve():\n"
+        "    c, _ = s.accept(); got.append(c.recv(4096)); c.close()\n"
+        "threading.Thread(target=serve, daemon=True).start()\n"
+        "os.environ['MHA_POLL_URL'] = 'http+unix://' + p.replace('/', '%2F') + '/services/mha-poll/'\n"
+        "sent = poll.send('03-what-is-a-head', [1])\n"
+        "print('__OUT__' + json.dumps({'sent': sent, 'got': [g.decode(errors='replace') for g in got]}))\n"))
+    assert out == {"sent": False, "got": []}, out
     # The proxy's API is a Unix socket only root can reach; nothing listens on its old port.
     assert hub.proxy_api_port not in {p for p in hub.our_ports_listening()}
 
@@ -289,3 +302,56 @@ def test_plain_http_on_a_domain_is_refused_and_behind_tls_the_login_cookie_is_ho
         assert all(c.startswith("__Host-") and "Secure" in c and "Domain=" not in c for c in login_cookie), login_cookie
     finally:
         hub.ctrl_c()
+
+
+# --------------------------------------------------------------------------- leftovers, PAM mode
+
+PAM_LEARNER, PAM_PASSWORD = "ht-pam", "pam-test-password-5k1"
+
+
+@pytest.fixture
+def pam_account(hub_cleanup, hub_tmp):
+    """A class member's own Unix account, as an administrator makes it (useradd -m, a password)."""
+    hub_cleanup.accounts.add(PAM_LEARNER)
+    homes = hub_tmp / "pam-homes"
+    homes.mkdir(mode=0o711, exist_ok=True)
+    subprocess.run(["useradd", "-m", "-d", str(homes / PAM_LEARNER), "-K", "HOME_MODE=0700", "-s", "/bin/bash", PAM_LEARNER],
+                   check=True, capture_output=True)
+    subprocess.run(["chpasswd"], input=f"{PAM_LEARNER}:{PAM_PASSWORD}\n", text=True, check=True, capture_output=True)
+    yield PAM_LEARNER
+    hub_cleanup.remove_account(PAM_LEARNER)
+
+
+def test_in_pam_mode_a_new_session_sleep_dies_with_its_server_and_with_the_hub(hub_cleanup, hub_tmp, pam_account):
+    hub = new_hub(hub_cleanup, hub_tmp, "pam", MHA_HUB_AUTH="pam", MHA_HUB_PASSWORD=None)
+    hub.learners.add(pam_account)
+    hub.start()
+    leave = ("import subprocess, json\n"
+             "p = subprocess.Popen(['sleep', '400'], start_new_session=True)\n"
+             "print('__OUT__' + json.dumps({'pid': p.pid}))\n")
+
+    def login_and_start():
+        resp = hub.login(pam_account, PAM_PASSWORD)
+        assert resp.status in (302, 303), f"PAM login of {pam_account}: {resp.status}"
+        import json as _json
+
+        made = hub.request("POST", f"/hub/api/users/{pam_account}/tokens", cookies_for=pam_account,
+                           body=_json.dumps({"note": "t", "expires_in": 3600}).encode(),
+                           headers={"X-XSRFToken": hub.xsrf(pam_account), "Content-Type": "application/json",
+                                    "Referer": hub.url("/hub/token"), "Origin": f"http://{hub.host()}"})
+        assert made.status == 201, made.text[:300]
+        token = made.json()["token"]
+        hub.start_server(pam_account, token)
+        return token
+
+    token = login_and_start()
+    pid = kernel_run(hub, pam_account, token, leave)["pid"]
+    assert Path(f"/proc/{pid}").exists()
+    hub.stop_server(pam_account, token)
+    left = wait_no_processes(pam_account, timeout=5)
+    assert not left, f"{pam_account}'s sleep outlived the server's stop: {left}"
+    token = login_and_start()
+    pid = kernel_run(hub, pam_account, token, leave)["pid"]
+    took = hub.ctrl_c()
+    left = wait_no_processes(pam_account, timeout=3)
+    assert not left, f"{pam_account}'s sleep outlived the hub's Ctrl-C ({took:.1f} s): {left}"

@@ -355,3 +355,53 @@ def test_in_pam_mode_a_new_session_sleep_dies_with_its_server_and_with_the_hub(h
     took = hub.ctrl_c()
     left = wait_no_processes(pam_account, timeout=3)
     assert not left, f"{pam_account}'s sleep outlived the hub's Ctrl-C ({took:.1f} s): {left}"
+
+
+def test_on_localhost_a_learners_page_cannot_toss_the_login_cookie(shell_hub, hub_tmp):
+    """The trial mode (plain HTTP on localhost): a page on a learner's origin (NAME.localhost, any port:
+    cookies ignore ports) sets the hub's login cookie, with his own session, for the whole of localhost.
+    Chromium refuses a cookie for Domain=localhost from NAME.localhost, so the victim stays herself."""
+    import http.server
+    import socketserver
+    import threading
+
+    from hubctl import chromium, free_port
+    from test_hub_origins import browser_login
+
+    hub, tokens = shell_hub
+    assert hub.login(FINN).status in (302, 303)
+    finns = hub.cookies[FINN]["jupyterhub-hub-login"]
+
+    class Toss(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            for domain in ("localhost", ".localhost"):
+                self.send_header("Set-Cookie", f"jupyterhub-hub-login={finns}; Domain={domain}; Path=/hub/; HttpOnly")
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<html><title>finn</title>cookies for everyone</html>")
+
+        def log_message(self, *args):
+            pass
+
+    port = free_port()
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", port), Toss)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with chromium(hub_tmp / "chromium-toss") as context:
+            page = context.new_page()
+            browser_login(page, hub, TESS)
+            page.goto(f"http://{FINN}.localhost:{port}/toss", wait_until="domcontentloaded")
+            page.goto(hub.url("/hub/home"), wait_until="domcontentloaded")
+            cookies = {c["name"]: c for c in context.cookies(hub.url("/hub/home"))}
+            text = page.content()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert TESS in text and FINN not in text, f"after {FINN}'s page the hub page is not {TESS}'s: {text[:600]}"
+    tossed = [c for c in context_cookies_values(cookies) if c == finns]
+    assert not tossed, f"{FINN}'s login cookie reached the hub's origin in {TESS}'s browser: {cookies}"
+
+
+def context_cookies_values(cookies: dict) -> list[str]:
+    return [c["value"] for c in cookies.values()]

@@ -390,8 +390,27 @@ c.JupyterHub.services = [
 # --------------------------------------------------------------------------- before anything starts
 # What an earlier hub left (a crash, a kill): every learner's control group emptied, every process of
 # an account the hub made ended. A learner's leftover process can then hold none of the ports below.
+def end_earlier_services() -> list[str]:
+    """An earlier hub's services (killed with it, they keep running): the processes of the services'
+    account started for this state folder. Other hubs' services (another state) are left alone."""
+    import signal
+
+    uid, mark, ended = _svc_uid(), f"MHA_HUB_STATE={STATE}\0".encode(), []
+    if uid is None:
+        return ended
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid and mark in Path(f"/proc/{entry}/environ").read_bytes():
+                    os.kill(int(entry), signal.SIGKILL)
+                    ended.append(f"service process {entry}")
+            except OSError:
+                continue
+    return ended
+
+
 if RUNNING and ROOT and not CLUSTER:
-    _ended = sweep_leftovers()
+    _ended = sweep_leftovers() + end_earlier_services()
     if _ended:
         print(f"deploy: ended what an earlier hub left running: {', '.join(_ended)}", file=sys.stderr)
 # Every port the hub needs must be free (or the hub's own earlier proxy's, which JupyterHub ends):

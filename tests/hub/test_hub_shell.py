@@ -405,3 +405,33 @@ def test_on_localhost_a_learners_page_cannot_toss_the_login_cookie(shell_hub, hu
 
 def context_cookies_values(cookies: dict) -> list[str]:
     return [c["value"] for c in cookies.values()]
+
+
+def test_after_the_hub_is_killed_its_restart_ends_the_leftovers_first(hub_cleanup, hub_tmp):
+    """The hub killed (SIGKILL: no cleanup at all), then started again: what the learner left, and the
+    earlier hub's own services, are ended before anything listens, and the poll is the real one."""
+    import signal
+
+    hub = new_hub(hub_cleanup, hub_tmp, "killed").start()
+    token = hub.token(ERIN)
+    hub.start_server(ERIN, token)
+    log = squatter_log(hub, ERIN)
+    log.unlink(missing_ok=True)
+    script = str(Path(hub.env["MHA_HUB_HOMES"]) / ERIN / "squat.py")
+    kernel_run(hub, ERIN, token, start_squatter_code(script, hub_ports(hub), str(log)))
+    time.sleep(1.5)
+    os.kill(hub.proc.pid, signal.SIGKILL)
+    hub.proc.wait()
+    time.sleep(1)
+    assert pids_of_uid(uid_of(ERIN)), "the learner's processes should still run after the hub was killed"
+    hub.start()
+    assert not wait_no_processes(ERIN, timeout=3) or hub.api("GET", f"/users/{ERIN}", hub.token(ERIN)).json().get("servers"), \
+        "the restarted hub left the killed hub's learner processes running"
+    token = hub.token(ERIN)
+    hub.start_server(ERIN, token)
+    assert_poll_is_real(hub, ERIN, token)
+    heard = log.read_bytes() if log.exists() else b""
+    assert not heard, f"the squatter was sent: {heard[:500]!r}"
+    assert "ended what an earlier hub left running" in hub.log()
+    hub.stop_server(ERIN, token)
+    hub.ctrl_c()

@@ -42,12 +42,10 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner

@@ -58,7 +58,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from course_spawner import (  # noqa: E402
-    SERVICE_USER, CourseSpawner, UnsafePath, end_learner, ensure_service_user, groups, names_from_env, open_trusted_dir, owned_dir,
+    SERVICE_USER, CourseSpawner, UnsafePath, end_learner, ensure_service_user, names_from_env, open_trusted_dir, owned_dir,
     refusing_authenticator, sweep_leftovers, uid_min,
 )
 from learner_limits import describe_holders, parse_size, port_holders  # noqa: E402
@@ -383,6 +383,7 @@ c.JupyterHub.services = [
         "name": "idle-culler",
         "command": [sys.executable, "-m", "jupyterhub_idle_culler",
                     f"--timeout={int(os.environ.get('MHA_HUB_CULL_S', '3600'))}", "--cull-every=300"],
+        "environment": {"MHA_HUB_STATE": str(STATE)},  # marks it as this hub's (end_earlier_services)
         "user": RUN_SERVICES_AS,
     },
 ]

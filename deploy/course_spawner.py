@@ -494,6 +494,24 @@ class CourseSpawner(LocalProcessSpawner):
 
         loop.add_handler(fd, exited, IOLoop.READ)
 
+    async def poll(self):
+        """LocalProcessSpawner.poll, except that a server found again after the hub restarted (no
+        process handle, only its pid) counts as running only if that pid is alive, not a zombie,
+        and runs as the learner: after a crash the pid may be a zombie nobody reaps, or another
+        process's."""
+        if self.local_launch and self.proc is None and self.pid and os.geteuid() == 0 and self.unix_users:
+            try:
+                uid = pwd.getpwnam(self.user.name).pw_uid
+                with open(f"/proc/{self.pid}/status") as f:
+                    fields = dict(line.split(":", 1) for line in f if ":" in line)
+                alive = fields["State"].split()[0] != "Z" and uid in (int(x) for x in fields["Uid"].split()[:3])
+            except (KeyError, OSError, ValueError):
+                alive = False
+            if not alive:
+                self.clear_state()
+                return 0
+        return await super().poll()
+
     async def stop(self, now=False):
         self._stopping = True
         await super().stop(now=now)

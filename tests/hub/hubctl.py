@@ -39,6 +39,17 @@ SERVICE_USER = "mha-hub-svc"
 RUNTIME_ROOT = Path("/run/mha-hub")
 #: The hub's socket folders (the poll's, the proxy API's), made when it starts as root.
 SOCKET_DIRS = (Path("/run/mha-hub-poll"), Path("/run/mha-hub-proxy"))
+
+
+def learner_cgroup_parents() -> list[Path]:
+    """The folders the hub makes its learners' control groups in (deploy/learner_limits.py)."""
+    root = Path("/sys/fs/cgroup")
+    found = []
+    for ctrl_dir in [root, *(root / c for c in ("pids", "memory", "freezer"))]:
+        with contextlib.suppress(OSError):
+            found += [p for p in ctrl_dir.rglob("mha-hub") if p.is_dir()] if ctrl_dir != root else \
+                ([root / "mha-hub"] if (root / "mha-hub" / "cgroup.procs").exists() else [])
+    return found
 CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
 #: The learners of the test class; prefixed so they cannot be anyone's real account.
 ALICE, BOB, CAROL, TESS = "ht-alice", "ht-bob", "ht-carol", "ht-tess"
@@ -477,6 +488,7 @@ class Cleanup:
         self.had_service_user = uid_of(SERVICE_USER) is not None
         self.had_runtime_root = RUNTIME_ROOT.exists() or RUNTIME_ROOT.is_symlink()
         self.had_socket_dirs = {p for p in SOCKET_DIRS if p.exists()}
+        self.had_cgroups = set(learner_cgroup_parents())
         self.accounts: set[str] = {ALICE, BOB, CAROL, TESS, ERIN, FINN}
         self.hubs: list[Hub] = []
         self.paths: list[Path] = []
@@ -525,6 +537,14 @@ class Cleanup:
         for folder in SOCKET_DIRS:
             if folder not in self.had_socket_dirs and folder.is_dir() and not folder.is_symlink():
                 shutil.rmtree(folder, ignore_errors=True)
+        for parent in learner_cgroup_parents():
+            for group in [p for p in parent.iterdir() if p.is_dir()]:
+                if TEST_ACCOUNT.fullmatch(group.name):
+                    with contextlib.suppress(OSError):
+                        group.rmdir()  # empty once the accounts' processes are gone
+            if parent not in self.had_cgroups:
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
         if not self.had_runtime_root:
             if RUNTIME_ROOT.is_symlink() or RUNTIME_ROOT.is_file():
                 RUNTIME_ROOT.unlink()

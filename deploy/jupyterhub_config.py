@@ -35,8 +35,16 @@ Settings come from the environment (deploy/start.sh passes them through):
     MHA_HUB_IP / MHA_HUB_PORT   where learners connect (127.0.0.1:8000; 0.0.0.0 when a certificate is given)
     MHA_HUB_DOMAIN       the host name learners type (default localhost); learners are at NAME.DOMAIN
     MHA_HUB_SSL_CERT / MHA_HUB_SSL_KEY   the certificate (wildcard: DOMAIN and *.DOMAIN) and its key
-    MHA_HUB_ALLOW_HTTP   1: plain HTTP beyond loopback (only behind a proxy that ends TLS)
-    MHA_HUB_API_PORT / MHA_HUB_PROXY_API_PORT / MHA_POLL_PORT   loopback ports (8081 / 8001 / 10101)
+    MHA_HUB_ALLOW_HTTP   1: a proxy in front ends TLS (browsers see https://DOMAIN; __Host- cookies);
+                         plain HTTP is otherwise accepted only with MHA_HUB_DOMAIN=localhost
+    MHA_HUB_PUBLIC_PORT  with MHA_HUB_ALLOW_HTTP: the port browsers use on the proxy in front (443)
+    MHA_HUB_API_PORT     the hub's API on loopback (8081)
+    MHA_HUB_PROXY_API_PORT / MHA_POLL_PORT   without root only (8001 / 10101); as root both are
+                         Unix sockets under /run (mha-hub-proxy, mha-hub-poll) no learner can take
+    MHA_HUB_MAX_TASKS    processes and threads per learner (512; 0: no limit)
+    MHA_HUB_MEM          memory per learner, scratch space included (2G; 0: no limit)
+    MHA_HUB_SCRATCH      each learner's own tmpfs on /tmp, /var/tmp, /dev/shm (256M; 0: the shared ones)
+    MHA_POLL_BURST / MHA_POLL_RATE   poll posts per learner: a burst, then per second (30 / 1)
     MHA_HUB_AUTH         pam (default: the server's Unix accounts) or dummy (trials, load tests)
     MHA_HUB_PASSWORD     dummy only, required: the one password every learner types
     MHA_HUB_TRIAL        dummy only: 1 to allow dummy mode bound beyond loopback (a trial, not a class)

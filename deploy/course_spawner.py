@@ -340,20 +340,25 @@ def prepare_existing_home(home: Path, course_dir: Path | None, uid: int, gid: in
 
 from learner_limits import pids_of_uid  # noqa: E402,F401 (kept importable from here)
 
-_GROUPS: list[Groups] = []
+_GROUPS: dict[str, Groups] = {}
 LAUNCHER = Path(__file__).resolve().parent / "learner_launch.py"
+#: Which hub's control groups (``mha-hub/HUB_ID/NAME``): the config sets it from the public port,
+#: which no two hubs on one machine share.
+HUB_ID = ["hub"]
 
 
 def groups() -> Groups:
-    """The machine's learner control groups (made once per hub process)."""
-    if not _GROUPS:
-        _GROUPS.append(Groups())
-    return _GROUPS[0]
+    """This hub's learner control groups (found once per hub process)."""
+    if HUB_ID[0] not in _GROUPS:
+        _GROUPS[HUB_ID[0]] = Groups(HUB_ID[0])
+    return _GROUPS[HUB_ID[0]]
 
 
-def end_learner(name: str, uid: int | None, *, whole_account: bool) -> int:
-    """End ``name``'s processes: their control group (frozen, killed, until empty), then, with
-    ``whole_account`` or without control groups, every process of ``uid`` until none is left."""
+def end_learner(name: str, uid: int | None, *, whole_account: bool = False) -> int:
+    """End ``name``'s processes on this hub: their control group (frozen, killed, until empty).
+    Without control groups, or with ``whole_account``, every process of ``uid`` too, until none is
+    left (with groups, everything the hub started for the learner is in theirs: an account the hub
+    made runs nothing else, and another hub's server of the same account is left alone)."""
     ended = groups().kill(name)
     if uid is not None and uid >= uid_min() and os.geteuid() == 0 and (whole_account or not groups().available):
         ended += kill_account(uid)
@@ -365,21 +370,26 @@ def end_processes_of(uid: int, grace_s: float = 2.0) -> int:
     return kill_account(uid)
 
 
-def sweep_leftovers(learner_group: str = LEARNER_GROUP) -> list[str]:
-    """What a stopped or crashed hub left: every learner control group emptied and removed, and every
-    process of a hub-made account (a member of ``learner_group``) ended. Returns what it ended."""
+def sweep_leftovers(homes_root: str, learner_group: str = LEARNER_GROUP) -> list[str]:
+    """What this hub left when it stopped or crashed: each of its learner control groups emptied and
+    removed. Without control groups: every process of each hub-made account (in ``learner_group``)
+    whose home is under ``homes_root``. Returns what it ended."""
     ended = []
     if os.geteuid() != 0:
         return ended
-    for name in groups().names():
-        if groups().kill(name):
-            ended.append(f"group {name}")
+    if groups().available:
+        for name in groups().names():
+            if groups().kill(name):
+                ended.append(f"group {name}")
+        return ended
     try:
         members = set(grp.getgrnam(learner_group).gr_mem)
     except KeyError:
         members = set()
+    root = os.path.abspath(homes_root).rstrip("/") + "/"
     for entry in pwd.getpwall():
-        if entry.pw_name in members and entry.pw_uid >= uid_min() and pids_of_uid(entry.pw_uid):
+        if (entry.pw_name in members and entry.pw_uid >= uid_min() and os.path.abspath(entry.pw_dir).startswith(root)
+                and pids_of_uid(entry.pw_uid)):
             kill_account(entry.pw_uid)
             ended.append(f"account {entry.pw_name}")
     return ended
@@ -445,7 +455,7 @@ class CourseSpawner(LocalProcessSpawner):
         self._gid = gid
         if self.local_launch and self.unix_users and os.geteuid() == 0:
             # Nothing of an earlier server of this learner may survive into this one.
-            end_learner(self.user.name, uid, whole_account=made_by_hub)
+            end_learner(self.user.name, uid)
             return await self._launch(uid, gid, home)
         return await super().start()
 
@@ -489,7 +499,7 @@ class CourseSpawner(LocalProcessSpawner):
                 return
             self.log.warning("%s's server (pid %s) exited on its own: ending its processes and its route now",
                              self.user.name, self.pid)
-            end_learner(self.user.name, self._uid, whole_account=self._made_by_hub)
+            end_learner(self.user.name, self._uid)
             loop.add_callback(self.poll_and_notify)
 
         loop.add_handler(fd, exited, IOLoop.READ)
@@ -524,7 +534,7 @@ class CourseSpawner(LocalProcessSpawner):
             except KeyError:
                 uid = None
         if uid is not None and os.geteuid() == 0 and uid >= uid_min():
-            end_learner(self.user.name, uid, whole_account=in_group(self.user.name, self.learner_group))
+            end_learner(self.user.name, uid)
 
     def make_preexec_fn(self, name):
         if self.unix_users:

@@ -228,6 +228,11 @@ class CourseProxy(ConfigurableHTTPProxy):
 
 
 c.JupyterHub.proxy_class = CourseProxy
+# This hub's learners' control groups are mha-hub/port-PORT/NAME: another hub on this machine
+# (another public port) never ends this one's learners, nor this one another's.
+import course_spawner  # noqa: E402
+
+course_spawner.HUB_ID[0] = f"port-{PORT}"
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(os.environ.get("MHA_HUB_API_PORT", "8081"))
 #: Folders under /run for the hub's Unix sockets: root's (the proxy's API) or the services' account's
@@ -419,7 +424,7 @@ def end_earlier_services() -> list[str]:
 
 
 if RUNNING and ROOT and not CLUSTER:
-    _ended = sweep_leftovers() + end_earlier_services()
+    _ended = sweep_leftovers(c.CourseSpawner.homes_root) + end_earlier_services()
     if _ended:
         print(f"deploy: ended what an earlier hub left running: {', '.join(_ended)}", file=sys.stderr)
 # Every port the hub needs must be free (or the hub's own earlier proxy's, which JupyterHub ends):

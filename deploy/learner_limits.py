@@ -62,9 +62,12 @@ def _writable_dir(path: Path) -> bool:
 
 
 class Groups:
-    """Where the learners' control groups live on this machine, or none (``available`` False)."""
+    """Where one hub's learners' control groups live on this machine (``mha-hub/HUB_ID/NAME``),
+    or none (``available`` False). ``hub_id`` keeps two hubs on one machine apart: each ends
+    only its own learners' groups."""
 
-    def __init__(self, root: Path = CGROUP_ROOT):
+    def __init__(self, hub_id: str = "hub", root: Path = CGROUP_ROOT):
+        self.hub_id = hub_id
         self.version = 0
         self.parents: dict[str, Path] = {}  # controller -> the mha-hub folder (v2: key "unified")
         if os.geteuid() != 0:
@@ -80,8 +83,8 @@ class Groups:
                 if not (base / "cgroup.procs").is_file():
                     continue
                 own = base / _own_path(ctrl).lstrip("/")
-                parent = (own if _writable_dir(own) else base) / GROUP_PARENT
-                parent.mkdir(exist_ok=True)
+                parent = (own if _writable_dir(own) else base) / GROUP_PARENT / self.hub_id
+                parent.mkdir(parents=True, exist_ok=True)
                 found[ctrl] = parent
             if "pids" in found and "freezer" in found:
                 self.version, self.parents = 1, found
@@ -90,10 +93,10 @@ class Groups:
         controllers = (root / "cgroup.controllers").read_text().split()
         # The root group may hold processes and enable controllers for its children; any
         # other group must be empty to do so, so the learners' groups hang off the root.
-        parent = root / GROUP_PARENT
-        parent.mkdir(exist_ok=True)
+        parent = root / GROUP_PARENT / self.hub_id
+        parent.mkdir(parents=True, exist_ok=True)
         wanted = [c for c in ("pids", "memory") if c in controllers]
-        for folder in (root, parent):
+        for folder in (root, root / GROUP_PARENT, parent):
             for ctrl in wanted:
                 with contextlib.suppress(OSError):
                     (folder / "cgroup.subtree_control").write_text(f"+{ctrl}")

@@ -419,7 +419,7 @@ def restore_modes(opened: list[tuple[Path, int]]) -> None:
 #: to the end of the process, and released by the kernel if the process is killed.
 MACHINE_LOCK = Path("/run/lock/mha-course-hub-tests.lock")
 #: The accounts only the tests make: the hub tests' (``ht-``) and the cluster test's (``ct-l``).
-TEST_ACCOUNT = re.compile(r"(ht-[a-z]+|ct-l[0-9]+)")
+TEST_ACCOUNT = re.compile(r"(ht-[a-z]+|ct-l[0-9]+)")  # ht-alice ... ht-other, ht-pam
 #: The folders the hub and cluster tests make under /tmp; a session that was killed leaves its own.
 TEST_FOLDERS = ("mha-hubtest-", "mha-clustertest-")
 _machine_lock: int | None = None
@@ -538,10 +538,14 @@ class Cleanup:
             if folder not in self.had_socket_dirs and folder.is_dir() and not folder.is_symlink():
                 shutil.rmtree(folder, ignore_errors=True)
         for parent in learner_cgroup_parents():
-            for group in [p for p in parent.iterdir() if p.is_dir()]:
-                if TEST_ACCOUNT.fullmatch(group.name):
+            for hub_dir in [p for p in parent.iterdir() if p.is_dir() and p.name.startswith("port-")]:
+                for group in [p for p in hub_dir.iterdir() if p.is_dir()]:
+                    if TEST_ACCOUNT.fullmatch(group.name):
+                        with contextlib.suppress(OSError):
+                            group.rmdir()  # empty once the accounts' processes are gone
+                if any(hub.port == int(hub_dir.name[5:]) for hub in self.hubs if hub_dir.name[5:].isdigit()):
                     with contextlib.suppress(OSError):
-                        group.rmdir()  # empty once the accounts' processes are gone
+                        hub_dir.rmdir()
             if parent not in self.had_cgroups:
                 with contextlib.suppress(OSError):
                     parent.rmdir()

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hubctl import CAROL, ERIN, FINN, PASSWORD, TESS, new_hub, pids_of_uid, uid_of
+from hubctl import ERIN, FINN, PASSWORD, TESS, new_hub, pids_of_uid, uid_of
 from shellctl import as_user, kernel_run, start_squatter_code, wait_no_processes
 
 pytestmark = pytest.mark.hub
@@ -84,25 +84,28 @@ def test_a_squatting_leftover_dies_with_its_server_and_with_the_hub(hub_cleanup,
     hub.ctrl_c()
 
 
+OTHER = "ht-other"  # an account the hub did not make (a PAM learner, a colleague)
+
+
 def test_a_port_the_hub_needs_held_by_another_account_stops_it_with_the_holder_named(hub_cleanup, hub_tmp):
-    hub_cleanup.accounts.add(CAROL)
-    subprocess.run(["useradd", "-M", "-d", "/nonexistent", "-s", "/usr/sbin/nologin", CAROL], check=True, capture_output=True)
+    hub_cleanup.accounts.add(OTHER)
+    subprocess.run(["useradd", "-M", "-d", "/nonexistent", "-s", "/usr/sbin/nologin", OTHER], check=True, capture_output=True)
     for which in ("port", "api_port"):
         hub = new_hub(hub_cleanup, hub_tmp, f"taken-{which}")
         port = getattr(hub, which)
-        holder = subprocess.Popen(["runuser", "-u", CAROL, "--", "python3", "-c",
+        holder = subprocess.Popen(["runuser", "-u", OTHER, "--", "python3", "-c",
                                    f"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen(); "
                                    "print('ready', flush=True); time.sleep(120)"], stdout=subprocess.PIPE, text=True)
         try:
             assert holder.stdout.readline().strip() == "ready"
             done = hub.run_to_exit(timeout=90)
             said = done.stdout + done.stderr
-            assert done.returncode != 0, f"the hub started with {which} {port} held by {CAROL}:\n{said[-2000:]}"
-            assert f"{port}" in said and "already taken" in said and CAROL in said, said[-2000:]
+            assert done.returncode != 0, f"the hub started with {which} {port} held by {OTHER}:\n{said[-2000:]}"
+            assert f"{port}" in said and "already taken" in said and OTHER in said, said[-2000:]
         finally:
             holder.kill()
             holder.wait()
-    hub_cleanup.remove_account(CAROL)
+    hub_cleanup.remove_account(OTHER)
 
 
 # --------------------------------------------------------------------------- one class hub for the rest

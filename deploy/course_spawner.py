@@ -28,8 +28,9 @@ the rules that keep one learner out of another's account:
   in a control group of the learner's own with limits on processes and memory, its own
   small /tmp, /var/tmp, /dev/shm and /run/lock (tmpfs), ``RLIMIT_NPROC`` and no new
   privileges. Stopping a server, or the server dying, ends everything in that group (frozen,
-  killed, until empty), and for an account the hub made (or where there are no control
-  groups) every process of the account, until none is left. A server that dies on its own
+  killed, until empty); where there are no control groups, every process of the account,
+  until none is left. Groups are per hub (``mha-hub/port-PORT/NAME``): two hubs on one
+  machine never end each other's learners. A server that dies on its own
   is noticed at once (a pidfd on the server's process), so its route is removed within
   milliseconds, not at the hub's next poll.
 """

@@ -3,16 +3,16 @@
 A learner can run any code as their own Unix account (a kernel, a terminal). So the hub:
 
 - puts each learner's server, and everything it starts, in a control group of its own
-  (``mha-hub/NAME``): cgroup v2 where the machine has it, else the v1 ``pids``, ``memory``
+  (``mha-hub/HUB_ID/NAME``): cgroup v2 where the machine has it, else the v1 ``pids``, ``memory``
   and ``freezer`` hierarchies. A process cannot leave its group (the groups are root's);
 - limits each group: ``pids.max`` (processes and threads) and memory (``memory.max`` /
   ``memory.limit_in_bytes``), and each process: ``RLIMIT_NPROC`` (all of the account's
   processes, whatever group) -- so one learner's fork bomb or memory hog stays theirs;
 - ends a learner by freezing the group, killing everything in it, and thawing, until it
-  is empty (a process that forks every 0.3 s and ignores SIGTERM cannot outrun it), and,
-  for accounts the hub made (or anywhere without control groups), by killing every process
-  of the account: a process running as the account calls ``kill(-1, SIGKILL)``, which the
-  kernel applies to all of that account's processes at once, repeated until none is left.
+  is empty (a process that forks every 0.3 s and ignores SIGTERM cannot outrun it); where
+  there are no control groups, by killing every process of the account: a process running
+  as the account calls ``kill(-1, SIGKILL)``, which the kernel applies to all of that
+  account's processes at once, repeated until none is left.
 
 Nothing here needs anything but the standard library; the hub (root) calls it.
 """

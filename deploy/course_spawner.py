@@ -24,27 +24,35 @@ the rules that keep one learner out of another's account:
 - ``unix_users=False``: every learner runs as the hub's own user, in a home of their
   own under ``homes_root`` (0700). Fine for one person trying the hub; it is NOT
   isolation, since every learner then has the same Unix user.
-- Stopping a server also ends every process still running as a hub-made account
-  (kernels a killed server left behind).
+- Limits and leftovers (``learner_limits``, ``learner_launch``): as root, each server starts
+  in a control group of the learner's own with limits on processes and memory, its own
+  small /tmp, /var/tmp, /dev/shm and /run/lock (tmpfs), ``RLIMIT_NPROC`` and no new
+  privileges. Stopping a server, or the server dying, ends everything in that group (frozen,
+  killed, until empty); where there are no control groups, every process of the account,
+  until none is left. Groups are per hub (``mha-hub/port-PORT/NAME``): two hubs on one
+  machine never end each other's learners. A server that dies on its own
+  is noticed at once (a pidfd on the server's process), so its route is removed within
+  milliseconds, not at the hub's next poll.
 """
 
 from __future__ import annotations
 
 import grp
+import json
 import os
 import pwd
 import re
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
-from traitlets import Bool, Unicode
+from traitlets import Bool, Dict, Int, Unicode
+
+from learner_limits import Groups, kill_account
 
 #: Unix account names the hub may create: lower case, starting with a letter, at most 32.
 _UNIX_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -331,40 +339,61 @@ def prepare_existing_home(home: Path, course_dir: Path | None, uid: int, gid: in
 
 # --------------------------------------------------------------------------- processes
 
+from learner_limits import pids_of_uid  # noqa: E402,F401 (kept importable from here)
 
-def pids_of_uid(uid: int) -> list[int]:
-    """Every process running with real or effective uid ``uid`` (from /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as f:
-                for line in f:
-                    if line.startswith("Uid:"):
-                        if uid in (int(x) for x in line.split()[1:3]):
-                            found.append(int(entry))
-                        break
-        except OSError:
-            continue
-    return found
+_GROUPS: dict[str, Groups] = {}
+LAUNCHER = Path(__file__).resolve().parent / "learner_launch.py"
+#: Which hub's control groups (``mha-hub/HUB_ID/NAME``): the config sets it from the public port,
+#: which no two hubs on one machine share.
+HUB_ID = ["hub"]
 
 
-def end_processes_of(uid: int, grace_s: float = 2.0) -> list[int]:
-    """SIGTERM every process of ``uid``, then SIGKILL what is left after ``grace_s``; returns the pids."""
-    pids = pids_of_uid(uid)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and pids_of_uid(uid):
-            time.sleep(0.05)
-        if not pids_of_uid(uid):
-            break
-    return pids
+def groups() -> Groups:
+    """This hub's learner control groups (found once per hub process)."""
+    if HUB_ID[0] not in _GROUPS:
+        _GROUPS[HUB_ID[0]] = Groups(HUB_ID[0])
+    return _GROUPS[HUB_ID[0]]
+
+
+def end_learner(name: str, uid: int | None, *, whole_account: bool = False) -> int:
+    """End ``name``'s processes on this hub: their control group (frozen, killed, until empty).
+    Without control groups, or with ``whole_account``, every process of ``uid`` too, until none is
+    left (with groups, everything the hub started for the learner is in theirs: an account the hub
+    made runs nothing else, and another hub's server of the same account is left alone)."""
+    ended = groups().kill(name)
+    if uid is not None and uid >= uid_min() and os.geteuid() == 0 and (whole_account or not groups().available):
+        ended += kill_account(uid)
+    return ended
+
+
+def end_processes_of(uid: int, grace_s: float = 2.0) -> int:
+    """Every process of ``uid`` ended (kept for callers of the earlier API)."""
+    return kill_account(uid)
+
+
+def sweep_leftovers(homes_root: str, learner_group: str = LEARNER_GROUP) -> list[str]:
+    """What this hub left when it stopped or crashed: each of its learner control groups emptied and
+    removed. Without control groups: every process of each hub-made account (in ``learner_group``)
+    whose home is under ``homes_root``. Returns what it ended."""
+    ended = []
+    if os.geteuid() != 0:
+        return ended
+    if groups().available:
+        for name in groups().names():
+            if groups().kill(name):
+                ended.append(f"group {name}")
+        return ended
+    try:
+        members = set(grp.getgrnam(learner_group).gr_mem)
+    except KeyError:
+        members = set()
+    root = os.path.abspath(homes_root).rstrip("/") + "/"
+    for entry in pwd.getpwall():
+        if (entry.pw_name in members and entry.pw_uid >= uid_min() and os.path.abspath(entry.pw_dir).startswith(root)
+                and pids_of_uid(entry.pw_uid)):
+            kill_account(entry.pw_uid)
+            ended.append(f"account {entry.pw_name}")
+    return ended
 
 
 # --------------------------------------------------------------------------- the spawner
@@ -379,6 +408,11 @@ class CourseSpawner(LocalProcessSpawner):
     create_users = Bool(False, config=True, help="Make a learner's Unix account at first start (needs root)")
     allowed_group = Unicode("", config=True, help="PAM: only accounts in this group get a server")
     learner_group = Unicode(LEARNER_GROUP, config=True, help="The group that marks the accounts the hub made")
+    max_tasks = Int(512, config=True, help="Processes and threads per learner (control group pids.max and RLIMIT_NPROC); 0: no limit")
+    memory_bytes = Int(2 * 1024**3, config=True, help="Memory per learner's control group (tmpfs scratch included); 0: no limit")
+    scratch_bytes = Dict(config=True, help="tmpfs sizes of the learner's own /tmp, /var/tmp, /dev/shm, /run/lock; empty: shared ones")
+    #: Start the server here through learner_launch.py (False for a spawner that runs it elsewhere, e.g. a Slurm job).
+    local_launch = True
 
     def _account(self):
         """(uid, gid, home, made_by_hub) the learner's server runs with; refuses accounts it may not use."""
@@ -419,20 +453,89 @@ class CourseSpawner(LocalProcessSpawner):
         else:
             self._progress = prepare_existing_home(home, course, uid, gid)
         self._runtime = runtime_dir(self.user.name, uid, gid)
+        self._gid = gid
+        if self.local_launch and self.unix_users and os.geteuid() == 0:
+            # Nothing of an earlier server of this learner may survive into this one.
+            end_learner(self.user.name, uid)
+            return await self._launch(uid, gid, home)
         return await super().start()
 
+    async def _launch(self, uid: int, gid: int, home: Path):
+        """LocalProcessSpawner.start, with the server started by learner_launch.py inside its limits."""
+        from jupyterhub.utils import random_port
+
+        if self.port == 0:
+            self.port = random_port()
+        procs = groups().make(self.user.name, max_tasks=self.max_tasks, memory_bytes=self.memory_bytes)
+        spec = {"uid": uid, "gid": gid, "home": str(home), "procs": [str(p) for p in procs],
+                "nproc": self.max_tasks, "tmpfs": {k: int(v) for k, v in self.scratch_bytes.items() if int(v) > 0},
+                # what the server needs, which a scratch tmpfs must not hide (a home or checkout under /tmp)
+                "keep": sorted({str(home), str(self._runtime), str(Path(__file__).resolve().parent.parent),
+                                sys.prefix, *([self.course_dir] if self.course_dir else [])})}
+        cmd = [sys.executable, "-I", str(LAUNCHER), json.dumps(spec), "--", *self.cmd, *self.get_args()]
+        self.log.info("Spawning %s's server within its limits: %s", self.user.name, json.dumps(spec))
+        self.proc = subprocess.Popen(cmd, env=self.get_env(), start_new_session=True, cwd="/",
+                                     preexec_fn=None, **self.popen_kwargs)
+        self.pid = self.proc.pid
+        self._stopping = False
+        self._watch_exit()
+        return (self.ip or "127.0.0.1", self.port)
+
+    def _watch_exit(self) -> None:
+        """React at once when the server's process ends on its own (a learner may kill their own
+        server and bind its port): end the learner's processes, then let the hub remove the route."""
+        from tornado.ioloop import IOLoop
+
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError) as exc:
+            self.log.warning("%s's server: no pidfd (%s); its death is noticed at the next poll", self.user.name, exc)
+            return
+        loop = IOLoop.current()
+
+        def exited(fd_, events):
+            loop.remove_handler(fd_)
+            os.close(fd_)
+            if getattr(self, "_stopping", False):
+                return
+            self.log.warning("%s's server (pid %s) exited on its own: ending its processes and its route now",
+                             self.user.name, self.pid)
+            end_learner(self.user.name, self._uid)
+            loop.add_callback(self.poll_and_notify)
+
+        loop.add_handler(fd, exited, IOLoop.READ)
+
+    async def poll(self):
+        """LocalProcessSpawner.poll, except that a server found again after the hub restarted (no
+        process handle, only its pid) counts as running only if that pid is alive, not a zombie,
+        and runs as the learner: after a crash the pid may be a zombie nobody reaps, or another
+        process's."""
+        if self.local_launch and self.proc is None and self.pid and os.geteuid() == 0 and self.unix_users:
+            try:
+                uid = pwd.getpwnam(self.user.name).pw_uid
+                with open(f"/proc/{self.pid}/status") as f:
+                    fields = dict(line.split(":", 1) for line in f if ":" in line)
+                alive = fields["State"].split()[0] != "Z" and uid in (int(x) for x in fields["Uid"].split()[:3])
+            except (KeyError, OSError, ValueError):
+                alive = False
+            if not alive:
+                self.clear_state()
+                return 0
+        return await super().poll()
+
     async def stop(self, now=False):
+        self._stopping = True
         await super().stop(now=now)
-        # A server that had to be killed leaves its kernels behind; an account the hub made
-        # runs nothing else, so whatever still runs as it goes too.
+        # The server is gone: whatever it started (kernels, a learner's detached processes) goes too,
+        # and for an account the hub made, every process of the account.
         uid = getattr(self, "_uid", None)
-        if uid is None and self.unix_users and self.create_users:
+        if uid is None and self.unix_users:
             try:
                 uid = pwd.getpwnam(self.user.name).pw_uid
             except KeyError:
                 uid = None
-        if uid is not None and os.geteuid() == 0 and in_group(self.user.name, self.learner_group) and uid >= uid_min():
-            end_processes_of(uid)
+        if uid is not None and os.geteuid() == 0 and uid >= uid_min():
+            end_learner(self.user.name, uid)
 
     def make_preexec_fn(self, name):
         if self.unix_users:

@@ -35,8 +35,16 @@ Settings come from the environment (deploy/start.sh passes them through):
     MHA_HUB_IP / MHA_HUB_PORT   where learners connect (127.0.0.1:8000; 0.0.0.0 when a certificate is given)
     MHA_HUB_DOMAIN       the host name learners type (default localhost); learners are at NAME.DOMAIN
     MHA_HUB_SSL_CERT / MHA_HUB_SSL_KEY   the certificate (wildcard: DOMAIN and *.DOMAIN) and its key
-    MHA_HUB_ALLOW_HTTP   1: plain HTTP beyond loopback (only behind a proxy that ends TLS)
-    MHA_HUB_API_PORT / MHA_HUB_PROXY_API_PORT / MHA_POLL_PORT   loopback ports (8081 / 8001 / 10101)
+    MHA_HUB_ALLOW_HTTP   1: a proxy in front ends TLS (browsers see https://DOMAIN; __Host- cookies);
+                         plain HTTP is otherwise accepted only with MHA_HUB_DOMAIN=localhost
+    MHA_HUB_PUBLIC_PORT  with MHA_HUB_ALLOW_HTTP: the port browsers use on the proxy in front (443)
+    MHA_HUB_API_PORT     the hub's API on loopback (8081)
+    MHA_HUB_PROXY_API_PORT / MHA_POLL_PORT   without root only (8001 / 10101); as root both are
+                         Unix sockets under /run (mha-hub-proxy, mha-hub-poll) no learner can take
+    MHA_HUB_MAX_TASKS    processes and threads per learner (512; 0: no limit)
+    MHA_HUB_MEM          memory per learner, scratch space included (2G; 0: no limit)
+    MHA_HUB_SCRATCH      each learner's own tmpfs on /tmp, /var/tmp, /dev/shm (256M; 0: the shared ones)
+    MHA_POLL_BURST / MHA_POLL_RATE   poll posts per learner: a burst, then per second (30 / 1)
     MHA_HUB_AUTH         pam (default: the server's Unix accounts) or dummy (trials, load tests)
     MHA_HUB_PASSWORD     dummy only, required: the one password every learner types
     MHA_HUB_TRIAL        dummy only: 1 to allow dummy mode bound beyond loopback (a trial, not a class)
@@ -57,7 +65,11 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from course_spawner import SERVICE_USER, CourseSpawner, ensure_service_user, names_from_env, owned_dir, refusing_authenticator  # noqa: E402
+from course_spawner import (  # noqa: E402
+    SERVICE_USER, CourseSpawner, UnsafePath, end_learner, ensure_service_user, names_from_env, open_trusted_dir, owned_dir,
+    refusing_authenticator, sweep_leftovers, uid_min,
+)
+from learner_limits import describe_holders, parse_size, port_holders  # noqa: E402
 from poll_service import READ_SCOPE, SERVICE_NAME  # noqa: E402
 
 c = get_config()  # noqa: F821 (JupyterHub provides get_config)
@@ -92,7 +104,9 @@ HTTPS = bool(SSL_CERT)
 SCHEME = "https" if HTTPS else "http"
 IP = os.environ.get("MHA_HUB_IP") or ("0.0.0.0" if HTTPS else "127.0.0.1")
 LOOPBACK = _is_loopback(IP)
-if not HTTPS and not LOOPBACK and os.environ.get("MHA_HUB_ALLOW_HTTP") != "1":
+#: TLS ended by a proxy in front (MHA_HUB_ALLOW_HTTP=1): browsers see HTTPS, the hub plain HTTP.
+TLS_IN_FRONT = not HTTPS and os.environ.get("MHA_HUB_ALLOW_HTTP") == "1"
+if not HTTPS and not LOOPBACK and not TLS_IN_FRONT:
     raise ValueError(
         f"MHA_HUB_IP={IP!r} is beyond loopback without HTTPS: learners' passwords and cookies would cross the "
         "network in the clear. Give MHA_HUB_SSL_CERT and MHA_HUB_SSL_KEY, bind MHA_HUB_IP=127.0.0.1, or set "
@@ -100,8 +114,22 @@ if not HTTPS and not LOOPBACK and os.environ.get("MHA_HUB_ALLOW_HTTP") != "1":
 DOMAIN = os.environ.get("MHA_HUB_DOMAIN", "localhost").strip().lower().rstrip(".")
 if not DOMAIN or "/" in DOMAIN or ":" in DOMAIN:
     raise ValueError(f"MHA_HUB_DOMAIN={DOMAIN!r} is not a host name; give one such as class.example.org (learners get NAME.class.example.org)")
-_default_port = 443 if HTTPS else 80
-PUBLIC = f"{SCHEME}://{DOMAIN}" + ("" if PORT == _default_port else f":{PORT}")
+if not HTTPS and not TLS_IN_FRONT and DOMAIN != "localhost":
+    # Over plain HTTP a learner's page on NAME.DOMAIN can set a cookie for the whole DOMAIN
+    # (cookie tossing: another learner's browser then logs in as them). Only __Host- cookies,
+    # which need HTTPS as the browser sees it, are safe from that.
+    raise ValueError(
+        f"MHA_HUB_DOMAIN={DOMAIN!r} over plain HTTP: a learner's page on their subdomain could set the hub's "
+        "login cookie for the whole domain in another learner's browser. Give MHA_HUB_SSL_CERT and "
+        "MHA_HUB_SSL_KEY, set MHA_HUB_ALLOW_HTTP=1 if a proxy in front ends TLS (browsers then see HTTPS), "
+        "or use MHA_HUB_DOMAIN=localhost for a trial on this machine")
+if TLS_IN_FRONT:
+    # What the browser sees: https://DOMAIN on the front proxy's port (MHA_HUB_PUBLIC_PORT, default 443).
+    _public_port = int(os.environ.get("MHA_HUB_PUBLIC_PORT", "443"))
+    PUBLIC = "https://" + DOMAIN + ("" if _public_port == 443 else f":{_public_port}")
+else:
+    _default_port = 443 if HTTPS else 80
+    PUBLIC = f"{SCHEME}://{DOMAIN}" + ("" if PORT == _default_port else f":{PORT}")
 
 c.JupyterHub.bind_url = f"{SCHEME}://{IP}:{PORT}"
 # One origin per learner (NAME.DOMAIN): the browser's same-origin policy then keeps a page
@@ -110,12 +138,65 @@ c.JupyterHub.subdomain_host = PUBLIC
 if HTTPS:
     c.JupyterHub.ssl_cert = SSL_CERT
     c.JupyterHub.ssl_key = SSL_KEY
+if HTTPS or TLS_IN_FRONT:
     # __Host- cookies: no other subdomain (another learner's server) can set or overwrite them.
-    # They must be Secure, so only over HTTPS.
+    # They must be Secure, so only where the browser sees HTTPS (a certificate here, or TLS in front).
     c.JupyterHub.cookie_host_prefix_enabled = True
 
 # --------------------------------------------------------------------------- hub, proxy, state
 from jupyterhub.proxy import ConfigurableHTTPProxy  # noqa: E402
+
+
+#: The cluster's configuration (deploy/cluster/jupyterhub_config.py) sets this before loading this file:
+#: learners' servers there are Slurm jobs that outlive the hub, so nothing of theirs is swept here.
+CLUSTER = os.environ.get("MHA_HUB_CLUSTER") == "1"
+ROOT = os.geteuid() == 0
+
+
+def _previous_proxy_pid() -> int | None:
+    try:
+        return int((STATE / "proxy.pid").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def refuse_taken_port(port: int, what: str, var: str) -> None:
+    """Stop the hub, with a message naming the holder, if anything but the hub's own (earlier) proxy
+    listens on ``port``: a learner's process there would be sent the requests (and tokens) meant for ``what``."""
+    holders = [h for h in port_holders(port) if h["pid"] not in (os.getpid(), _previous_proxy_pid())]
+    if holders:
+        raise ValueError(
+            f"the port {port} for {what} ({var}) is already taken: {describe_holders(holders)}. The hub will not "
+            f"start {what} behind someone else's listener. Stop that process (if it is a learner's, end it: "
+            f"pkill -KILL -u NAME), or choose another port with {var}")
+
+
+def _end_learner_holders(port: int, log) -> None:
+    """Before the proxy (re)starts: a learner's process on its public port is ended (and said so);
+    anyone else's stops the start with the reason."""
+    holders = [h for h in port_holders(port) if h["pid"] not in (os.getpid(), _previous_proxy_pid())]
+    if not holders:
+        return
+    learners = [h for h in holders if h["uid"] is not None and h["uid"] >= uid_min() and h["uid"] != _svc_uid()]
+    if ROOT and len(learners) == len(holders):
+        for h in learners:
+            import pwd
+
+            name = pwd.getpwuid(h["uid"]).pw_name
+            log.error("a learner's process held the public port %s: %s; ending %s's processes",
+                      port, describe_holders([h]), name)
+            end_learner(name, h["uid"], whole_account=True)
+        return
+    refuse_taken_port(port, "the public proxy", "MHA_HUB_PORT")
+
+
+def _svc_uid() -> int | None:
+    import pwd
+
+    try:
+        return pwd.getpwnam(SERVICE_USER).pw_uid
+    except KeyError:
+        return None
 
 
 class CourseProxy(ConfigurableHTTPProxy):
@@ -133,6 +214,7 @@ class CourseProxy(ConfigurableHTTPProxy):
     async def start(self):
         if self._check_running_callback is not None:
             self._check_running_callback.stop()
+        _end_learner_holders(PORT, self.log)
         await super().start()
 
     def stop(self):
@@ -146,9 +228,33 @@ class CourseProxy(ConfigurableHTTPProxy):
 
 
 c.JupyterHub.proxy_class = CourseProxy
+# This hub's learners' control groups are mha-hub/port-PORT/NAME: another hub on this machine
+# (another public port) never ends this one's learners, nor this one another's.
+import course_spawner  # noqa: E402
+
+course_spawner.HUB_ID[0] = f"port-{PORT}"
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(os.environ.get("MHA_HUB_API_PORT", "8081"))
-c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{int(os.environ.get('MHA_HUB_PROXY_API_PORT', '8001'))}"
+#: Folders under /run for the hub's Unix sockets: root's (the proxy's API) or the services' account's
+#: (the poll), so no learner can make a socket there, or a link in its place.
+PROXY_RUN = Path("/run/mha-hub-proxy")
+POLL_RUN = Path("/run/mha-hub-poll")
+#: Set by deploy/start.sh when it runs the hub: only then does loading this file act on the machine
+#: (end an earlier hub's leftovers, check and hold ports, make the folders under /run).
+RUNNING = os.environ.get("MHA_HUB_RUN") == "1"
+if ROOT:
+    # The proxy's API on a Unix socket only root can reach: no learner can listen where the hub
+    # sends the proxy's token, nor reach the API.
+    if RUNNING:
+        _run_fd = open_trusted_dir(Path("/run"))
+        try:
+            os.close(owned_dir(_run_fd, PROXY_RUN.name, 0, 0, 0o700, where=str(PROXY_RUN)))
+        finally:
+            os.close(_run_fd)
+    # One socket per hub on this machine, named by its public port (which no two hubs share).
+    c.ConfigurableHTTPProxy.api_url = "http+unix://" + str(PROXY_RUN / f"api-{PORT}.sock").replace("/", "%2F")
+else:
+    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{int(os.environ.get('MHA_HUB_PROXY_API_PORT', '8001'))}"
 c.ConfigurableHTTPProxy.command = [str(HERE / "node_modules" / ".bin" / "configurable-http-proxy")]
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
@@ -200,7 +306,12 @@ c.Spawner.args = [
     "--ServerApp.shutdown_no_activity_timeout=0",
 ]
 c.Spawner.default_url = "/lab/tree/course/00_welcome.ipynb"
-c.Spawner.environment = {"MHA_POLL_URL": f"http://127.0.0.1:{POLL_PORT}/services/{SERVICE_NAME}/"}
+#: Where the poll listens: as root, a Unix socket in a folder only the services' account may write
+#: (POLL_RUN), so no learner can listen in its place (a TCP port, free for a moment, could be taken
+#: by any account, and every kernel would send it its token); without root, loopback TCP.
+POLL_SOCKET = POLL_RUN / f"poll-{PORT}.sock"  # one per hub on this machine, by its public port
+POLL_URL = ("http+unix://" + str(POLL_SOCKET).replace("/", "%2F")) if ROOT else f"http://127.0.0.1:{POLL_PORT}"
+c.Spawner.environment = {"MHA_POLL_URL": f"{POLL_URL}/services/{SERVICE_NAME}/"}
 c.Spawner.start_timeout = 180  # 16 learners starting at once on 2 cores take ~45 s each
 c.Spawner.http_timeout = 120
 # Ctrl-C stops every server within seconds: a server asked to stop (SIGINT) that is still up
@@ -213,6 +324,19 @@ c.CourseSpawner.homes_root = os.environ.get("MHA_HUB_HOMES", str(STATE / "homes"
 c.CourseSpawner.unix_users = os.environ.get("MHA_HUB_UNIX_USERS", "1" if os.geteuid() == 0 else "0") == "1"
 c.CourseSpawner.create_users = CREATE_USERS
 c.CourseSpawner.allowed_group = GROUP
+
+# --------------------------------------------------------------------------- per-learner limits
+# What one learner may use on this server (deploy/README.md, "Per-learner limits"): processes and
+# threads, memory (their scratch space counted), their own scratch folders. A fork bomb, a memory
+# hog or a full /tmp then stops at the learner's own limit, and the hub, the proxy, the poll and
+# the other learners go on.
+c.CourseSpawner.max_tasks = int(os.environ.get("MHA_HUB_MAX_TASKS", "512"))
+c.CourseSpawner.memory_bytes = parse_size(os.environ.get("MHA_HUB_MEM", "2G"), "MHA_HUB_MEM")
+_scratch = parse_size(os.environ.get("MHA_HUB_SCRATCH", "256M"), "MHA_HUB_SCRATCH")
+c.CourseSpawner.scratch_bytes = ({"/tmp": _scratch, "/var/tmp": _scratch, "/dev/shm": _scratch,
+                                  "/run/lock": min(_scratch, 16 * 1024**2)} if _scratch else {})
+if c.CourseSpawner.max_tasks < 0:
+    raise ValueError(f"MHA_HUB_MAX_TASKS={c.CourseSpawner.max_tasks}: give a number of processes and threads, or 0 for no limit")
 
 # --------------------------------------------------------------------------- roles and the poll
 POLL_ACCESS = f"access:services!service={SERVICE_NAME}"
@@ -239,19 +363,138 @@ if os.geteuid() == 0:
     finally:
         os.close(_state_fd)
     SERVICE_ENV["MHA_POLL_DB"] = str(STATE / "poll" / "poll.sqlite3")
+    if RUNNING:
+        _run_fd = open_trusted_dir(Path("/run"))
+        try:
+            try:
+                os.close(owned_dir(_run_fd, POLL_RUN.name, _svc.pw_uid, _svc.pw_gid, 0o711, where=str(POLL_RUN)))
+            except UnsafePath:
+                # /run is root's: only root made it (an earlier hub whose services' account had another
+                # uid). Made again, for this account; a link is refused by rmtree and by owned_dir.
+                import shutil
+
+                shutil.rmtree(POLL_RUN)
+                os.close(owned_dir(_run_fd, POLL_RUN.name, _svc.pw_uid, _svc.pw_gid, 0o711, where=str(POLL_RUN)))
+        finally:
+            os.close(_run_fd)
+POLL_SERVICE = {
+    "name": SERVICE_NAME,
+    "command": [sys.executable, str(HERE / "poll_service.py")],
+    "environment": dict(SERVICE_ENV),
+    "user": RUN_SERVICES_AS,
+    "display": False,
+}
+if ROOT:
+    # JupyterHub routes a service only to a TCP address; the poll, on its Unix socket, gets no route
+    # through the proxy: kernels reach it directly (MHA_POLL_URL), and nothing else needs to.
+    POLL_SERVICE["environment"]["MHA_POLL_SOCKET"] = str(POLL_SOCKET)
+else:
+    POLL_SERVICE["url"] = POLL_URL
 c.JupyterHub.services = [
-    {
-        "name": SERVICE_NAME,
-        "url": f"http://127.0.0.1:{POLL_PORT}",
-        "command": [sys.executable, str(HERE / "poll_service.py")],
-        "environment": dict(SERVICE_ENV),
-        "user": RUN_SERVICES_AS,
-        "display": False,
-    },
+    POLL_SERVICE,
     {
         "name": "idle-culler",
         "command": [sys.executable, "-m", "jupyterhub_idle_culler",
                     f"--timeout={int(os.environ.get('MHA_HUB_CULL_S', '3600'))}", "--cull-every=300"],
+        "environment": {"MHA_HUB_STATE": str(STATE)},  # marks it as this hub's (end_earlier_services)
         "user": RUN_SERVICES_AS,
     },
 ]
+
+# --------------------------------------------------------------------------- before anything starts
+# What an earlier hub left (a crash, a kill): every learner's control group emptied, every process of
+# an account the hub made ended. A learner's leftover process can then hold none of the ports below.
+def end_earlier_services() -> list[str]:
+    """An earlier hub's services (killed with it, they keep running): the processes of the services'
+    account started for this state folder. Other hubs' services (another state) are left alone."""
+    import signal
+
+    uid, mark, ended = _svc_uid(), f"MHA_HUB_STATE={STATE}\0".encode(), []
+    if uid is None:
+        return ended
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid and mark in Path(f"/proc/{entry}/environ").read_bytes():
+                    os.kill(int(entry), signal.SIGKILL)
+                    ended.append(f"service process {entry}")
+            except OSError:
+                continue
+    return ended
+
+
+if RUNNING and ROOT and not CLUSTER:
+    _ended = sweep_leftovers(c.CourseSpawner.homes_root) + end_earlier_services()
+    if _ended:
+        print(f"deploy: ended what an earlier hub left running: {', '.join(_ended)}", file=sys.stderr)
+# Every port the hub needs must be free (or the hub's own earlier proxy's, which JupyterHub ends):
+# a process already listening there would be sent what is meant for the hub.
+if RUNNING:
+    refuse_taken_port(PORT, "the public proxy", "MHA_HUB_PORT")
+    refuse_taken_port(c.JupyterHub.hub_port, "the hub's API", "MHA_HUB_API_PORT")
+    if not ROOT:
+        refuse_taken_port(int(os.environ.get("MHA_HUB_PROXY_API_PORT", "8001")), "the proxy's API", "MHA_HUB_PROXY_API_PORT")
+        refuse_taken_port(POLL_PORT, "the poll service", "MHA_POLL_PORT")
+
+
+# --------------------------------------------------------------------------- the other address family
+def hold_other_family(ip: str, port: int):
+    """Listen on the public port on the other address family too (127.0.0.1 <-> ::1, 0.0.0.0 <-> ::)
+    and relay each connection to the proxy: a browser that tries [::1] first (Chromium does, for
+    localhost and NAME.localhost) reaches the proxy, and no learner can listen there instead."""
+    import socket
+
+    from tornado.iostream import IOStream, StreamClosedError
+    from tornado.tcpserver import TCPServer
+
+    pairs = {"127.0.0.1": ("::1", "127.0.0.1"), "0.0.0.0": ("::", "127.0.0.1"),
+             "::1": ("127.0.0.1", "::1"), "::": ("0.0.0.0", "::1")}
+    if ip not in pairs:
+        return None  # a named address: the other family is the administrator's (DNS decides)
+    other, target = pairs[ip]
+    family = socket.AF_INET6 if ":" in other else socket.AF_INET
+    try:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError:
+        return None  # no IPv6 on this machine: nothing to hold
+    try:
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((other, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == 98:  # EADDRINUSE
+            refuse_taken_port(port, f"the public proxy on {other}", "MHA_HUB_PORT")
+        return None  # the address does not exist here (IPv6 off): nothing to hold
+    sock.setblocking(False)
+
+    async def pipe(src, dst):
+        try:
+            while True:
+                await dst.write(await src.read_bytes(65536, partial=True))
+        except StreamClosedError:
+            pass
+        finally:
+            src.close()
+            dst.close()
+
+    class Relay(TCPServer):
+        async def handle_stream(self, stream, address):
+            upstream = IOStream(socket.socket(socket.AF_INET6 if ":" in target else socket.AF_INET))
+            try:
+                await upstream.connect((target, port))
+            except StreamClosedError:
+                stream.close()
+                return
+            from tornado.ioloop import IOLoop
+
+            IOLoop.current().add_callback(pipe, stream, upstream)
+            await pipe(upstream, stream)
+
+    relay = Relay()
+    relay.add_sockets([sock])
+    return relay
+
+
+_RELAY = hold_other_family(IP, PORT) if RUNNING else None

@@ -131,7 +131,16 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS verdicts_exercise ON verdicts (exercise, created)",
     "CREATE INDEX IF NOT EXISTS answers_created ON answers (created)",
     "CREATE INDEX IF NOT EXISTS verdicts_created ON verdicts (created)",
+    "CREATE INDEX IF NOT EXISTS answers_learner ON answers (learner, id)",
+    "CREATE INDEX IF NOT EXISTS verdicts_learner ON verdicts (learner, id)",
 )
+#: Rows kept per learner and table: the counts use each learner's latest row, so older ones beyond
+#: this only fill the disk (one token posting thousands of answers keeps this many).
+MAX_ROWS_PER_LEARNER = 200
+#: Posts (answers and verdicts together) one learner may make: a burst of RATE_BURST, then
+#: RATE_PER_S per second; beyond that 429. A class clicking Check is far below it.
+RATE_BURST = 30
+RATE_PER_S = 1.0
 
 
 class PollError(ValueError):
@@ -408,10 +417,30 @@ class PollStore:
         """Store ``user_name``'s answer; raises PollError for an id or choices the bank does not allow."""
         question_id, clean = self.questions.check(question_id, choices)
         with self._lock:
+            learner = self._learner(user_name)
             self._db.execute(
                 "INSERT INTO answers (question_id, learner, choices, created) VALUES (?, ?, ?, ?)",
-                (question_id, self._learner(user_name), json.dumps(clean), self._clock()),
+                (question_id, learner, json.dumps(clean), self._clock()),
             )
+            self._cap("answers", learner)
+
+    def _cap(self, table: str, learner: str) -> None:
+        """Keep the learner's latest MAX_ROWS_PER_LEARNER rows of ``table`` (this module's own name) and
+        nothing older than the longest window: the counts never read more."""
+        self._db.execute(
+            f"""DELETE FROM {table} WHERE learner = ? AND id < COALESCE(
+                    (SELECT id FROM {table} WHERE learner = ? ORDER BY id DESC LIMIT 1 OFFSET ?), -1)""",
+            (learner, learner, self.max_rows_per_learner - 1),
+        )
+
+    max_rows_per_learner = MAX_ROWS_PER_LEARNER
+
+    def rows_of(self, user_name: str) -> int:
+        """How many rows (answers and verdicts) the store holds for ``user_name``."""
+        learner = self._learner(user_name)
+        with self._lock:
+            return sum(self._db.execute(f"SELECT COUNT(*) FROM {t} WHERE learner = ?", (learner,)).fetchone()[0]
+                       for t in ("answers", "verdicts"))
 
     def _latest(self, table: str, key_column: str, key: str, since: float, columns: str) -> list[tuple]:
         """``columns`` of each learner's latest row about ``key`` since ``since``: everyone counts once.
@@ -443,10 +472,12 @@ class PollStore:
         """Store ``user_name``'s verdict; raises PollError for an exercise, status or mistake the catalogue refuses."""
         exercise, status, mistake = self.exercises.check(exercise, status, mistake)
         with self._lock:
+            learner = self._learner(user_name)
             self._db.execute(
                 "INSERT INTO verdicts (exercise, learner, status, mistake, created) VALUES (?, ?, ?, ?, ?)",
-                (exercise, self._learner(user_name), status, mistake, self._clock()),
+                (exercise, learner, status, mistake, self._clock()),
             )
+            self._cap("verdicts", learner)
 
     def verdict_counts(self, exercise, window_s=DEFAULT_WINDOW_S) -> dict:
         """How the room is doing on ``exercise``: each learner once, by their latest verdict in the window."""
@@ -537,11 +568,32 @@ def open_store(db_path: str | Path, questions: Questions, exercises: Exercises |
 # --------------------------------------------------------------------------- the web service
 
 
-def make_app(store: PollStore, hub_auth, prefix: str = "/"):
+class RateLimit:
+    """A token bucket per learner: ``burst`` posts at once, then ``per_s`` a second."""
+
+    def __init__(self, burst: float = RATE_BURST, per_s: float = RATE_PER_S, clock=time.monotonic):
+        self.burst, self.per_s, self.clock = float(burst), float(per_s), clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def allow(self, who: str) -> bool:
+        now = self.clock()
+        tokens, last = self._buckets.get(who, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.per_s)
+        if tokens < 1:
+            self._buckets[who] = (tokens, now)
+            return False
+        self._buckets[who] = (tokens - 1, now)
+        if len(self._buckets) > 100_000:  # never grows without bound: forget the full ones
+            self._buckets = {k: v for k, v in self._buckets.items() if v[0] < self.burst}
+        return True
+
+
+def make_app(store: PollStore, hub_auth, prefix: str = "/", rate_limit: RateLimit | None = None):
     """The tornado application. Serve it with ``make_server`` (the limits live there).
 
     ``hub_auth``: a ``jupyterhub.services.auth.HubAuth``, or in tests anything with
     ``get_user(handler) -> model | None`` and ``check_scopes(required, model)``.
+    ``rate_limit``: posts per learner (``RateLimit``); None: unlimited (``main`` always sets one).
     """
     from tornado import web
 
@@ -610,6 +662,10 @@ def make_app(store: PollStore, hub_auth, prefix: str = "/"):
             model = self.user(ACCESS_SCOPE)
             if model is None:
                 return
+            if rate_limit is not None and not rate_limit.allow(model["name"]):
+                self.set_header("Retry-After", str(max(1, round(1 / rate_limit.per_s))))
+                return self.send_json(429, {"error": f"too many posts: at most {rate_limit.burst:.0f} at once, "
+                                                     f"then {rate_limit.per_s:g} a second"})
             try:
                 self.store_body(model["name"], bytes(self._body))
             except BodyTooLarge as exc:
@@ -712,10 +768,19 @@ def main() -> None:
     from tornado import ioloop
 
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{SERVICE_NAME}/")
-    app = make_app(store, HubAuth(api_token=token, cache_max_age=60), prefix)
+    rate = RateLimit(float(os.environ.get("MHA_POLL_BURST", RATE_BURST)), float(os.environ.get("MHA_POLL_RATE", RATE_PER_S)))
+    app = make_app(store, HubAuth(api_token=token, cache_max_age=60), prefix, rate_limit=rate)
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
-    # On Kubernetes the service's address is the hub's Service name; it listens on all interfaces.
-    make_server(app).listen(url.port, os.environ.get("MHA_POLL_BIND_IP") or url.hostname)
+    server = make_server(app)
+    if os.environ.get("MHA_POLL_SOCKET"):
+        # A Unix socket in a folder only this account may write (the hub makes it): no one else can
+        # listen in the poll's place. Every account may connect (0666); the token says who it is.
+        from tornado.netutil import bind_unix_socket
+
+        server.add_socket(bind_unix_socket(os.environ["MHA_POLL_SOCKET"], mode=0o666))
+    else:
+        # On Kubernetes the service's address is the hub's Service name; it listens on all interfaces.
+        server.listen(url.port, os.environ.get("MHA_POLL_BIND_IP") or url.hostname)
     try:
         ioloop.IOLoop.current().start()
     except KeyboardInterrupt:

@@ -17,7 +17,8 @@
 # MHA_HUB_DOMAIN (learners at NAME.DOMAIN), MHA_HUB_SSL_CERT and MHA_HUB_SSL_KEY (HTTPS),
 # MHA_HUB_AUTH (pam | dummy), MHA_HUB_PASSWORD (dummy only), MHA_HUB_INSTRUCTORS
 # (comma-separated user names who may read the poll), MHA_HUB_ADMINS, MHA_HUB_CULL_S
-# (idle timeout, default 3600). See deploy/README.md.
+# (idle timeout, default 3600), and per learner MHA_HUB_MAX_TASKS (512 processes and threads),
+# MHA_HUB_MEM (2G) and MHA_HUB_SCRATCH (256M tmpfs /tmp, /var/tmp, /dev/shm). See deploy/README.md.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -107,4 +108,6 @@ chmod 0711 "$MHA_HUB_STATE"
 export PATH="$HUB_VENV/bin:$HERE/node_modules/.bin:$PATH"
 cd "$MHA_HUB_STATE"
 # MHA_HUB_CONFIG: another configuration that loads this one (deploy/cluster/jupyterhub_config.py).
+# MHA_HUB_RUN: the configuration may act on this machine (end an earlier hub's leftovers, check ports).
+export MHA_HUB_RUN=1
 exec "$HUB_VENV/bin/jupyterhub" -f "${MHA_HUB_CONFIG:-$HERE/jupyterhub_config.py}" "${@}"

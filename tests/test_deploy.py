@@ -129,10 +129,17 @@ def test_config_loads_with_the_course_spawner_ipc_kernels_and_the_services(hub_m
     assert c.Spawner.cmd[0].endswith("jupyterhub-singleuser")
     assert c.JupyterHub.bind_url.endswith(":18000")
     assert c.JupyterHub.authenticator_class.__name__ == "CourseDummyAuthenticator"
-    assert c.Spawner.environment["MHA_POLL_URL"] == "http://127.0.0.1:18101/services/mha-poll/"
+    # As root the poll is a Unix socket in a folder only its account may write (no learner can listen
+    # in its place); without root, loopback TCP.
+    poll_url = "http+unix://%2Frun%2Fmha-hub-poll%2Fpoll-18000.sock" if os.geteuid() == 0 else "http://127.0.0.1:18101"
+    assert c.Spawner.environment["MHA_POLL_URL"] == poll_url + "/services/mha-poll/"
     services = {s["name"]: s for s in c.JupyterHub.services}
     assert set(services) == {"mha-poll", "idle-culler"}
-    assert services["mha-poll"]["url"] == "http://127.0.0.1:18101"
+    if os.geteuid() == 0:  # JupyterHub routes services only to TCP: the socket's service has no route
+        assert "url" not in services["mha-poll"]
+        assert services["mha-poll"]["environment"]["MHA_POLL_SOCKET"] == "/run/mha-hub-poll/poll-18000.sock"
+    else:
+        assert services["mha-poll"]["url"] == poll_url
     assert any(arg.startswith("--timeout=") for arg in services["idle-culler"]["command"])
     assert c.ConfigurableHTTPProxy.command[0].endswith("node_modules/.bin/configurable-http-proxy")
     assert str(tmp_path / "state") in c.JupyterHub.db_url
@@ -189,6 +196,18 @@ def test_an_unsafe_setting_stops_the_hub_with_what_to_do(hub_modules, monkeypatc
 def test_plain_http_beyond_loopback_needs_the_explicit_opt_in(hub_modules, monkeypatch, tmp_path):
     c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_IP="0.0.0.0", MHA_HUB_ALLOW_HTTP="1")
     assert c.JupyterHub.bind_url == "http://0.0.0.0:8000"
+    # TLS ended in front: browsers see HTTPS, so the cookies are __Host- ones no subdomain can toss.
+    assert c.JupyterHub.subdomain_host == "https://localhost"
+    assert c.JupyterHub.cookie_host_prefix_enabled is True
+
+
+def test_plain_http_on_a_domain_is_refused(hub_modules, monkeypatch, tmp_path):
+    """Over plain HTTP a learner's page on NAME.DOMAIN could set the login cookie for DOMAIN (issue 37)."""
+    with pytest.raises(ValueError, match="cookie"):
+        load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_DOMAIN="class.example.org")
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_DOMAIN="class.example.org", MHA_HUB_ALLOW_HTTP="1")
+    assert c.JupyterHub.subdomain_host == "https://class.example.org"
+    assert c.JupyterHub.cookie_host_prefix_enabled is True
 
 
 def test_the_services_run_as_the_unprivileged_account(hub_modules, monkeypatch, tmp_path):

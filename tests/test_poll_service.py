@@ -676,3 +676,24 @@ def test_the_catalogue_holds_every_mistake_name_the_checks_can_give():
     for name, entry in CATALOGUE.items():
         assert literal <= set(entry["mistakes"]), name
     assert CATALOGUE["split_heads"]["notebook"] == "03" and "reshape_without_transpose" in CATALOGUE["split_heads"]["mistakes"]
+
+
+def test_a_learner_keeps_at_most_max_rows_and_the_counts_still_use_the_latest(store):
+    """Issue 37: 4,000 posts from one token were all stored. Now each learner keeps their latest rows."""
+    qid = next(q for q in QUESTIONS._by_id if QUESTIONS.question(q).kind == "single")
+    for i in range(service.MAX_ROWS_PER_LEARNER + 50):
+        store.clock.t += 1
+        store.record("learner-ada", qid, ["0"] if i % 2 else ["1"])
+    assert store.rows_of("learner-ada") == service.MAX_ROWS_PER_LEARNER
+    store.record("learner-bo", qid, ["1"])
+    assert store.rows_of("learner-bo") == 1  # the cap is per learner
+    assert store.counts(qid)["answered"] == 2
+
+
+def test_the_rate_limit_allows_a_burst_then_one_a_second_per_learner():
+    t = [0.0]
+    limit = service.RateLimit(burst=3, per_s=1.0, clock=lambda: t[0])
+    assert [limit.allow("ada") for _ in range(4)] == [True, True, True, False]
+    assert limit.allow("bo")  # another learner has their own bucket
+    t[0] += 1.0
+    assert limit.allow("ada") and not limit.allow("ada")

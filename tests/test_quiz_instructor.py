@@ -179,3 +179,17 @@ def test_the_panel_shows_the_room_for_the_current_parts_question_and_exercises(p
     assert f"03-what-is-a-head (1 learners answered): " in room and f"{letter}: 1" in room
     assert "mistake: reshape_without_transpose: 1" in room
     assert "&gt;  0.0 of  3 min  03" in p.plan_text.value
+
+
+def test_the_room_html_shows_a_hostile_polls_reply_as_text():
+    """Issue 37: a fake poll's "present": "<img src=x onerror=...>" ran in the instructor's JupyterLab."""
+    payload = "<img src=x onerror=alert(1)>"
+    page = instructor.room_html({
+        "split_heads": {"window_s": payload, "present": payload, "passed": payload, "mistakes": {payload: payload},
+                        "other": 1.0, "not_tried": True},
+        payload: None,
+        "merge_heads": payload,
+    })
+    assert "<img" not in page and "<script" not in page, page
+    assert "&lt;img" in page  # the names are shown, escaped
+    assert ">?</td>" in page and ">1</td>" in page  # counts coerced to whole numbers or "?"

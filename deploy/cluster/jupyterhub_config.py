@@ -37,9 +37,12 @@ for folder in (HERE, DEPLOY):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
+# Learners' servers are Slurm jobs that outlive the hub: the one-server hub's sweep of leftovers is not for them.
+os.environ["MHA_HUB_CLUSTER"] = "1"
 load_subconfig(str(DEPLOY / "jupyterhub_config.py"))  # noqa: F821 (JupyterHub provides it)
 c = get_config()  # noqa: F821
 
+from learner_limits import describe_holders, port_holders  # noqa: E402
 from poll_service import SERVICE_NAME  # noqa: E402
 from slurm_spawner import SlurmCourseSpawner  # noqa: E402
 
@@ -60,8 +63,15 @@ c.JupyterHub.hub_ip = HUB_IP
 services = c.JupyterHub.services
 for service in services:
     if service["name"] == SERVICE_NAME:
+        # TCP on the cluster network, where the nodes reach it (learners run nothing on the hub host).
         service["url"] = f"http://{HUB_IP}:{POLL_PORT}"
+        service["environment"] = {k: v for k, v in service["environment"].items() if k != "MHA_POLL_SOCKET"}
 c.JupyterHub.services = services
+# The poll listens on TCP here (the nodes reach it over the cluster network): refuse a taken port.
+_holders = port_holders(POLL_PORT) if os.environ.get("MHA_HUB_RUN") == "1" else []
+if _holders:
+    raise ValueError(f"the port {POLL_PORT} for the poll service (MHA_POLL_PORT) is already taken: "
+                     f"{describe_holders(_holders)}. Stop that process, or choose another port with MHA_POLL_PORT")
 environment = dict(c.Spawner.environment)
 environment["MHA_POLL_URL"] = f"http://{HUB_IP}:{POLL_PORT}/services/{SERVICE_NAME}/"
 if os.environ.get("SLURM_CONF"):

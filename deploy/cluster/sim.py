@@ -57,6 +57,8 @@ CTLD_PORT, SLURMD_PORT = 16817, 16818
 NODE_CPUS, NODE_MEMORY_MB = 2, 2048
 #: How many learners' jobs may share one CPU (the partition's OverSubscribe=FORCE:N).
 CPU_SHARE = 4
+#: Jobs one account may submit per hour (job_submit/throttle): a server start is one.
+JOBS_PER_USER_PER_HOUR = 120
 SLURMD_TIMEOUT_S = 10
 HOSTS = Path("/etc/hosts")
 COMMANDS = ("up", "down", "status", "kill-node", "revive-node", "env")
@@ -261,10 +263,14 @@ def _config() -> Path:
         cluster="mhasim", controller=socket.gethostname(), controller_addr=HUB_ADDR, ctld_port=CTLD_PORT,
         slurmd_port=SLURMD_PORT, munge_socket=STATE / "munge" / "munge.socket", state=STATE,
         slurmd_timeout=SLURMD_TIMEOUT_S, nodes=nodes, node_list=",".join(NODES), partition=PARTITION,
-        node_count=len(NODES), share=CPU_SHARE)
+        node_count=len(NODES), share=CPU_SHARE, jobs_per_hour=JOBS_PER_USER_PER_HOUR)
     conf = STATE / "slurm.conf"
     conf.write_text(text)
     os.chmod(conf, 0o644)
+    # One running job per learner in the class partition (job_submit/lua; MaxJobsPerUser needs accounting).
+    lua = (HERE / "job_submit.lua").read_text().replace('CLASS_PARTITION = "class"', f'CLASS_PARTITION = "{PARTITION}"', 1)
+    (STATE / "job_submit.lua").write_text(lua)
+    os.chmod(STATE / "job_submit.lua", 0o644)
     (STATE / "cluster.env").write_text(
         f"SLURM_CONF={conf}\nMHA_CLUSTER_HUB_IP={HUB_ADDR}\nMHA_CLUSTER_PARTITION={PARTITION}\n")
     return conf

@@ -103,6 +103,8 @@ class SlurmCourseSpawner(CourseSpawner, _SlurmFirst):
     req_nprocs = Unicode("1", config=True)
     lost_message = Unicode("", help="Why the last server stopped, when the cluster took it (shown to the learner)")
     last_node = Unicode("", help="The node the server last ran on")
+    #: The server is a Slurm job, limited by Slurm on its node: nothing is launched on the hub host.
+    local_launch = False
 
     # ------------------------------------------------------------------ Slurm commands
 

@@ -68,7 +68,8 @@ def exercises_for(what) -> tuple[str, ...]:
 def room_rows(counts: dict) -> list[tuple[str, int]]:
     """One exercise's counts (``poll.verdict_counts``) as (label, learners) rows, passed first, then each mistake."""
     rows = [("passed", counts["passed"])]
-    rows += sorted(((f"mistake: {name}", n) for name, n in counts["mistakes"].items()), key=lambda r: (-r[1], r[0]))
+    rows += sorted(((f"mistake: {name}", n) for name, n in counts["mistakes"].items()),
+                   key=lambda r: (-r[1] if isinstance(r[1], (int, float)) and not isinstance(r[1], bool) else 0, str(r[0])))
     rows += [("other wrong result or error", counts["other"]), ("not tried yet", counts["not_tried"])]
     return rows
 
@@ -86,18 +87,33 @@ def room_text(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _number(value) -> str:
+    """A count from the poll as text: a whole number, or "?" for anything else (never the value's own text)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        return "?"
+    return str(int(value))
+
+
 def room_html(results: dict) -> str:
+    """``{exercise: counts or None}`` as HTML. Everything from the poll is data: each count is coerced
+    to a whole number ("?" if it is not one) and each text escaped, so no reply can put markup in the page."""
     parts = []
     for name, counts in results.items():
-        if counts is None:
-            parts.append(f"<p><b>{html.escape(name)}</b>: no answer from the class poll.</p>")
+        name = html.escape(str(name))
+        if not isinstance(counts, dict):
+            parts.append(f"<p><b>{name}</b>: no answer from the class poll.</p>")
             continue
-        minutes = round(counts["window_s"] / 60)
-        rows = "".join(f"<tr><td>{html.escape(label)}</td><td style='text-align:right'>{n}</td></tr>"
-                       for label, n in room_rows(counts))
-        parts.append(f"<table class='mha-room-table'><caption style='text-align:left'><b>{html.escape(name)}</b>: "
-                     f"{counts['present']} learners seen in the last {minutes} minutes</caption>"
-                     f"<tr><th style='text-align:left'>verdict</th><th>learners</th></tr>{rows}</table>")
+        window = counts.get("window_s")
+        minutes = _number(window / 60 if _number(window) != "?" else None)
+        try:
+            rows = room_rows(counts)
+        except (KeyError, TypeError, AttributeError):
+            rows = []
+        cells = "".join(f"<tr><td>{html.escape(str(label))}</td><td style='text-align:right'>{_number(n)}</td></tr>"
+                        for label, n in rows)
+        parts.append(f"<table class='mha-room-table'><caption style='text-align:left'><b>{name}</b>: "
+                     f"{_number(counts.get('present'))} learners seen in the last {minutes} minutes</caption>"
+                     f"<tr><th style='text-align:left'>verdict</th><th>learners</th></tr>{cells}</table>")
     return "".join(parts)
 
 

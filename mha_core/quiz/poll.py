@@ -22,7 +22,14 @@ a Check never waits for the poll. The kernel finds the service through two varia
 sets for every learner's server (and so every kernel):
 
     JUPYTERHUB_API_TOKEN   the token the hub gave this learner's server
-    MHA_POLL_URL           the poll service's address, e.g. http://127.0.0.1:10101/services/mha-poll/
+    MHA_POLL_URL           the poll service's address: on the course hub run as root a Unix socket,
+                           http+unix://%2Frun%2Fmha-hub-poll%2Fpoll.sock/services/mha-poll/, else
+                           e.g. http://127.0.0.1:10101/services/mha-poll/
+
+A Unix socket is used only if no one but its owner can have put it there: its folder must be
+writable by neither this account nor anyone but the folder's owner, and the process listening
+must run as that owner (``SO_PEERCRED``). A learner cannot then listen in the poll's place and
+collect the tokens kernels send it; anything else is the same as no hub.
 
 Only a token whose owner has the hub role ``instructor`` may read counts; the service
 answers a learner's token with 403, and ``counts`` and ``verdict_counts`` then return None.
@@ -80,6 +87,42 @@ def available() -> bool:
 # --------------------------------------------------------------------------- one request, bounded in time
 
 
+class UntrustedSocket(OSError):
+    """The poll's Unix socket is in a folder someone else could have written, or another account listens on it."""
+
+
+def _trusted_unix_connect(path: str, timeout_s: float) -> socket.socket:
+    """A connection to the Unix socket ``path``, only if its folder is not ours nor writable by others
+    and its listener runs as the folder's owner; UntrustedSocket otherwise."""
+    folder = os.stat(os.path.dirname(path) or ".")
+    if folder.st_uid == os.geteuid() and os.geteuid() != 0:
+        raise UntrustedSocket(f"{path}: its folder belongs to this account, which could have made the socket")
+    if folder.st_mode & 0o022:
+        raise UntrustedSocket(f"{path}: its folder is writable by others")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout_s)
+        sock.connect(path)
+        import struct
+
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        if uid != folder.st_uid:
+            raise UntrustedSocket(f"{path}: uid {uid} listens there, not the folder's owner {folder.st_uid}")
+        return sock
+    except BaseException:
+        sock.close()
+        raise
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = _trusted_unix_connect(self.unix_path, self.timeout)
+
+
 class _Exchange:
     """One HTTP request and its reply, run in a worker thread so that the caller's wait has one deadline.
 
@@ -90,10 +133,13 @@ class _Exchange:
 
     def __init__(self, url: str, method: str, body: bytes | None, headers: dict, timeout_s: float):
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{URL_VAR}={url!r} is not an http(s) address")
-        connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        self.connection = connection_class(parts.hostname, parts.port, timeout=timeout_s)
+        if parts.scheme == "http+unix" and parts.netloc:
+            self.connection = _UnixConnection(urllib.parse.unquote(parts.netloc), timeout_s)
+        elif parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{URL_VAR}={url!r} is not an http(s) or http+unix address")
+        else:
+            connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+            self.connection = connection_class(parts.hostname, parts.port, timeout=timeout_s)
         self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.method, self.body, self.headers = method, body, headers
         self.reply = None

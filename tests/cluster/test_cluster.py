@@ -280,3 +280,35 @@ def test_the_hub_restarts_mid_class_and_no_work_is_lost(sim, cluster_hub):
         assert get_file(hub, name, tokens[name], note_file(name)) == f"what {name} wrote before the node died\n"
     print(f"\ncluster test timings (s): {json.dumps({k: v for k, v in CLASS['timings'].items() if k != 'server_start_s'})}; "
           f"server starts: {sorted(round(v, 1) for v in CLASS['timings']['server_start_s'].values())}")
+
+
+def test_one_learner_cannot_fill_the_partition(sim, cluster_hub):
+    """Issue 37: a learner's 15 sbatch jobs once kept the next learner's server PENDING for over 60 s.
+    With the cluster's job_submit.lua each learner runs one job at a time in the class partition."""
+    hub, tokens = cluster_hub, CLASS["tokens"]
+    hog, other = LEARNERS[0], LEARNERS[1]
+    entry = pwd.getpwnam(hog)
+    as_hog = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups"]
+    submitted = []
+    try:
+        for _ in range(15):
+            done = subprocess.run([*as_hog, "sbatch", "--parsable", "--mem=400M", "--output=/dev/null", "--wrap", "sleep 200"],
+                                  env=hub.slurm_env, capture_output=True, text=True, cwd="/")
+            assert done.returncode == 0, done.stderr
+            submitted.append(done.stdout.strip().split(";")[0])
+        # The learner cannot lift the rule from their own jobs.
+        lifted = subprocess.run([*as_hog, "scontrol", "update", f"jobid={submitted[0]}", "dependency="],
+                                env=hub.slurm_env, capture_output=True, text=True)
+        assert lifted.returncode != 0, lifted.stdout
+        time.sleep(3)
+        out = subprocess.run(["squeue", "-h", "-u", hog, "-o", "%i %T %j %r"], env=hub.slurm_env,
+                             capture_output=True, text=True).stdout.split("\n")
+        running = [line for line in out if " RUNNING " in line]
+        assert len(running) == 1, f"{hog} runs more than one job in the class partition: {out}"
+        t0 = time.perf_counter()
+        hub.stop_server(other, tokens[other])
+        hub.start_server(other, tokens[other], timeout=60)
+        print(f"\n{other}'s server restarted in {time.perf_counter() - t0:.1f} s while {hog} had 15 jobs queued")
+    finally:
+        if submitted:
+            subprocess.run(["scancel", *submitted], env=hub.slurm_env, capture_output=True)

@@ -37,6 +37,19 @@ PASSWORD = "hub-test-password-8u2"
 LEARNER_GROUP = "mha-learners"
 SERVICE_USER = "mha-hub-svc"
 RUNTIME_ROOT = Path("/run/mha-hub")
+#: The hub's socket folders (the poll's, the proxy API's), made when it starts as root.
+SOCKET_DIRS = (Path("/run/mha-hub-poll"), Path("/run/mha-hub-proxy"))
+
+
+def learner_cgroup_parents() -> list[Path]:
+    """The folders the hub makes its learners' control groups in (deploy/learner_limits.py)."""
+    root = Path("/sys/fs/cgroup")
+    found = []
+    for ctrl_dir in [root, *(root / c for c in ("pids", "memory", "freezer"))]:
+        with contextlib.suppress(OSError):
+            found += [p for p in ctrl_dir.rglob("mha-hub") if p.is_dir()] if ctrl_dir != root else \
+                ([root / "mha-hub"] if (root / "mha-hub" / "cgroup.procs").exists() else [])
+    return found
 CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
 #: The learners of the test class; prefixed so they cannot be anyone's real account.
 ALICE, BOB, CAROL, TESS = "ht-alice", "ht-bob", "ht-carol", "ht-tess"
@@ -234,6 +247,37 @@ class Hub:
     def our_ports_listening(self) -> set[int]:
         return {self.port, self.proxy_api_port, self.api_port, self.poll_port} & listening_ports()
 
+    # ----------------------------------------------------------------- the poll, where kernels reach it
+
+    @property
+    def poll_socket(self) -> Path:
+        return Path("/run/mha-hub-poll") / f"poll-{self.port}.sock"
+
+    @property
+    def poll_url(self) -> str:
+        """MHA_POLL_URL as the hub gives it to kernels (as root: the poll's Unix socket)."""
+        return "http+unix://" + str(self.poll_socket).replace("/", "%2F") + "/services/mha-poll/"
+
+    def poll_request(self, method: str, path: str, *, token: str | None = None, body: bytes | None = None,
+                     headers: dict | None = None, timeout: float = 30) -> Response:
+        """A request to the poll service on its Unix socket, as a kernel sends it."""
+
+        class UnixConnection(http.client.HTTPConnection):
+            def connect(conn):
+                conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                conn.sock.settimeout(timeout)
+                conn.sock.connect(str(self.poll_socket))
+
+        conn = UnixConnection("localhost", timeout=timeout)
+        hdrs = {"Authorization": f"token {token}"} if token else {}
+        hdrs.update(headers or {})
+        try:
+            conn.request(method, path, body=body, headers=hdrs)
+            resp = conn.getresponse()
+            return Response(resp.status, resp.headers, resp.read())
+        finally:
+            conn.close()
+
     # ----------------------------------------------------------------- HTTP
 
     def host(self, name: str | None = None) -> str:
@@ -375,7 +419,7 @@ def restore_modes(opened: list[tuple[Path, int]]) -> None:
 #: to the end of the process, and released by the kernel if the process is killed.
 MACHINE_LOCK = Path("/run/lock/mha-course-hub-tests.lock")
 #: The accounts only the tests make: the hub tests' (``ht-``) and the cluster test's (``ct-l``).
-TEST_ACCOUNT = re.compile(r"(ht-[a-z]+|ct-l[0-9]+)")
+TEST_ACCOUNT = re.compile(r"(ht-[a-z]+|ct-l[0-9]+)")  # ht-alice ... ht-other, ht-pam
 #: The folders the hub and cluster tests make under /tmp; a session that was killed leaves its own.
 TEST_FOLDERS = ("mha-hubtest-", "mha-clustertest-")
 _machine_lock: int | None = None
@@ -443,6 +487,8 @@ class Cleanup:
         self.had_group = group_exists(LEARNER_GROUP)
         self.had_service_user = uid_of(SERVICE_USER) is not None
         self.had_runtime_root = RUNTIME_ROOT.exists() or RUNTIME_ROOT.is_symlink()
+        self.had_socket_dirs = {p for p in SOCKET_DIRS if p.exists()}
+        self.had_cgroups = set(learner_cgroup_parents())
         self.accounts: set[str] = {ALICE, BOB, CAROL, TESS, ERIN, FINN}
         self.hubs: list[Hub] = []
         self.paths: list[Path] = []
@@ -488,6 +534,21 @@ class Cleanup:
             self.remove_account(SERVICE_USER)
         if not self.had_group and group_exists(LEARNER_GROUP):
             subprocess.run(["groupdel", LEARNER_GROUP], capture_output=True)
+        for folder in SOCKET_DIRS:
+            if folder not in self.had_socket_dirs and folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
+        for parent in learner_cgroup_parents():
+            for hub_dir in [p for p in parent.iterdir() if p.is_dir() and p.name.startswith("port-")]:
+                for group in [p for p in hub_dir.iterdir() if p.is_dir()]:
+                    if TEST_ACCOUNT.fullmatch(group.name):
+                        with contextlib.suppress(OSError):
+                            group.rmdir()  # empty once the accounts' processes are gone
+                if any(hub.port == int(hub_dir.name[5:]) for hub in self.hubs if hub_dir.name[5:].isdigit()):
+                    with contextlib.suppress(OSError):
+                        hub_dir.rmdir()
+            if parent not in self.had_cgroups:
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
         if not self.had_runtime_root:
             if RUNTIME_ROOT.is_symlink() or RUNTIME_ROOT.is_file():
                 RUNTIME_ROOT.unlink()

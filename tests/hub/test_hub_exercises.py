@@ -53,7 +53,7 @@ print(json.dumps(view.results))
 
 def run_as(hub, token: str, code: str, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MHA_", "JUPYTERHUB_"))}
-    env.update(MHA_POLL_URL=f"http://127.0.0.1:{hub.poll_port}/services/mha-poll/", JUPYTERHUB_API_TOKEN=token,
+    env.update(MHA_POLL_URL=hub.poll_url, JUPYTERHUB_API_TOKEN=token,
                PYTHONDONTWRITEBYTECODE="1")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=60,
                           cwd=REPO, check=True)
@@ -91,12 +91,10 @@ def test_learners_checks_reach_the_instructors_view_as_exact_counts(class_hub, l
 
 def test_a_learners_token_gets_403_for_the_room(class_hub, learner_tokens):
     for name in (ALICE, BOB):
-        resp = class_hub.request("GET", "/services/mha-poll/verdicts/split_heads",
-                                 host=f"mha-poll--service.localhost:{class_hub.port}", token=learner_tokens[name])
+        resp = class_hub.poll_request("GET", "/services/mha-poll/verdicts/split_heads", token=learner_tokens[name])
         assert resp.status == 403, resp.text[:300]
         assert "custom:mha-poll:read" in resp.json()["error"]
-    resp = class_hub.request("GET", "/services/mha-poll/verdicts/split_heads",
-                             host=f"mha-poll--service.localhost:{class_hub.port}", token=learner_tokens[TESS])
+    resp = class_hub.poll_request("GET", "/services/mha-poll/verdicts/split_heads", token=learner_tokens[TESS])
     assert resp.status == 200 and "mistakes" in resp.json()
     results = json.loads(run_as(class_hub, learner_tokens[ALICE], VIEW).stdout)
     assert results == {"split_heads": None, "merge_heads": None}

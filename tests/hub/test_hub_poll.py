@@ -3,7 +3,6 @@ would send) and the unprivileged account it and the idle culler run as."""
 
 from __future__ import annotations
 
-import http.client
 import json
 from pathlib import Path
 
@@ -25,8 +24,8 @@ def single_choice_question() -> tuple[str, int]:
 
 
 def post(hub, token: str, body: bytes):
-    return hub.request("POST", ANSWERS, host=f"mha-poll--service.localhost:{hub.port}", token=token, body=body,
-                       headers={"Content-Type": "application/json"})
+    # Where kernels send answers: the poll's Unix socket (no learner can listen there in its place).
+    return hub.poll_request("POST", ANSWERS, token=token, body=body, headers={"Content-Type": "application/json"})
 
 
 def test_a_valid_answer_is_stored(class_hub, tokens):
@@ -62,12 +61,8 @@ def test_a_hostile_answer_is_refused_never_a_500(class_hub, tokens, case):
     elif resp is not None:
         assert resp.status in expected, f"{case}: {resp.status} {resp.text[:300]}\n{poll_log}"
     # Still up (asked directly: the proxy may hold the connection the service closed).
-    conn = http.client.HTTPConnection("127.0.0.1", class_hub.poll_port, timeout=10)
-    try:
-        conn.request("GET", "/services/mha-poll/health")
-        assert conn.getresponse().status == 200, f"the poll service is down after {case}\n{poll_log}"
-    finally:
-        conn.close()
+    assert class_hub.poll_request("GET", "/services/mha-poll/health", timeout=10).status == 200, \
+        f"the poll service is down after {case}\n{poll_log}"
 
 
 def test_the_poll_and_the_culler_run_unprivileged(class_hub):

@@ -1,0 +1,311 @@
+"""What a learner's processes may use, and how the hub ends every one of them.
+
+A learner can run any code as their own Unix account (a kernel, a terminal). So the hub:
+
+- puts each learner's server, and everything it starts, in a control group of its own
+  (``mha-hub/HUB_ID/NAME``): cgroup v2 where the machine has it, else the v1 ``pids``, ``memory``
+  and ``freezer`` hierarchies. A process cannot leave its group (the groups are root's);
+- limits each group: ``pids.max`` (processes and threads) and memory (``memory.max`` /
+  ``memory.limit_in_bytes``), and each process: ``RLIMIT_NPROC`` (all of the account's
+  processes, whatever group) -- so one learner's fork bomb or memory hog stays theirs;
+- ends a learner by freezing the group, killing everything in it, and thawing, until it
+  is empty (a process that forks every 0.3 s and ignores SIGTERM cannot outrun it); where
+  there are no control groups, by killing every process of the account: a process running
+  as the account calls ``kill(-1, SIGKILL)``, which the kernel applies to all of that
+  account's processes at once, repeated until none is left.
+
+Nothing here needs anything but the standard library; the hub (root) calls it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: The folder under which each learner's group is made (beside the hub's own group).
+GROUP_PARENT = "mha-hub"
+V1_CONTROLLERS = ("pids", "memory", "freezer")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str, what: str) -> int:
+    """Bytes from "512M", "2G", "1.5G" or a plain number of bytes; 0 means no limit. ValueError naming ``what``."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise ValueError(f"{what}={text!r} is not a size; give bytes or a number with K, M, G or T (e.g. 2G), or 0 for no limit")
+    number, unit = float(match.group(1)), match.group(2).upper()
+    return int(number * 1024 ** " KMGT".index(unit or " "))
+
+
+# --------------------------------------------------------------------------- control groups
+
+
+def _own_path(controller: str | None) -> str:
+    """This process's cgroup path for a v1 ``controller`` (or the v2 path for None), from /proc/self/cgroup."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        hier, ctrls, path = line.split(":", 2)
+        if controller is None and hier == "0" and ctrls == "":
+            return path
+        if controller is not None and controller in ctrls.split(","):
+            return path
+    raise FileNotFoundError(f"no cgroup line for {controller or 'v2'}")
+
+
+def _writable_dir(path: Path) -> bool:
+    return path.is_dir() and os.access(path, os.W_OK)
+
+
+class Groups:
+    """Where one hub's learners' control groups live on this machine (``mha-hub/HUB_ID/NAME``),
+    or none (``available`` False). ``hub_id`` keeps two hubs on one machine apart: each ends
+    only its own learners' groups."""
+
+    def __init__(self, hub_id: str = "hub", root: Path = CGROUP_ROOT):
+        self.hub_id = hub_id
+        self.version = 0
+        self.parents: dict[str, Path] = {}  # controller -> the mha-hub folder (v2: key "unified")
+        if os.geteuid() != 0:
+            return
+        with contextlib.suppress(OSError, FileNotFoundError):
+            if (root / "cgroup.controllers").is_file():  # the unified hierarchy is mounted at the root
+                self._init_v2(root)
+                return
+        with contextlib.suppress(OSError):
+            found = {}
+            for ctrl in V1_CONTROLLERS:
+                base = root / ctrl
+                if not (base / "cgroup.procs").is_file():
+                    continue
+                own = base / _own_path(ctrl).lstrip("/")
+                parent = (own if _writable_dir(own) else base) / GROUP_PARENT / self.hub_id
+                parent.mkdir(parents=True, exist_ok=True)
+                found[ctrl] = parent
+            if "pids" in found and "freezer" in found:
+                self.version, self.parents = 1, found
+
+    def _init_v2(self, root: Path) -> None:
+        controllers = (root / "cgroup.controllers").read_text().split()
+        # The root group may hold processes and enable controllers for its children; any
+        # other group must be empty to do so, so the learners' groups hang off the root.
+        parent = root / GROUP_PARENT / self.hub_id
+        parent.mkdir(parents=True, exist_ok=True)
+        wanted = [c for c in ("pids", "memory") if c in controllers]
+        for folder in (root, root / GROUP_PARENT, parent):
+            for ctrl in wanted:
+                with contextlib.suppress(OSError):
+                    (folder / "cgroup.subtree_control").write_text(f"+{ctrl}")
+        self.version, self.parents = 2, {"unified": parent}
+
+    @property
+    def available(self) -> bool:
+        return self.version > 0
+
+    def folders(self, name: str) -> dict[str, Path]:
+        return {ctrl: parent / name for ctrl, parent in self.parents.items()}
+
+    def make(self, name: str, *, max_tasks: int, memory_bytes: int) -> list[Path]:
+        """Make (or reuse) ``name``'s groups with their limits; the ``cgroup.procs`` files a process joins them by."""
+        procs = []
+        for ctrl, folder in self.folders(name).items():
+            folder.mkdir(exist_ok=True)
+            if self.version == 2:
+                _write_if(folder / "pids.max", str(max_tasks) if max_tasks else "max")
+                _write_if(folder / "memory.max", str(memory_bytes) if memory_bytes else "max")
+                _write_if(folder / "memory.swap.max", "0" if memory_bytes else "max")
+            elif ctrl == "pids":
+                _write_if(folder / "pids.max", str(max_tasks) if max_tasks else "max")
+            elif ctrl == "memory":
+                _write_if(folder / "memory.limit_in_bytes", str(memory_bytes) if memory_bytes else "-1")
+                with contextlib.suppress(OSError):
+                    _write_if(folder / "memory.memsw.limit_in_bytes", str(memory_bytes) if memory_bytes else "-1")
+            procs.append(folder / "cgroup.procs")
+        return procs
+
+    def pids(self, name: str) -> list[int]:
+        key = "unified" if self.version == 2 else "pids"
+        folder = self.parents.get(key, Path("/nonexistent")) / name
+        try:
+            return [int(p) for p in (folder / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def names(self) -> list[str]:
+        key = "unified" if self.version == 2 else "pids"
+        parent = self.parents.get(key)
+        if parent is None or not parent.is_dir():
+            return []
+        return sorted(p.name for p in parent.iterdir() if p.is_dir())
+
+    def _freeze(self, name: str, frozen: bool) -> None:
+        folders = self.folders(name)
+        if self.version == 2:
+            _write_if(folders["unified"] / "cgroup.freeze", "1" if frozen else "0")
+        else:
+            _write_if(folders["freezer"] / "freezer.state", "FROZEN" if frozen else "THAWED")
+
+    def kill(self, name: str, timeout_s: float = 10.0) -> int:
+        """End every process in ``name``'s group; returns how many were signalled. Removes the empty groups."""
+        if not self.available:
+            return 0
+        folders = self.folders(name)
+        signalled = 0
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            pids = self.pids(name)
+            if not pids:
+                break
+            if self.version == 2 and (folders["unified"] / "cgroup.kill").exists():
+                _write_if(folders["unified"] / "cgroup.kill", "1")
+                signalled += len(pids)
+            else:
+                # Frozen, no process can fork or run between the listing and the kill.
+                with contextlib.suppress(OSError):
+                    self._freeze(name, True)
+                for pid in self.pids(name):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                        signalled += 1
+                with contextlib.suppress(OSError):
+                    self._freeze(name, False)  # SIGKILL is delivered once thawed
+            time.sleep(0.05)
+        for folder in folders.values():
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        return signalled
+
+
+def _write_if(path: Path, value: str) -> None:
+    if path.exists():
+        path.write_text(value)
+
+
+# --------------------------------------------------------------------------- processes of an account
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Every live process (zombies left out) with real, effective or saved uid ``uid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                for line in f:
+                    if line.startswith("State:") and line.split()[1] == "Z":
+                        break
+                    if line.startswith("Uid:"):
+                        if uid in (int(x) for x in line.split()[1:4]):
+                            found.append(int(entry))
+                        break
+        except OSError:
+            continue
+    return found
+
+
+def kill_account(uid: int, timeout_s: float = 10.0) -> int:
+    """End every process of the account ``uid`` (root only; never root's or a system account's):
+    a child that becomes ``uid`` sends ``kill(-1, SIGKILL)``, which reaches all of the account's
+    processes in one pass (none can fork past it), repeated until /proc shows none. Returns the
+    number of processes seen at the start."""
+    if uid == 0 or os.geteuid() != 0:
+        raise PermissionError(f"kill_account(uid={uid}): only root may, and never for root")
+    seen = len(pids_of_uid(uid))
+    deadline = time.monotonic() + timeout_s
+    while pids_of_uid(uid) and time.monotonic() < deadline:
+        pid = os.fork()
+        if pid == 0:  # the child: drop to the account, then signal everything it owns
+            try:
+                os.setgroups([])
+                os.setresgid(65534, 65534, 65534)
+                os.setresuid(uid, uid, uid)
+                os.kill(-1, signal.SIGKILL)
+            except BaseException:
+                pass
+            os._exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(0.05)
+    return seen
+
+
+# --------------------------------------------------------------------------- who holds a port
+
+
+def _inodes_listening(port: int) -> dict[int, str]:
+    """Socket inodes listening on TCP ``port`` -> the address, from /proc/net/tcp and tcp6."""
+    found = {}
+    for table, family in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 6)):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                addr, _, hexport = fields[1].rpartition(":")
+                if fields[3] == "0A" and int(hexport, 16) == port:
+                    found[int(fields[9])] = _address(addr, family)
+    return found
+
+
+def _address(hexaddr: str, family: int) -> str:
+    import ipaddress
+    import struct
+
+    raw = bytes.fromhex(hexaddr)
+    if family == 4:
+        return str(ipaddress.IPv4Address(struct.pack("<I", struct.unpack(">I", raw)[0])))
+    words = struct.unpack("<4I", raw)
+    return f"[{ipaddress.IPv6Address(struct.pack('>4I', *words))}]"
+
+
+def port_holders(port: int) -> list[dict]:
+    """Who listens on TCP ``port`` (any address): [{"pid", "uid", "address", "command"}]; pid None if not found."""
+    inodes = _inodes_listening(port)
+    if not inodes:
+        return []
+    holders, seen = [], set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{entry}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inode = int(target[8:-1])
+                if inode in inodes and (entry, inode) not in seen:
+                    seen.add((entry, inode))
+                    try:
+                        uid = os.stat(f"/proc/{entry}").st_uid
+                        cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    except OSError:
+                        uid, cmd = None, ""
+                    holders.append({"pid": int(entry), "uid": uid, "address": inodes[inode], "command": cmd.strip()[:120]})
+    if not holders:
+        holders = [{"pid": None, "uid": None, "address": a, "command": ""} for a in inodes.values()]
+    return holders
+
+
+def describe_holders(holders: list[dict]) -> str:
+    import pwd
+
+    parts = []
+    for h in holders:
+        try:
+            who = pwd.getpwuid(h["uid"]).pw_name if h["uid"] is not None else "?"
+        except KeyError:
+            who = f"uid {h['uid']}"
+        parts.append(f"{h['address']} by pid {h['pid']} ({who}: {h['command'] or '?'})" if h["pid"] else
+                     f"{h['address']} (by a process this hub cannot see)")
+    return "; ".join(parts)
+
+
+def errno_in_use(exc: OSError) -> bool:
+    return exc.errno == errno.EADDRINUSE

@@ -1,0 +1,122 @@
+"""What a learner with a shell does, for tests/hub/test_hub_shell.py: code run in their kernel,
+and the attack scripts of issue 37 (a process that outlives its server and squats ports, a page
+on the learner's own server port), as the learner's own account."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+
+from hubctl import REPO, pids_of_uid, uid_of
+
+sys.path.insert(0, str(REPO))
+
+#: A detached process that ignores SIGTERM, hops to a new pid every 0.3 s (fork, the parent exits),
+#: and listens on every port it is given as soon as it is free, writing what it is sent to LOG.
+SQUATTER = r"""
+import os, signal, socket, sys, time
+ports, log = [int(p) for p in sys.argv[1].split(",") if p], sys.argv[2]
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+held = {}
+last_hop = time.monotonic()
+while True:
+    for port in ports:
+        if port not in held:
+            for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+                try:
+                    s = socket.socket(family)
+                    s.bind((host, port)); s.listen(16); s.setblocking(False)
+                    held.setdefault(port, []).append(s)
+                except OSError:
+                    s.close()
+    for socks in held.values():
+        for s in socks:
+            try:
+                conn, _ = s.accept()
+                conn.settimeout(1)
+                data = conn.recv(4096)
+                with open(log, "ab") as f:
+                    f.write(data[:2000] + b"\n----\n")
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 24\r\n\r\n<html>SQUATTER PAGE</html>")
+                conn.close()
+            except OSError:
+                pass
+    if time.monotonic() - last_hop > 0.3:
+        last_hop = time.monotonic()
+        if os.fork() > 0:
+            os._exit(0)
+        os.setsid() if os.getsid(0) != os.getpid() else None
+    time.sleep(0.02)
+"""
+
+
+def kernel_run(hub, name: str, token: str, code: str) -> dict:
+    """Run ``code`` in a fresh kernel of the learner's server; it prints one line __OUT__<json>."""
+    from benchmarks.loadtest.kernel_client import KernelClient
+
+    with learner_origins_resolve():
+        client = KernelClient(f"http://{name}.localhost:{hub.port}", name, token, "course/00_welcome.ipynb", timeout=120)
+        try:
+            out = client.execute(code)
+        finally:
+            with contextlib.suppress(Exception):
+                client.close()
+    assert not out["errors"], out["errors"]
+    line = next((x for x in out["stdout"].splitlines() if x.startswith("__OUT__")), None)
+    assert line, out["stdout"]
+    return json.loads(line[len("__OUT__"):])
+
+
+@contextlib.contextmanager
+def learner_origins_resolve():
+    """NAME.localhost is loopback, as Chromium treats it; glibc does not, so say it here."""
+    original = socket.getaddrinfo
+
+    def resolve(host, *args, **kwargs):
+        if isinstance(host, str) and host.endswith(".localhost"):
+            host = "127.0.0.1"
+        return original(host, *args, **kwargs)
+
+    socket.getaddrinfo = resolve
+    try:
+        yield
+    finally:
+        socket.getaddrinfo = original
+
+
+def start_squatter_code(script_path: str, ports: list[int], log: str) -> str:
+    """Kernel code that writes SQUATTER to ``script_path`` and starts it detached (its own session)."""
+    return (f"import subprocess, sys, json\n"
+            f"open({script_path!r}, 'w').write({SQUATTER!r})\n"
+            f"p = subprocess.Popen([sys.executable, {script_path!r}, {','.join(map(str, ports))!r}, {log!r}],"
+            f" start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+            f"print('__OUT__' + json.dumps({{'pid': p.pid}}))\n")
+
+
+def wait_no_processes(name: str, timeout: float = 10.0) -> list[int]:
+    """The account's processes still there after up to ``timeout`` s (empty when all are gone)."""
+    uid = uid_of(name)
+    deadline = time.monotonic() + timeout
+    left = pids_of_uid(uid) if uid is not None else []
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = [p for p in pids_of_uid(uid) if not _zombie(p)]
+    return left
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def as_user(name: str, script: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(["runuser", "-u", name, "--", "sh", "-c", script], capture_output=True, text=True, timeout=timeout)

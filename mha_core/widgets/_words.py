@@ -77,7 +77,7 @@ def _static_mode() -> bool:
 
 
 def words_of(figure) -> dict:
-    """``{"name", "description"}`` of ``figure`` (a figure, a builder's spec or a ``FigureWidget``), as read aloud:
+    """``{"name", "description"}`` of ``figure`` (a figure, a builder's spec or a ``LiveFigure``), as read aloud:
     `code` marks become quotes (``describe.spoken``)."""
     from ._plain import PlainFigure, _plain
 
@@ -143,13 +143,16 @@ def install() -> bool:
 
 
 def figures_in(box) -> list:
-    """The ``FigureWidget`` objects inside ``box`` (an ipywidgets tree), in the order the page draws them."""
+    """The live figures (``LiveFigure``, or plotly's own ``FigureWidget``) inside ``box`` (an ipywidgets tree), in
+    the order the page draws them."""
     import plotly.graph_objects as go
+
+    from ._live_figure import LiveFigure
 
     found, stack = [], [box]
     while stack:
         widget = stack.pop(0)
-        if isinstance(widget, go.FigureWidget):
+        if isinstance(widget, (LiveFigure, go.FigureWidget)):
             found.append(widget)
         else:
             stack[0:0] = list(getattr(widget, "children", ()) or ())

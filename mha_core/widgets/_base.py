@@ -13,6 +13,7 @@ from .. import _validate, projector
 from ..figures._style import WIDGET_WIDTH
 from . import _words
 from ._keys import show_keyboard_ready
+from . import _live_figure
 from ._live_figure import LiveFigure
 from ._plain import PlainFigure, _plain, apply_to_figure, figure_diff
 
@@ -65,7 +66,7 @@ def update_in_place(target: LiveFigure | go.Figure, built: go.Figure | dict) -> 
     them in one ``batch_update`` (``apply_to_figure``).
     """
     new = _plain(built)
-    if isinstance(target, LiveFigure):
+    if isinstance(target, _live_figure.LiveFigure):  # the class itself (benchmarks/loadtest/dead_view.py swaps LiveFigure)
         target.show(new)
     else:
         old = getattr(target, "_mha_shown", None) or _plain(target)

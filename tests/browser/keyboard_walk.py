@@ -184,8 +184,8 @@ class DeadFigureView(AssertionError):
 
 
 class FigureUpdates:
-    """When the kernel sent a figure an update (a comm_msg whose state holds the figure, ``_widget_data`` or
-    ``_widget_layout``: ``mha_core.widgets._live_figure``; or one of plotly's own ``_py2js_*`` deltas): so a
+    """When the kernel sent a figure an update (a custom comm_msg holding a figure's diff or the whole figure:
+    ``mha_core.widgets._live_figure``; or one of plotly's own ``_py2js_*`` deltas): so a
     figure that did not redraw tells "the key did nothing" apart from "the page's view of the figure is dead"."""
 
     def __init__(self):
@@ -202,9 +202,10 @@ class FigureUpdates:
             header, _, content = parse_kernel_frame(payload)
         except Exception:  # noqa: BLE001 (a frame that is not a kernel message: nothing to count)
             return
-        state = (content.get("data") or {}).get("state") or {} if header.get("msg_type") == "comm_msg" else {}
-        if any((key.startswith("_py2js_") or key in ("_widget_data", "_widget_layout")) and value is not None
-               for key, value in state.items()):
+        data = (content.get("data") or {}) if header.get("msg_type") == "comm_msg" else {}
+        state, custom = data.get("state") or {}, data.get("content") if data.get("method") == "custom" else None
+        if (isinstance(custom, dict) and ("diff" in custom or "figure" in custom)) or any(
+                key.startswith("_py2js_") and value is not None for key, value in state.items()):
             self.times.append(time.monotonic())
 
     def since(self, moment: float) -> bool:

@@ -173,6 +173,10 @@ class LiveFigure(anywidget.AnyWidget):
         """``as_figure().to_plotly_json()``."""
         return self.as_figure().to_plotly_json()
 
+    def to_json(self, *args, **kwargs) -> str:
+        """``as_figure().to_json(...)``."""
+        return self.as_figure().to_json(*args, **kwargs)
+
     def _changed_in_python(self, method: str, *args, **kwargs) -> LiveFigure:
         figure = self.as_figure()
         getattr(figure, method)(*args, **kwargs)

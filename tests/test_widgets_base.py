@@ -81,12 +81,12 @@ def test_every_change_reaches_the_page_as_one_diff_in_one_message():
 def test_a_view_that_asks_gets_the_whole_figure_and_one_that_saw_every_change_gets_nothing():
     target = figure_widget(bars([1, 2, 3], title="a"))
     page = Page(target)
-    target._channel._handle_custom_msg({"want": 0}, [])
+    target._on_page_message(target._channel, {"want": 0}, [])
     assert page.messages == []  # nothing changed since the channel was made
     update_in_place(target, bars([3, 2, 1], title="b"))
-    target._channel._handle_custom_msg({"want": 1}, [])
+    target._on_page_message(target._channel, {"want": 1}, [])
     assert len(page.messages) == 1
-    target._channel._handle_custom_msg({"want": 0}, [])  # a view drawn late, from the channel's first state
+    target._on_page_message(target._channel, {"want": 0}, [])  # a view drawn late, from the channel's first state
     assert sorted(page.messages[-1]) == ["figure", "n"] and page.messages[-1]["n"] == 1
     assert page.layout["title"]["text"] == "b"
 
@@ -316,7 +316,7 @@ def test_a_remembered_builder_builds_each_setting_once_and_shows_it_again_as_a_f
     assert built == ["H = 4", "H = 8", "H = 2"]  # each head count built once
     fresh = heads.head_grid(16, 8)  # a new group, built at 8 heads
     page, fresh_page = Page(grid.figure), Page(fresh.figure)
-    grid.figure._channel._handle_custom_msg({"want": 0}, [])  # the whole figure, as a view drawn now gets it
+    grid.figure._on_page_message(grid.figure._channel, {"want": 0}, [])  # the whole figure, as a view drawn now gets it
     assert page.layout == fresh_page.layout
     assert len(page.data) == len(fresh_page.data)
     for shown, want in zip(page.data, fresh_page.data):

@@ -67,7 +67,7 @@ def update_in_place(target: LiveFigure | go.Figure, built: go.Figure | dict) -> 
     """
     new = _plain(built)
     if isinstance(target, _live_figure.LiveFigure):  # the class itself (benchmarks/loadtest/dead_view.py swaps LiveFigure)
-        target.show(new)
+        target.show(new, words=_words.spoken_with(target, new))  # its words in the same message (none when not shown)
     else:
         old = getattr(target, "_mha_shown", None) or _plain(target)
         apply_to_figure(target, figure_diff(old, new))

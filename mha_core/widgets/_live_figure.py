@@ -125,24 +125,30 @@ class LiveFigure(anywidget.AnyWidget):
         """The plain figure the page shows now (shared, never to be changed)."""
         return self._mha_shown
 
-    def show(self, built) -> None:
+    def show(self, built, *, words: dict | None = None) -> None:
         """Show ``built`` (a figure or a builder's spec) where the page shows ``shown``: one message with what
         differs (``figure_diff``), none when nothing does. No validator runs here. A spec without a width keeps
-        the width shown."""
+        the width shown. ``words`` (``{"name", "description"}``, from ``_words``) ride in the same message: the
+        view hands them to the group's keyboard helper in the page."""
         new = _plain(built)
         width = self._mha_shown["layout"].get("width")
         if "width" not in new["layout"] and width is not None:
             new = PlainFigure(data=new["data"], layout={**new["layout"], "width": width})
         diff = figure_diff(self._mha_shown, new)
         self._mha_shown = new
+        if words is not None:
+            self._spoken = words
         if diff:
             self._changes += 1
-            self._channel.send({"n": self._changes, "diff": jsonable(diff)})
+            self._channel.send({"n": self._changes, "diff": jsonable(diff),
+                                **({"words": words} if words is not None else {})})
 
     def _on_page_message(self, channel, content, buffers) -> None:
         """A view that missed a change asks for the whole figure (``{"want": n}``, ``js/live_figure.js``)."""
         if isinstance(content, dict) and "want" in content and content["want"] != self._changes:
-            self._channel.send({"n": self._changes, "figure": jsonable(self._mha_shown)})
+            words = self.__dict__.get("_spoken")
+            self._channel.send({"n": self._changes, "figure": jsonable(self._mha_shown),
+                                **({"words": words} if words is not None else {})})
 
     def as_figure(self) -> go.Figure:
         """The figure shown, as a ``go.Figure`` (through plotly's validators, brought up to date here, without a

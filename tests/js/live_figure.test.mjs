@@ -123,6 +123,25 @@ test("what plotly.js writes into the figure it draws never reaches the figure th
   }
 });
 
+test("the words that come with a change go to the group's helper as an event from the figure", async () => {
+  const dom = load.page('<div id="el"></div>');
+  const restore = load.useGlobals(dom);
+  try {
+    const { model, handlers } = fixture();
+    const el = dom.document.getElementById("el"), heard = [];
+    dom.document.body.addEventListener(view.WORDS_EVENT, (event) => heard.push([event.target, event.detail]));
+    await view.default.render({ model, el });
+    await load.settle();
+    const words = { name: "Heads", description: "Two heads." };
+    handlers["msg:custom"]({ n: 1, diff: { u: { layout: { s: { height: 300 } } } }, words });
+    handlers["msg:custom"]({ n: 1, diff: { u: { layout: { s: { height: 300 } } } }, words });  // already shown: no event
+    assert.deepEqual(heard, [[el, words]]);
+  } finally {
+    restore();
+    delete globalThis.__mhaPlotly;
+  }
+});
+
 test("a figure whose channel never comes says it could not be drawn", async () => {
   const dom = load.page('<div id="el"></div>');
   const restore = load.useGlobals(dom);

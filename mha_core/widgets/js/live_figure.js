@@ -7,6 +7,8 @@
    mhaDiff.applyDiff (diff.js, the inverse of _plain.figure_diff). n counts the changes: a view that
    missed one (drawn late, or a message that came before it listened) asks the kernel with {want: n}
    and gets the whole figure back, {n, figure}. So a late view or an early message loses nothing.
+   A message may also carry the figure's new words (for a screen reader): the view hands them to the
+   group's keyboard helper (keys.js) as a "mha-figure-words" event, so a change is one message.
 
    An ES module for anywidget. mha_core/widgets/_js.py puts plotly_shared.js (shared), channel.js
    (channel_of), diff.js (mhaDiff) and save.js (mhaSave) in front of it. The named exports are for the
@@ -17,6 +19,9 @@
 // The plotly configuration of every live figure: no logo, drawn at the builder's size. The mode bar is
 // hidden by the group's styles (mha_core/widgets/_base.py); saving is save.js's buttons.
 export const CONFIG = {displaylogo: false, responsive: false};
+
+// The event that hands a change's words to the group's keyboard helper (keys.js), from the figure's element.
+export const WORDS_EVENT = "mha-figure-words";
 
 // The figure a view shows after one message from the kernel: [figure, n, ask], ask true when one was missed.
 export function receive(figure, n, message) {
@@ -64,6 +69,11 @@ export default {
         figure = next;
         n = count;
         draw();
+        // The figure's new words came in the same message: to the group's keyboard helper (keys.js).
+        if (message.words) {
+          const Event = el.ownerDocument.defaultView.CustomEvent;
+          el.dispatchEvent(new Event(WORDS_EVENT, {bubbles: true, detail: message.words}));
+        }
       }
     };
     draw();

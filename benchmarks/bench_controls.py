@@ -97,6 +97,7 @@ def discover(registered_modules: set[str]) -> tuple[dict, list[dict]]:
     import plotly.graph_objects as go
 
     import mha_core.widgets as package
+    from mha_core.widgets._live_figure import LiveFigure
 
     found, skipped = {}, []
     for info in pkgutil.iter_modules(package.__path__):
@@ -120,7 +121,7 @@ def discover(registered_modules: set[str]) -> tuple[dict, list[dict]]:
             except Exception:
                 continue
             attrs = vars(obj) if hasattr(obj, "__dict__") else {}
-            figures = [a for a, v in attrs.items() if isinstance(v, go.FigureWidget)]
+            figures = [a for a, v in attrs.items() if isinstance(v, (go.FigureWidget, LiveFigure))]
             candidates = {}
             for attr, value in attrs.items():
                 if isinstance(value, (list, tuple)):

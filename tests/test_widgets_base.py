@@ -1,4 +1,6 @@
-"""The shared widget plumbing: one FigureWidget per control group, updated in place."""
+"""The shared widget plumbing: one live figure per control group, updated in place."""
+
+import json
 
 import numpy as np
 import plotly.graph_objects as go
@@ -24,24 +26,69 @@ def test_update_in_place_changes_only_what_differs_and_keeps_the_object():
     assert target.layout.xaxis.type == "category"
 
 
-def test_every_change_reaches_the_page_as_the_whole_figure_in_one_message():
-    # The page draws what the figure's channel holds (Plotly.react), so a late view or an early message loses nothing.
+class Page:
+    """What a live figure's view holds (``js/live_figure.js``): the figure its channel was made with, changed by each
+    message the kernel sends on the channel (``apply_diff``, as ``js/diff.js`` does), as plain JSON."""
+
+    def __init__(self, target):
+        from mha_core.widgets._live_figure import jsonable
+
+        self.messages, self.n = [], 0
+        self.figure = jsonable(target._channel.figure)
+        original = target._channel.send
+        target._channel.send = lambda content, buffers=None: (self.heard(content), original(content, buffers))
+
+    def heard(self, content):
+        from mha_core.widgets._plain import apply_diff
+
+        self.messages.append(content)
+        content = json.loads(json.dumps(content, allow_nan=False))  # strict JSON, as it travels
+        if "diff" in content:
+            assert content["n"] == self.n + 1
+            self.figure = apply_diff(self.figure, content["diff"])
+        elif "figure" in content:
+            self.figure = content["figure"]
+        self.n = content["n"]
+
+    @property
+    def data(self):
+        return self.figure["data"]
+
+    @property
+    def layout(self):
+        return self.figure["layout"]
+
+
+def test_every_change_reaches_the_page_as_one_diff_in_one_message():
+    # The page applies it to the figure it holds and draws that whole (Plotly.react); a late view asks for the whole.
     target = figure_widget(bars([1, 2, 3]))
-    channel = target._channel
-    deltas = []
-    target.observe(lambda change: deltas.append(change["name"]),
-                   names=[name for name in target.trait_names() if name.startswith("_py2js_")])
-    messages, own = [], []
-    original = channel.send_state
-    channel.send_state = lambda key=None: (messages.append(key), original(key))
+    page = Page(target)
+    own = []
     target.send_state = lambda key=None: own.append(key)
+    target.send = lambda *args, **kwargs: own.append(args)
     update_in_place(target, bars([3, 2, 1], title="new"))
-    assert len(messages) == 1 and sorted(messages[0]) == ["_widget_data", "_widget_layout"]
-    np.testing.assert_array_equal(np.asarray(channel._widget_data[0]["y"]), [3, 2, 1])
-    assert channel._widget_layout["title"]["text"] == "new"
-    assert channel._widget_layout["xaxis"]["type"] == "category"  # the whole layout, axis types with it
-    # Nothing goes to the anywidget itself (anywidget may drop it), and plotly's own deltas are never sent.
-    assert own == [] and deltas == []
+    assert len(page.messages) == 1 and sorted(page.messages[0]) == ["diff", "n"]
+    np.testing.assert_array_equal(np.asarray(page.data[0]["y"]), [3, 2, 1])
+    assert page.layout["title"]["text"] == "new"
+    assert page.layout["xaxis"]["type"] == "category"  # the whole layout, axis types with it
+    assert "x" not in json.dumps(page.messages[0]["diff"]["u"]["data"])  # only what changed travels
+    # Nothing goes to the anywidget itself (anywidget may drop it).
+    assert own == []
+    update_in_place(target, bars([3, 2, 1], title="new"))
+    assert len(page.messages) == 1  # nothing changed: nothing sent
+
+
+def test_a_view_that_asks_gets_the_whole_figure_and_one_that_saw_every_change_gets_nothing():
+    target = figure_widget(bars([1, 2, 3], title="a"))
+    page = Page(target)
+    target._on_page_message(target._channel, {"want": 0}, [])
+    assert page.messages == []  # nothing changed since the channel was made
+    update_in_place(target, bars([3, 2, 1], title="b"))
+    target._on_page_message(target._channel, {"want": 1}, [])
+    assert len(page.messages) == 1
+    target._on_page_message(target._channel, {"want": 0}, [])  # a view drawn late, from the channel's first state
+    assert sorted(page.messages[-1]) == ["figure", "n"] and page.messages[-1]["n"] == 1
+    assert page.layout["title"]["text"] == "b"
 
 
 def test_a_fast_change_shows_in_the_page_what_the_checked_path_gives():
@@ -54,17 +101,17 @@ def test_a_fast_change_shows_in_the_page_what_the_checked_path_gives():
 
     fast, checked = figure_widget(spec([1, 2, 3], "a")), go.FigureWidget(spec([1, 2, 3], "a"))
     checked._mha_shown = _plain(spec([1, 2, 3], "a"))
+    page = Page(fast)
     steps = [spec([3, 2, 1], "b", {"yaxis": {"range": [0, 4]}}), spec([3, 2, 1], "c"),  # a key added, then removed
              {"data": [{"type": "heatmap", "z": [[1, 2], [3, 4]]}], "layout": {"title_text": "d"}}]  # traces replaced
     for step in steps:
         update_in_place(fast, step)
         update_in_place(checked, step)
-        page = fast._channel
         want = checked.to_plotly_json()
-        assert page._widget_layout["title"] == want["layout"]["title"]
-        assert ("range" in page._widget_layout.get("yaxis", {})) == ("range" in want["layout"].get("yaxis", {}))
-        assert [t["type"] for t in page._widget_data] == [t["type"] for t in want["data"]]
-        for shown, held in zip(page._widget_data, checked.data):
+        assert page.layout["title"] == want["layout"]["title"]
+        assert ("range" in page.layout.get("yaxis", {})) == ("range" in want["layout"].get("yaxis", {}))
+        assert [t["type"] for t in page.data] == [t["type"] for t in want["data"]]
+        for shown, held in zip(page.data, checked.data):
             for key in ("x", "y", "z"):
                 if key not in held:  # a bar has no z
                     assert key not in shown
@@ -77,30 +124,31 @@ def test_a_fast_change_shows_in_the_page_what_the_checked_path_gives():
 def test_the_python_figure_catches_up_when_read_and_a_later_python_change_keeps_the_page_whole():
     target = figure_widget(bars([1, 2, 3], title="a"))
     update_in_place(target, bars([3, 2, 1], title="b"))
-    assert target._behind is not None  # nothing checked yet
-    messages = []
-    original = target._channel.send_state
-    target._channel.send_state = lambda key=None: (messages.append(key), original(key))
+    assert target._checked_shows is not target.shown  # nothing checked yet
+    page = Page(target)
+    page.figure = json.loads(json.dumps(target.shown, default=list))  # the page has every change so far
+    page.n = 1
     np.testing.assert_array_equal(target.data[0].y, [3, 2, 1])  # reading catches up, with no message
     assert target.layout.title.text == "b" and target.to_dict()["layout"]["title"]["text"] == "b"
-    assert target._behind is None and messages == []
-    target.layout.xaxis.title.text = "tokens"  # a change made in Python: the whole figure to the page
-    assert target._channel._widget_layout["title"]["text"] == "b"
-    assert target._channel._widget_layout["xaxis"]["title"]["text"] == "tokens"
-    np.testing.assert_array_equal(np.asarray(target._channel._widget_data[0]["y"]), [3, 2, 1])
+    assert target._checked_shows is target.shown and page.messages == []
+    target.update_layout(xaxis_title_text="tokens")  # a change made in Python: to the page, the figure kept whole
+    assert page.layout["title"]["text"] == "b"
+    assert page.layout["xaxis"]["title"]["text"] == "tokens"
+    np.testing.assert_array_equal(np.asarray(page.data[0]["y"]), [3, 2, 1])
 
 
 def test_a_fast_change_never_changes_the_spec_it_came_from():
     from mha_core.widgets._plain import _plain
 
     target = figure_widget(bars([1, 2, 3], title="a"))
+    page = Page(target)
     first = {"data": [{"type": "bar", "x": [1, 2, 4], "y": [3, 2, 1]}], "layout": {"title": {"text": "b"}}}
     second = {"data": [{"type": "bar", "x": [1, 2, 4], "y": [1, 1, 1]}], "layout": {"title": {"text": "c"}}}
     kept = _plain(first)
     update_in_place(target, first)
     update_in_place(target, second)
     assert _plain(first) == kept and target._mha_shown["layout"]["title"]["text"] == "c"
-    assert target._channel._widget_layout["title"] is not target._mha_shown["layout"]["title"]
+    assert page.layout["title"] is not target._mha_shown["layout"]["title"]
 
 
 def test_a_figure_travels_on_a_channel_opened_before_it_and_closed_with_it(monkeypatch):
@@ -116,11 +164,11 @@ def test_a_figure_travels_on_a_channel_opened_before_it_and_closed_with_it(monke
     channel = target._channel
     assert isinstance(channel, Channel) and channel._model_module == "@jupyter-widgets/base"
     states = [c["data"]["state"] for c in opened]
-    (at,) = [i for i, s in enumerate(states) if s.get("_widget_data")]
-    assert states[at]["_widget_layout"]["title"]["text"] == "first"  # the whole figure with the channel's creation
+    (at,) = [i for i, s in enumerate(states) if s.get("figure")]
+    assert states[at]["figure"]["layout"]["title"]["text"] == "first"  # the whole figure with the channel's creation
     (own,) = [s for s in states if s.get("_channel")]
     assert own["_channel"] == f"IPY_MODEL_{channel.model_id}" and states.index(own) > at
-    assert own["_widget_data"] == [] and own["_widget_layout"] == {}  # not sent twice
+    assert "figure" not in own and "data" not in own  # not sent twice
     target.close()
     assert channel.comm is None
 
@@ -222,14 +270,16 @@ def test_a_spec_with_plotlys_shorthand_changes_only_what_differs_and_never_drops
         return {"data": [{"type": "bar", "x": [1, 2, 3], "y": y}],
                 "layout": base_layout("t", theme=LAPTOP, xaxis={"title_text": "key token", "type": "category"})}
 
-    from mha_core.widgets._plain import _changed_leaves, _plain
+    from mha_core.widgets._plain import _plain, figure_diff
 
     target = figure_widget(spec([1, 2, 3]))
-    assert list(_changed_leaves(target._mha_shown["layout"], _plain(spec([3, 2, 1]))["layout"])) == []
-    assert [path for path, _ in _changed_leaves(target._mha_shown["data"][0], _plain(spec([3, 2, 1]))["data"][0])] == ["y"]
+    page = Page(target)
+    shown_layout = {k: v for k, v in target.shown["layout"].items() if k != "width"}  # the width figure_widget gave
+    assert figure_diff(shown_layout, _plain(spec([3, 2, 1]))["layout"]) is None
+    assert figure_diff(target._mha_shown["data"][0], _plain(spec([3, 2, 1]))["data"][0]) == {"s": {"y": [3, 2, 1]}}
     update_in_place(target, spec([3, 2, 1]))
     assert target.layout.xaxis.title.text == "key token"
-    assert target._channel._widget_layout["xaxis"]["title"]["text"] == "key token"
+    assert page.layout["xaxis"]["title"]["text"] == "key token"
 
 
 def test_a_spec_naming_the_first_axis_xaxis1_updates_that_axis_and_keeps_it():
@@ -265,9 +315,11 @@ def test_a_remembered_builder_builds_each_setting_once_and_shows_it_again_as_a_f
         grid.head_count.value = h
     assert built == ["H = 4", "H = 8", "H = 2"]  # each head count built once
     fresh = heads.head_grid(16, 8)  # a new group, built at 8 heads
-    assert grid.figure._channel._widget_layout == fresh.figure._channel._widget_layout
-    assert len(grid.figure._channel._widget_data) == len(fresh.figure._channel._widget_data)
-    for shown, want in zip(grid.figure._channel._widget_data, fresh.figure._channel._widget_data):
+    page, fresh_page = Page(grid.figure), Page(fresh.figure)
+    grid.figure._on_page_message(grid.figure._channel, {"want": 0}, [])  # the whole figure, as a view drawn now gets it
+    assert page.layout == fresh_page.layout
+    assert len(page.data) == len(fresh_page.data)
+    for shown, want in zip(page.data, fresh_page.data):
         assert shown.keys() == want.keys()
         for key in shown.keys() - {"uid"}:  # plotly's random trace ids
             np.testing.assert_equal(np.asarray(shown[key], dtype=object), np.asarray(want[key], dtype=object))

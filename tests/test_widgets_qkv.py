@@ -63,9 +63,9 @@ def test_the_figure_travels_in_the_widgets_first_message(monkeypatch):
     real = comm.create_comm
     monkeypatch.setattr(comm, "create_comm", lambda **kwargs: (opened.append(kwargs), real(**kwargs))[1])
     token_explorer(Q, K, V, TOKENS, token=2)
-    (state,) = [c["data"]["state"] for c in opened if c["data"]["state"].get("_widget_data")]
-    assert [t["type"] for t in state["_widget_data"]] == ["heatmap", "heatmap", "bar"]
-    assert state["_widget_layout"]["title"]["text"].startswith("Token 'key'")
+    (state,) = [c["data"]["state"]["figure"] for c in opened if c["data"]["state"].get("figure")]
+    assert [t["type"] for t in state["data"]] == ["heatmap", "heatmap", "bar"]
+    assert state["layout"]["title"]["text"].startswith("Token 'key'")
 
 
 def test_a_token_that_is_not_an_index_is_refused_with_the_valid_indices():

@@ -132,7 +132,7 @@ def test_both_figures_travel_in_their_widgets_first_message(monkeypatch):
     monkeypatch.setattr(comm, "create_comm", lambda **kwargs: (opened.append(kwargs), real(**kwargs))[1])
     scaling_explorer(d_head=16)
     mask_explorer(X, W_Q, W_K, W_V, TOKENS, mode="causal")
-    states = [c["data"]["state"] for c in opened if c["data"]["state"].get("_widget_data")]
-    assert [len(s["_widget_data"]) for s in states] == [6, 1]
-    assert states[0]["_widget_layout"]["title"]["text"].startswith("d_head = 16:")
-    assert states[1]["_widget_layout"]["title"]["text"].startswith("Causal mask")
+    states = [c["data"]["state"]["figure"] for c in opened if c["data"]["state"].get("figure")]
+    assert [len(s["data"]) for s in states] == [6, 1]
+    assert states[0]["layout"]["title"]["text"].startswith("d_head = 16:")
+    assert states[1]["layout"]["title"]["text"].startswith("Causal mask")

@@ -114,8 +114,8 @@ def test_head_switches_show_the_ablation_of_the_unticked_heads():
 
 
 def shown_title(figure, axis):
-    """An axis title as the browser gets it: the widget's own layout state, not the Python object."""
-    return (figure._layout.get(axis) or {}).get("title", {}).get("text")
+    """An axis title as the browser gets it: the plain figure the page shows (``LiveFigure.shown``), not the Python object."""
+    return (figure.shown["layout"].get(axis) or {}).get("title", {}).get("text")
 
 
 @pytest.mark.parametrize("n_heads", [3, 1])

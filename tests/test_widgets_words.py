@@ -39,10 +39,13 @@ def test_a_control_change_rewrites_the_words_from_the_new_figure(monkeypatch):
     monkeypatch.delenv("MHA_COURSE_STATIC", raising=False)
     group = head_grid(16, 4)
     _box, helper = shown_by(group, monkeypatch)
-    sent = []
+    sent, figure_messages = [], []
     helper._channel.observe(lambda change: sent.append(change["new"]), names="words")  # on its channel (_channel)
+    original = group.figure._channel.send
+    group.figure._channel.send = lambda content, buffers=None: (figure_messages.append(content), original(content, buffers))
     group.head_count.value = 2
-    assert len(sent) == 1  # one message per change
+    assert len(sent) + len(figure_messages) == 1  # one message per change: the words ride with the figure's change
+    assert figure_messages[0]["words"] == helper.words[0]
     assert "H = 2 heads" in helper.words[0]["name"]
     assert helper.words[0]["description"] == spoken(in_words(group.figure._mha_shown).description)
     assert max(int(h) for h in re.findall(r"\bhead (\d+),", helper.words[0]["description"])) == 2

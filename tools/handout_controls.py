@@ -6,7 +6,8 @@ plotly JSON, its words and the lines shown beside it. Here that record becomes H
 native, keyboard-usable controls (radio buttons in a fieldset named by its legend, a
 labelled slider or list, checkboxes for head switches), the lines, the figure (the same
 markup as every other figure: an image named by its title and described by its words),
-and the settings as JSON, each figure kept as its change from an earlier one.
+and the settings as JSON, each figure kept as its change from an earlier one (``figure_diff``: the
+course's one figure diff, the same a live figure sends in JupyterLab).
 ``handout_assets/states.js`` switches between them; without scripts the page shows the
 first setting.
 """
@@ -16,6 +17,8 @@ from __future__ import annotations
 import html
 import json
 import re
+
+from mha_core.widgets._plain import apply_diff, figure_diff  # the course's one figure diff, shared with JupyterLab
 
 
 def _json_in_script(data) -> str:
@@ -46,59 +49,6 @@ def words_text(description: str) -> str:
     after some dozens of child nodes, and each <code> would add two.
     """
     return re.sub(r"`([^`]+)`", "\u2018\\1\u2019", description)
-
-
-def figure_diff(old, new):
-    """What turns ``old`` into ``new`` (plotly JSON), for ``states.js``: ``{"s": set, "u": update, "d": delete}``.
-
-    Dicts are compared key by key and lists of the same length item by item (traces,
-    annotations); any other change replaces the value. ``None`` when they are equal.
-    """
-    def nested(a, b):
-        return (isinstance(a, dict) and isinstance(b, dict)) or (
-            isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and a and isinstance(a[0], dict))
-
-    if old == new:
-        return None
-    keys_new = new.keys() if isinstance(new, dict) else [str(i) for i in range(len(new))]
-    get = (lambda x, k: x[k]) if isinstance(new, dict) else (lambda x, k: x[int(k)])
-    keys_old = set(old.keys()) if isinstance(old, dict) else set(keys_new)
-    out = {}
-    for key in keys_new:
-        b = get(new, key)
-        if key not in keys_old:
-            out.setdefault("s", {})[key] = b
-            continue
-        a = get(old, key)
-        if a == b:
-            continue
-        if nested(a, b):
-            out.setdefault("u", {})[key] = figure_diff(a, b)
-        else:
-            out.setdefault("s", {})[key] = b
-    gone = sorted(keys_old - set(keys_new)) if isinstance(new, dict) else []
-    if gone:
-        out["d"] = gone
-    return out
-
-
-def apply_diff(base, diff):
-    """``base`` changed by ``figure_diff``'s output (what ``states.js`` does; the tests use it)."""
-    import copy
-
-    out = copy.deepcopy(base)
-
-    def walk(node, d):
-        for key, value in (d.get("s") or {}).items():
-            node[int(key) if isinstance(node, list) else key] = copy.deepcopy(value)
-        for key, sub in (d.get("u") or {}).items():
-            walk(node[int(key) if isinstance(node, list) else key], sub)
-        for key in d.get("d") or ():
-            node.pop(key, None)
-
-    if diff:
-        walk(out, diff)
-    return out
 
 
 def states_page_data(data: dict) -> dict:

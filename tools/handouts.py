@@ -65,7 +65,7 @@ ASSETS_DIR = "handout"
 ASSET_FILES = ("handout.css", "narrow_layout.js", "narrow.js", "figures.js", "states.js", "quiz.js")
 #: The package's own modules the pages share with JupyterLab (``mha_core/widgets/js``): every plot an image
 #: for a screen reader (label.js), and its PNG and SVG buttons (save.js). Copied beside the others.
-PACKAGE_JS = ("label.js", "save.js")
+PACKAGE_JS = ("label.js", "save.js", "diff.js")
 #: The one font MathJax asks for that jupyter_server_mathjax does not ship: a double-struck
 #: letter (03's \mathbb{R}) makes its MathML styles load the TeX AMS font from this path.
 AMS_FONT = ("fonts/MathJax_AMS-Regular.otf", "fonts/HTML-CSS/TeX/otf/MathJax_AMS-Regular.otf")
@@ -307,6 +307,7 @@ HEAD_EXTRA = (
     f'<script src="{PLOTLY_JS}"></script>\n'
     f'<script defer src="{ASSETS_DIR}/label.js"></script>\n'
     f'<script defer src="{ASSETS_DIR}/save.js"></script>\n'
+    f'<script defer src="{ASSETS_DIR}/diff.js"></script>\n'
     f'<script defer src="{ASSETS_DIR}/narrow_layout.js"></script>\n'
     f'<script defer src="{ASSETS_DIR}/narrow.js"></script>\n'
     f'<script defer src="{ASSETS_DIR}/figures.js"></script>\n'

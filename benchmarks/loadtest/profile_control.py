@@ -9,7 +9,7 @@ sent on the kernel's comm. Two kinds of change: to a head count the group has no
 before (its figure is built: ``first_time_*``), and to one it has (the group remembers
 each setting's figure, ``widgets._base.remembered``: ``cpu_ms_*``). The parts are timed
 alone: the maths (the layer and its weights) and the figure builder; the rest of a change
-is the diff, the plain figure patched and its one message (``LiveFigure.show_change``).
+is the diff, the plain figure patched and its one message (``LiveFigure.show``).
 One first-time change is profiled with cProfile (self time by module).
 """
 

@@ -13,25 +13,23 @@ from .. import _validate, projector
 from ..figures._style import WIDGET_WIDTH
 from . import _words
 from ._keys import show_keyboard_ready
+from . import _live_figure
 from ._live_figure import LiveFigure
-from ._plain import _plain, apply_checked
+from ._plain import PlainFigure, _plain, apply_to_figure, figure_diff
 
 _words.install()  # in a kernel, every go.Figure shown carries its words (see _words)
 
 
-def figure_widget(fig: go.Figure | dict) -> go.FigureWidget:
-    """Wrap a built figure (a ``go.Figure``, or a builder's ``{"data", "layout"}`` spec) once;
-    later updates go through ``update_in_place``.
+def figure_widget(fig: go.Figure | dict) -> LiveFigure:
+    """The live figure for a built figure (a ``go.Figure``, or a builder's ``{"data", "layout"}`` spec), made
+    once; later updates go through ``update_in_place``.
 
     A figure without a width gets ``WIDGET_WIDTH`` (see ``figures._style``).
     """
-    shown = _plain(fig)  # for update_in_place's diff: a later figure without a width keeps this one's
-    fig = go.Figure(fig)  # a copy; a spec's every property is checked here, once
-    if fig.layout.width is None:
-        fig.layout.width = WIDGET_WIDTH
-    target = LiveFigure(fig)  # drawn by the course's own view (see _live_figure), the whole figure in its first message
-    target._mha_shown = shown
-    return target
+    shown = _plain(fig)
+    if shown["layout"].get("width") is None:
+        shown = PlainFigure(data=shown["data"], layout={**shown["layout"], "width": WIDGET_WIDTH})
+    return LiveFigure(shown)  # drawn by the course's own view (see _live_figure), the whole figure in its first message
 
 
 #: How many settings' figures a ``remembered`` builder keeps per group (the oldest goes first).
@@ -57,24 +55,23 @@ def remembered(build):
     return built_once
 
 
-def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:
+def update_in_place(target: LiveFigure | go.Figure, built: go.Figure | dict) -> None:
     """Make ``target`` show what ``built`` shows, without re-creating or re-displaying it.
 
     ``built`` is a ``go.Figure`` or a builder's plain ``{"data", "layout"}`` spec (the
     ``*_spec`` functions in ``mha_core.figures``): a spec skips building and checking a
-    whole ``go.Figure`` on every move. Only the properties that differ from what is shown
-    change (``_plain``), and the page gets them in one message. A ``LiveFigure`` sends them
-    to the page at once without plotly's validators (which cost most of a change's time)
-    and brings its own Python objects up to date when they are next read; any other
-    figure is changed through plotly's validators in one ``batch_update``.
+    whole ``go.Figure`` on every move. Only what differs from what is shown changes
+    (``_plain.figure_diff``). A ``LiveFigure`` sends it to the page in one message without
+    plotly's validators (``LiveFigure.show``); any other plotly figure is changed through
+    them in one ``batch_update`` (``apply_to_figure``).
     """
     new = _plain(built)
-    old = getattr(target, "_mha_shown", None) or _plain(target)
-    if isinstance(target, LiveFigure):
-        target.show_change(old, new)
+    if isinstance(target, _live_figure.LiveFigure):  # the class itself (benchmarks/loadtest/dead_view.py swaps LiveFigure)
+        target.show(new, words=_words.spoken_with(target, new))  # its words in the same message (none when not shown)
     else:
-        apply_checked(target, old, new)
-    target._mha_shown = new
+        old = getattr(target, "_mha_shown", None) or _plain(target)
+        apply_to_figure(target, figure_diff(old, new))
+        target._mha_shown = new
     _words.refresh(target, new)  # the words of what is now shown, to a screen reader (nothing when not shown)
 
 

@@ -99,12 +99,19 @@ def _helper_class():
 
             @property
             def words(self) -> list:
-                """One ``{"name", "description"}`` per figure of the group, kept on the helper's channel."""
-                return self._channel.words
+                """One ``{"name", "description"}`` per figure of the group: on the helper's channel, or as they came
+                with their figures' changes (``heard``)."""
+                heard = self.__dict__.get("_heard")
+                return heard if heard is not None else self._channel.words
 
             @words.setter
             def words(self, value) -> None:
+                self._heard = None
                 self._channel.words = value
+
+            def heard(self, value) -> None:
+                """The words, already in the page: each came in its figure's own message (``LiveFigure.show``)."""
+                self._heard = list(value)
 
             def close(self):
                 self._channel.close()

@@ -1,53 +1,48 @@
-"""The figure a control group redraws: plotly's ``FigureWidget`` in Python, drawn in the page by a
-few lines of the course's own JavaScript and one shared copy of plotly.js.
+"""The figure a control group redraws: the builder's plain figure, drawn in the page by a few lines of the
+course's own JavaScript and one shared copy of plotly.js, and changed by one diff per move.
 
-Why not plotly's own view. ``go.FigureWidget`` is an anywidget whose front-end module is
-plotly's 5 MB widget bundle, sent and evaluated once per figure. anywidget (0.9 to 0.11)
-gives a model two seconds to load its module; past that its ``ready`` promise is
-rejected, and every later message to the model is dropped, for good: the figure is
-drawn once and never redraws. On a busy machine (a class on one server, or the test
-suite on two cores) evaluating 5 MB takes longer than that. Measured in Chromium with
-its CPU slowed twelve times: "[anywidget] Failed to initialize model." and a notebook 10
-calculator whose figure ignored every move.
+Why not plotly's own ``go.FigureWidget``. Its front-end module is plotly's 5 MB widget bundle, sent and
+evaluated once per figure. anywidget (0.9 to 0.11) gives a model two seconds to load its module; past
+that every later message to the model is dropped, for good: the figure is drawn once and never redraws.
+On a busy machine evaluating 5 MB takes longer than that (measured in Chromium with its CPU slowed twelve
+times: "[anywidget] Failed to initialize model." and a notebook 09 calculator whose figure ignored every
+move). And each of its changes runs plotly's validators, most of a change's CPU time
+(``benchmarks/loadtest/profile_control.py``).
 
-What this module does instead.
+What this module does instead, with public APIs only (ipywidgets' ``Widget``, ``send`` and ``on_msg``,
+anywidget's ``_esm``, plotly's ``go.Figure``).
 
 - ``PlotlyLibrary``: one widget per kernel that carries plotly.js (the copy plotly ships,
-  ``package_data/plotly.min.js``) and evaluates it once per page, outside any
-  anywidget deadline (its module only schedules the work and returns).
-- ``LiveFigure``: a ``go.FigureWidget`` (the same Python API: ``data``, ``layout``,
-  ``batch_update``, and ``update_in_place`` in ``_base``) whose front-end module is a
-  few KB (``js/live_figure.js``), with two buttons under the figure that save it as PNG or
-  SVG, offline (``js/save.js``: plotly.js's own ``downloadImage``). Python keeps the whole figure and, after each change, sends it
-  whole in one message (plotly's own traits ``_widget_data`` and ``_widget_layout``, with
-  its serializers: 1-D numeric arrays travel as binary buffers). The view waits for
-  plotly.js and then draws the figure as the model holds it now with ``Plotly.react``, so
-  a view that comes late or a message that comes early loses nothing.
-- The figure each change sends travels on the figure's ``FigureChannel`` (``_channel``), not on
-  the anywidget itself: anywidget drops every message to a model that missed its two-second
-  start, even a model whose module is a few hundred bytes, when the page is busy at that moment
-  (``_channel``). Draws asked for while one waits are merged: the next draw shows the newest figure.
-- ``show_change(old, new)`` (what ``_base.update_in_place`` calls on every control move)
-  changes the plain figure the page draws and sends it, without plotly's validators, which
-  took most of a change's CPU time (``benchmarks/loadtest/profile_control.py``). The
-  figure's own Python objects (``data``, ``layout``, ``to_dict()``, ...) catch up, through the
-  validators, the next time anything reads or changes them (``_catch_up``).
+  ``package_data/plotly.min.js``) and evaluates it once per page, outside any anywidget deadline (its
+  module only schedules the work and returns).
+- ``LiveFigure``: an anywidget of its own (not a plotly class) whose module is a few KB
+  (``js/live_figure.js``, with ``js/save.js``'s PNG and SVG buttons under the figure). Its figure is the
+  builder's plain figure (``_plain``), and it lives on the figure's ``FigureChannel``: a plain ipywidgets
+  widget, which anywidget's deadline cannot kill (``_channel``). The channel is made with the whole
+  figure; each change (``show``) then goes to the page as one custom message ``{"n", "diff"}``: the
+  course's one figure diff (``_plain.figure_diff``), applied in the page by ``js/diff.js``, the same
+  function the handouts use. A view that missed a change asks for the whole figure (``{"want": n}``).
+  No validator runs on a move.
+- Reading it: ``data``, ``layout``, ``to_dict()`` and ``as_figure()`` give a ``go.Figure`` kept up to date
+  through plotly's validators only when something reads it (``apply_to_figure``, at most once per change
+  read). Changing it from Python: ``update_in_place`` (``_base``), or ``update`` / ``update_layout`` /
+  ``update_traces``, which change that ``go.Figure`` and show the result.
 """
 
 from __future__ import annotations
 
-import functools
-from copy import deepcopy
+import math
 from pathlib import Path
 
+import anywidget
+import numpy as np
 import plotly
 import plotly.graph_objects as go
 import traitlets
-from plotly.basewidget import BaseFigureWidget
 
 from . import _js
 from ._channel import Channel, channel_trait
-from ._plain import apply_checked, apply_plain
+from ._plain import PlainFigure, _plain, apply_to_figure, figure_diff
 
 #: plotly.js as plotly ships it (a UMD bundle that also sets ``window.Plotly``).
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -55,146 +50,159 @@ PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 #: The two modules (``_js``): the library's evaluates plotly.js once per page (``js/plotly_library.js``);
 #: a figure's draws it from its channel and offers it as PNG and SVG (``js/live_figure.js``, ``js/save.js``).
 LIBRARY_ESM = _js.module("plotly_shared.js", "plotly_library.js")
-FIGURE_ESM = _js.module("plotly_shared.js", "channel.js", "save.js", "live_figure.js")
+FIGURE_ESM = _js.module("plotly_shared.js", "channel.js", "diff.js", "save.js", "live_figure.js")
+
+
+class PlotlyLibrary(anywidget.AnyWidget):
+    """plotly.js for every ``LiveFigure`` of the page: sent once per kernel, evaluated once per page."""
+
+    _esm = LIBRARY_ESM
+    source = traitlets.Unicode("").tag(sync=True)
+
 
 _library = None
 
 
-def plotly_library():
+def plotly_library() -> PlotlyLibrary:
     """The kernel's one ``PlotlyLibrary`` (made on first use; it lives as long as the kernel)."""
     global _library
     if _library is None:
-        import anywidget
-
-        class PlotlyLibrary(anywidget.AnyWidget):
-            """plotly.js for every ``LiveFigure`` of the page: sent once per kernel, evaluated once per page."""
-
-            _esm = LIBRARY_ESM
-            source = traitlets.Unicode("").tag(sync=True)
-
         _library = PlotlyLibrary(source=PLOTLY_JS.read_text(encoding="utf-8"))
     return _library
 
 
-def _plotly_serializers(trait) -> dict:
-    """plotly's ``to_json`` and ``from_json`` for one of ``BaseFigureWidget``'s traits."""
-    return {key: trait.metadata[key] for key in ("to_json", "from_json")}
+def jsonable(value):
+    """``value`` as strict JSON holds it: NumPy arrays and numbers as lists and numbers, NaN and infinities as
+    null (a blank cell), tuples as lists, plotly objects as their JSON."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f" and not np.isfinite(value).all():
+            return np.where(np.isfinite(value), value, None).tolist()
+        return value.tolist() if value.dtype.kind in "biuf" else [jsonable(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "to_plotly_json"):
+        return jsonable(value.to_plotly_json())
+    return value
 
 
 class FigureChannel(Channel):
-    """The figure a ``LiveFigure`` shows, whole, with plotly's own serializers (1-D numeric arrays travel
-    as binary buffers): what the page draws, and what each change replaces."""
+    """A ``LiveFigure``'s figure in the page: ``figure``, the whole figure it was made with (sent once, with the
+    channel's creation); every change after that is a custom message on it (``LiveFigure.show``)."""
 
-    _widget_data = traitlets.List().tag(sync=True, **_plotly_serializers(BaseFigureWidget._widget_data))
-    _widget_layout = traitlets.Dict().tag(sync=True, **_plotly_serializers(BaseFigureWidget._widget_layout))
+    figure = traitlets.Dict().tag(sync=True, to_json=lambda value, widget: jsonable(value))
 
 
-class LiveFigure(go.FigureWidget):
-    """A ``go.FigureWidget`` drawn by ``FIGURE_ESM``: every change reaches the page as the whole figure, in one
-    message on its ``FigureChannel``.
+class LiveFigure(anywidget.AnyWidget):
+    """A control group's figure: the builder's plain figure, drawn by ``FIGURE_ESM``, changed by ``show``.
 
-    Its own comm opens only after the figure is filled in and its channel made with the
-    whole figure (``_defer_open``): the page then has everything to draw it at once. Its own
-    ``_widget_data`` and ``_widget_layout`` stay empty, so the figure is not sent twice.
+    ``figure``: a ``go.Figure`` or a builder's plain ``{"data", "layout"}`` spec. Its every property is checked
+    once here, through plotly's validators (``as_figure``), so a bad spec fails where it is made.
     """
 
     _esm = FIGURE_ESM
     _channel = channel_trait(FigureChannel)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, figure, **kwargs):
         plotly_library()  # the page's plotly.js comes with the first figure of the kernel
-        self._defer_open = True
-        self._behind = None  # (old, new): what show_change sent that the Python objects do not hold yet
-        super().__init__(*args, **kwargs)
-        self._channel = FigureChannel(**self._whole_figure())
-        self._widget_data, self._widget_layout = [], {}
-        self._defer_open = False
-        self.open()
+        shown = _plain(figure)
+        # The channel first, made with the whole figure: it is in the page before the view that reads it.
+        super().__init__(_channel=FigureChannel(figure=shown), **kwargs)
+        self._mha_shown: PlainFigure = shown  # what the page shows (``_words`` reads its words from it)
+        self._changes = 0  # how many diffs the page has been sent
+        self._checked: go.Figure | None = None  # as_figure's figure ...
+        self._checked_shows: PlainFigure | None = None  # ... and the plain figure it holds
+        self._channel.on_msg(self._on_page_message)
+        self.as_figure()
 
-    def open(self):
-        if not getattr(self, "_defer_open", False):
-            super().open()
+    @property
+    def shown(self) -> PlainFigure:
+        """The plain figure the page shows now (shared, never to be changed)."""
+        return self._mha_shown
+
+    def show(self, built, *, words: dict | None = None) -> None:
+        """Show ``built`` (a figure or a builder's spec) where the page shows ``shown``: one message with what
+        differs (``figure_diff``), none when nothing does. No validator runs here. A spec without a width keeps
+        the width shown. ``words`` (``{"name", "description"}``, from ``_words``) ride in the same message: the
+        view hands them to the group's keyboard helper in the page."""
+        new = _plain(built)
+        width = self._mha_shown["layout"].get("width")
+        if "width" not in new["layout"] and width is not None:
+            new = PlainFigure(data=new["data"], layout={**new["layout"], "width": width})
+        diff = figure_diff(self._mha_shown, new)
+        self._mha_shown = new
+        if words is not None:
+            self._spoken = words
+        if diff:
+            self._changes += 1
+            self._channel.send({"n": self._changes, "diff": jsonable(diff),
+                                **({"words": words} if words is not None else {})})
+
+    def _on_page_message(self, channel, content, buffers) -> None:
+        """A view that missed a change asks for the whole figure (``{"want": n}``, ``js/live_figure.js``)."""
+        if isinstance(content, dict) and "want" in content and content["want"] != self._changes:
+            words = self.__dict__.get("_spoken")
+            self._channel.send({"n": self._changes, "figure": jsonable(self._mha_shown),
+                                **({"words": words} if words is not None else {})})
+
+    def as_figure(self) -> go.Figure:
+        """The figure shown, as a ``go.Figure`` (through plotly's validators, brought up to date here, without a
+        message). One object for the figure's life, its traces changed in place: read it; to change what the
+        page shows, use ``update_in_place`` or this object's ``update`` methods."""
+        if self._checked is None:
+            self._checked = go.Figure(self._mha_shown)
+        elif self._checked_shows is not self._mha_shown:
+            apply_to_figure(self._checked, figure_diff(self._checked_shows, self._mha_shown))
+        self._checked_shows = self._mha_shown
+        return self._checked
+
+    @property
+    def data(self) -> tuple:
+        """The traces shown (``as_figure().data``)."""
+        return self.as_figure().data
+
+    @property
+    def layout(self) -> go.Layout:
+        """The layout shown (``as_figure().layout``)."""
+        return self.as_figure().layout
+
+    def to_dict(self) -> dict:
+        """``as_figure().to_dict()``."""
+        return self.as_figure().to_dict()
+
+    def to_plotly_json(self) -> dict:
+        """``as_figure().to_plotly_json()``."""
+        return self.as_figure().to_plotly_json()
+
+    def to_json(self, *args, **kwargs) -> str:
+        """``as_figure().to_json(...)``."""
+        return self.as_figure().to_json(*args, **kwargs)
+
+    def _changed_in_python(self, method: str, *args, **kwargs) -> LiveFigure:
+        figure = self.as_figure()
+        getattr(figure, method)(*args, **kwargs)
+        self.show(figure)
+        self._checked_shows = self._mha_shown  # the go.Figure already holds it
+        return self
+
+    def update(self, *args, **kwargs) -> LiveFigure:
+        """``go.Figure.update`` of the figure shown, then the change to the page (one message)."""
+        return self._changed_in_python("update", *args, **kwargs)
+
+    def update_layout(self, *args, **kwargs) -> LiveFigure:
+        """``go.Figure.update_layout`` of the figure shown, then the change to the page (one message)."""
+        return self._changed_in_python("update_layout", *args, **kwargs)
+
+    def update_traces(self, *args, **kwargs) -> LiveFigure:
+        """``go.Figure.update_traces`` of the figure shown, then the change to the page (one message)."""
+        return self._changed_in_python("update_traces", *args, **kwargs)
 
     def close(self):
-        channel = self.__dict__.get("_trait_values", {}).get("_channel")
+        channel = self._channel
         super().close()
-        if channel is not None:
-            channel.close()
-
-    def show_change(self, old: dict, new: dict) -> None:
-        """Show ``new`` in the page, where the figure shows ``old`` (both plain, ``_plain._plain``): only
-        what differs changes, and the whole figure goes to the page in one message. No validator runs
-        here; the Python objects catch up when next used."""
-        channel = self._channel
-        apply_plain({"data": channel._widget_data, "layout": channel._widget_layout}, old, new)
-        channel.send_state(["_widget_data", "_widget_layout"])
-        self._behind = (self._behind[0] if self._behind else old, new)
-
-    def _catch_up(self) -> None:
-        """The Python objects to what the page shows, through plotly's validators, without a message."""
-        behind = self.__dict__.get("_behind")
-        if not behind:
-            return
-        self._behind = None
-        self._quiet = True
-        try:
-            apply_checked(self, *behind)
-        finally:
-            self._quiet = False
-
-    def _whole_figure(self) -> dict:
-        return {"_widget_data": deepcopy(self._data), "_widget_layout": deepcopy(self._layout_obj._props)}
-
-    def _push(self) -> None:
-        """The figure as Python holds it now, to the page, in one message (nothing before it is shown,
-        nothing while it catches up with what the page already shows)."""
-        if getattr(self, "_defer_open", False) or self.__dict__.get("_quiet"):
-            return
-        channel = self._channel
-        with channel.hold_sync():
-            for name, value in self._whole_figure().items():
-                setattr(channel, name, value)
-
-    # plotly sends each change as a delta for its own view to apply and acknowledge; here every
-    # one of them sends the whole figure instead (Python's state is already updated when they run).
-    def _send_addTraces_msg(self, new_traces_data):
-        self._push()
-
-    def _send_moveTraces_msg(self, current_inds, new_inds):
-        self._push()
-
-    def _send_deleteTraces_msg(self, delete_inds):
-        self._push()
-
-    def _send_restyle_msg(self, restyle_data, trace_indexes=None, source_view_id=None):
-        self._push()
-
-    def _send_relayout_msg(self, layout_data, source_view_id=None):
-        self._push()
-
-    def _send_update_msg(self, restyle_data, relayout_data, trace_indexes=None, source_view_id=None):
-        self._push()
-
-    def _send_animate_msg(self, styles_data, relayout_data, trace_indexes, animation_opts):
-        self._push()
-
-
-def _after_catching_up(function):
-    """``function`` of ``go.FigureWidget``, run once the Python objects hold what the page shows."""
-    @functools.wraps(function)
-    def caught_up(self, *args, **kwargs):
-        self._catch_up()
-        return function(self, *args, **kwargs)
-    return caught_up
-
-
-# Every way into the figure's Python objects; the rest of plotly's API goes through these.
-for _name in ("__getitem__", "__setitem__", "__iter__", "__contains__", "__eq__", "__repr__", "to_dict",
-              "add_traces", "select_traces", "update", "batch_update", "batch_animate",
-              "plotly_restyle", "plotly_relayout", "plotly_update", "_repr_html_", "_repr_mimebundle_"):
-    setattr(LiveFigure, _name, _after_catching_up(getattr(go.FigureWidget, _name)))
-for _name in ("data", "layout", "frames"):
-    _plotly = getattr(go.FigureWidget, _name)
-    setattr(LiveFigure, _name, property(_after_catching_up(_plotly.fget),
-                                        _after_catching_up(_plotly.fset) if _plotly.fset else None, doc=_plotly.__doc__))
-
+        channel.close()

@@ -1,10 +1,10 @@
-"""A figure as plain nested dicts in plotly's own spelling, what changed between two of them, and the two ways
-a change is applied: to plotly's checked objects (``apply_checked``) or to the plain figure a page draws
-(``apply_plain``: no validators, no copies of the arrays).
+"""A figure as plain nested dicts in plotly's own spelling (``_plain``: what the builders give and what travels),
+and the course's one figure diff: ``figure_diff`` says what changed between two of them, and one function per
+place applies it: ``apply_diff`` (plain dicts), ``apply_to_figure`` (a plotly figure, through its validators) and
+``mhaDiff.applyDiff`` in the page (``js/diff.js``: a live figure's view in JupyterLab, the handouts' ``states.js``).
 
-Both apply the same changes: the leaves of ``new`` that differ from ``old``, set, and the keys
-``old`` has and ``new`` lacks, removed; when the number or types of traces change, the whole
-trace list is replaced. So a page drawn from ``apply_plain`` shows what the checked figure holds.
+When the number or the types of the traces change, the diff sets the whole trace list, so every side
+replaces it as plotly would.
 """
 
 from __future__ import annotations
@@ -70,83 +70,121 @@ def _nested(spec):
     return out
 
 
-def _changed_leaves(old, new, path=""):
-    """Yield (dotted path, new value) for every leaf of ``new`` that differs from ``old``."""
-    if isinstance(new, dict) and isinstance(old, dict):
-        for key, value in new.items():
-            yield from _changed_leaves(old.get(key), value, f"{path}.{key}" if path else key)
-        for key in old.keys() - new.keys():
-            yield (f"{path}.{key}" if path else key), None
-    elif not _same(old, new):
-        yield path, new
-
-
 def _same(a, b) -> bool:
+    """Equal values: NumPy arrays by shape and content (a builder's arrays), everything else by type and ``==``."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         try:
             return np.shape(a) == np.shape(b) and bool(np.all(np.asarray(a) == np.asarray(b)))
         except (TypeError, ValueError):
             return False
-    if type(a) is not type(b):
+    numbers = (int, float, np.integer, np.floating)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
+        return bool(a == b)  # 1 and 1.0 draw the same (JSON and JavaScript do not tell them apart)
+    if type(a) is not type(b) and not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
         return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     try:
         return bool(a == b)
     except (TypeError, ValueError):
         return False
 
 
-def _same_traces(old: dict, new: dict) -> bool:
-    return len(old["data"]) == len(new["data"]) and all(
-        a.get("type") == b.get("type") for a, b in zip(old["data"], new["data"]))
+def _items_in_place(a, b) -> bool:
+    """Two lists of objects (traces, annotations, shapes) whose items change one by one: as many, and each item
+    of the same ``type`` (a trace cannot change its type in place)."""
+    return (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b) and len(a) > 0
+            and all(isinstance(x, dict) and isinstance(y, dict) and x.get("type") == y.get("type")
+                    for x, y in zip(a, b)))
 
 
-def apply_checked(target: go.Figure, old: dict, new: dict) -> None:
-    """Change ``target`` (which holds ``old``) to hold ``new``, through plotly's validators, in one ``batch_update``."""
+def figure_diff(old, new) -> dict | None:
+    """What turns ``old`` into ``new`` (two plain figures, or any two parts of them): the course's one figure diff.
+
+    ``{"s": {key: value}, "u": {key: diff}, "d": [key, ...]}``: set these keys, update these (a nested
+    object, or an item of a list of objects, keyed by its position as a string), delete these. Dicts are
+    compared key by key; lists of objects item by item when ``_items_in_place``; any other change sets
+    the value whole. ``None`` when the two are equal. The values are ``new``'s own (never copied here).
+
+    Applied by ``apply_diff`` (plain dicts), ``apply_to_figure`` (a plotly figure) and, in the page,
+    ``mhaDiff.applyDiff`` (``js/diff.js``): a live figure's view and the handouts' ``states.js``. The cases
+    in ``tests/diff_cases.json`` are checked on both sides.
+    """
+    if isinstance(new, dict) and isinstance(old, dict):
+        keys, gone = list(new), [k for k in old if k not in new]
+        get_old = old.get
+    elif _items_in_place(old, new):
+        keys, gone = [str(i) for i in range(len(new))], []
+        new = dict(zip(keys, new))
+        get_old = dict(zip(keys, old)).get
+    else:
+        raise TypeError(f"figure_diff compares two dicts or two lists of objects; got old={type(old).__name__}, "
+                        f"new={type(new).__name__}")
+    out: dict = {}
+    for key in keys:
+        a, b = get_old(key, _MISSING), new[key]
+        if a is _MISSING:
+            out.setdefault("s", {})[key] = b
+        elif (isinstance(a, dict) and isinstance(b, dict)) or _items_in_place(a, b):
+            inner = figure_diff(a, b)
+            if inner:
+                out.setdefault("u", {})[key] = inner
+        elif not _same(a, b):
+            out.setdefault("s", {})[key] = b
+    if gone:
+        out["d"] = gone
+    return out or None
+
+
+_MISSING = object()
+
+
+def apply_diff(base, diff):
+    """``base`` changed by ``diff`` (``figure_diff``'s output), as a new object: ``base`` is left as it is, and
+    what the new one shares with it is only what the diff leaves alone. What the page does (``js/diff.js``)."""
+    if not diff:
+        return base
+    out = list(base) if isinstance(base, (list, tuple)) else dict(base)
+
+    def at(key):
+        return int(key) if isinstance(out, list) else key
+
+    for key, value in (diff.get("s") or {}).items():
+        out[at(key)] = value
+    for key, inner in (diff.get("u") or {}).items():
+        out[at(key)] = apply_diff(out[at(key)], inner)
+    for key in diff.get("d") or ():
+        out.pop(key, None)
+    return out
+
+
+def _leaves(diff: dict, prefix: str = ""):
+    """(plotly property path, value) for each change of ``diff``; a deleted key is set to None."""
+    for key, value in (diff.get("s") or {}).items():
+        yield prefix + key, value
+    for key, inner in (diff.get("u") or {}).items():
+        yield from _leaves(inner, prefix + key + ".")
+    for key in diff.get("d") or ():
+        yield prefix + key, None
+
+
+def apply_to_figure(target: go.Figure, diff: dict | None) -> None:
+    """Change ``target`` (a plotly figure holding the diff's ``old``) by ``diff``, through plotly's validators,
+    in one ``batch_update``. A new trace list replaces the traces."""
+    if not diff:
+        return
     with target.batch_update():
-        if _same_traces(old, new):
-            for trace, old_json, new_json in zip(target.data, old["data"], new["data"]):
-                for path, value in _changed_leaves(old_json, new_json):
-                    trace[path] = value
-        else:
+        sets, updates = diff.get("s") or {}, diff.get("u") or {}
+        if "data" in sets:
             target.data = ()
-            target.add_traces(list(new["data"]))
-        for path, value in _changed_leaves(old["layout"], new["layout"]):
+            target.add_traces(list(sets["data"]))
+        for index, inner in ((updates.get("data") or {}).get("u") or {}).items():  # same traces: item by item
+            trace = target.data[int(index)]
+            for path, value in _leaves(inner):
+                trace[path] = value
+        if "layout" in sets:
+            target.layout = sets["layout"]
+        for path, value in _leaves(updates.get("layout") or {}):
             target.layout[path] = value
-
-
-def _dicts_copied(value):
-    """``value`` with every dict and list of dicts copied, its arrays and strings shared (they are never changed)."""
-    if isinstance(value, dict):
-        return {k: _dicts_copied(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) and any(isinstance(v, dict) for v in value[:1]):
-        return [_dicts_copied(v) for v in value]
-    return value
-
-
-def _put(node: dict, path: str, value) -> None:
-    *parents, leaf = path.split(".")
-    for part in parents:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            if value is None:
-                return
-            child = node[part] = {}
-        node = child
-    if value is None:
-        node.pop(leaf, None)
-    else:
-        node[leaf] = _dicts_copied(value)
-
-
-def apply_plain(page: dict, old: dict, new: dict) -> None:
-    """Change ``page`` (plain ``{"data": [...], "layout": {...}}`` that shows ``old``) in place to show ``new``.
-
-    ``page`` never shares a dict with ``old`` or ``new``: they stay as they are."""
-    if _same_traces(old, new):
-        for trace, old_json, new_json in zip(page["data"], old["data"], new["data"]):
-            for path, value in _changed_leaves(old_json, new_json):
-                _put(trace, path, value)
-    else:
-        page["data"][:] = _dicts_copied(list(new["data"]))
-    for path, value in _changed_leaves(old["layout"], new["layout"]):
-        _put(page["layout"], path, value)

@@ -162,10 +162,12 @@ def _set(group, control: Control, value) -> None:
 
 
 def _figure_json(group) -> dict:
-    """The group's figure as plain plotly JSON (what the page draws)."""
+    """The group's figure as plain plotly JSON (what the page draws): the builder's plain figure that a
+    ``LiveFigure`` shows, as in JupyterLab."""
     import plotly.io as pio
 
-    return json.loads(pio.to_json(group.figure, validate=False))
+    figure = group.figure
+    return json.loads(pio.to_json(figure.shown if hasattr(figure, "shown") else figure, validate=False))
 
 
 def shown_texts(group) -> dict:
@@ -356,7 +358,7 @@ def static_display(group) -> None:
     if getattr(group, "handout_controls", None) is None:
         import plotly.graph_objects as go
 
-        display(go.Figure(group.figure), HTML(LIVE_NOTE))
+        display(go.Figure(group.figure.to_dict() if hasattr(group.figure, "shown") else group.figure), HTML(LIVE_NOTE))
         return
     data = record(group)
     display({STATES_MIME: data, "text/plain": f"<{type(group).__name__}: {len(data['states'])} settings recorded>"},

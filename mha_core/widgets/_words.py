@@ -16,7 +16,9 @@ as the name, and a description read from the numbers it draws. Two kinds of figu
   carries its words, and in the page it names and describes the figure the same way from
   a polite live region (``aria-live="polite"``, no focus moved). ``update_in_place`` calls
   ``refresh``, so every control change rewrites the words from the figure's new data, and a
-  screen reader announces them when the learner pauses.
+  screen reader announces them when the learner pauses. The new words ride in the message that
+  carries the figure's change (``LiveFigure.show``); the figure's view hands them to the helper's
+  view in the page (a ``mha-figure-words`` event), so a change costs one message, not two.
 
 Why the words are visually hidden (the "sr-only" clip), not shown or folded in a
 ``<details>``: a control group and its figure must fit one 1280 x 720 screen in
@@ -77,7 +79,7 @@ def _static_mode() -> bool:
 
 
 def words_of(figure) -> dict:
-    """``{"name", "description"}`` of ``figure`` (a figure, a builder's spec or a ``FigureWidget``), as read aloud:
+    """``{"name", "description"}`` of ``figure`` (a figure, a builder's spec or a ``LiveFigure``), as read aloud:
     `code` marks become quotes (``describe.spoken``)."""
     from ._plain import PlainFigure, _plain
 
@@ -143,13 +145,16 @@ def install() -> bool:
 
 
 def figures_in(box) -> list:
-    """The ``FigureWidget`` objects inside ``box`` (an ipywidgets tree), in the order the page draws them."""
+    """The live figures (``LiveFigure``, or plotly's own ``FigureWidget``) inside ``box`` (an ipywidgets tree), in
+    the order the page draws them."""
     import plotly.graph_objects as go
+
+    from ._live_figure import LiveFigure
 
     found, stack = [], [box]
     while stack:
         widget = stack.pop(0)
-        if isinstance(widget, go.FigureWidget):
+        if isinstance(widget, (LiveFigure, go.FigureWidget)):
             found.append(widget)
         else:
             stack[0:0] = list(getattr(widget, "children", ()) or ())
@@ -167,18 +172,30 @@ def watch(box, helper) -> None:
             sinks.append((helper, index))
 
 
-def refresh(figure, shown: dict) -> None:
-    """After ``figure`` was redrawn to ``shown`` (its plain spec): new words to every helper that shows it.
+def refresh(figure, shown: dict) -> dict | None:
+    """After ``figure`` was redrawn to ``shown`` (its plain spec): its new words to every helper that shows it.
 
-    Nothing is computed for a figure that no page shows (a test, a benchmark). The helper sends
-    its words only when they differ from the last ones (traitlets compares the lists).
+    Nothing is computed for a figure that no page shows (a test, a benchmark): None. A ``LiveFigure``'s
+    words ride in the message that carries its change (``update_in_place`` asks for them first, ``spoken``):
+    the helpers hold them without a message of their own (``KeyboardHelper.heard``). Any other figure's helper
+    sends its words only when they differ from the last ones (traitlets compares the lists).
     """
     sinks = figure.__dict__.get("_mha_word_sinks")
     if not sinks:
-        return
+        return None
     words = words_of(shown)
     for helper, index in sinks:
         current = list(helper.words)
         if index < len(current) and current[index] != words:
             current[index] = words
-            helper.words = current
+            if hasattr(figure, "shown") and hasattr(helper, "heard"):
+                helper.heard(current)  # the page has them from the figure's own message
+            else:
+                helper.words = current
+    return words
+
+
+def spoken_with(figure, shown: dict) -> dict | None:
+    """The words ``figure`` will speak once it shows ``shown`` (None when no page shows it): what a ``LiveFigure``'s
+    change carries to the page, in the same message."""
+    return words_of(shown) if figure.__dict__.get("_mha_word_sinks") else None

@@ -180,12 +180,12 @@ def move_to_cell(page, index: int, *, max_presses: int = 200) -> list[str]:
 
 
 class DeadFigureView(AssertionError):
-    """The kernel sent the figure's update, but the FigureWidget's view in the page did not redraw."""
+    """The kernel sent the figure's update, but the live figure's view in the page did not redraw."""
 
 
 class FigureUpdates:
-    """When the kernel sent a figure an update (a comm_msg whose state holds the figure, ``_widget_data`` or
-    ``_widget_layout``: ``mha_core.widgets._live_figure``; or one of plotly's own ``_py2js_*`` deltas): so a
+    """When the kernel sent a figure an update (a custom comm_msg holding a figure's diff or the whole figure:
+    ``mha_core.widgets._live_figure``): so a
     figure that did not redraw tells "the key did nothing" apart from "the page's view of the figure is dead"."""
 
     def __init__(self):
@@ -202,9 +202,9 @@ class FigureUpdates:
             header, _, content = parse_kernel_frame(payload)
         except Exception:  # noqa: BLE001 (a frame that is not a kernel message: nothing to count)
             return
-        state = (content.get("data") or {}).get("state") or {} if header.get("msg_type") == "comm_msg" else {}
-        if any((key.startswith("_py2js_") or key in ("_widget_data", "_widget_layout")) and value is not None
-               for key, value in state.items()):
+        data = (content.get("data") or {}) if header.get("msg_type") == "comm_msg" else {}
+        custom = data.get("content") if data.get("method") == "custom" else None
+        if isinstance(custom, dict) and ("diff" in custom or "figure" in custom):
             self.times.append(time.monotonic())
 
     def since(self, moment: float) -> bool:
@@ -300,7 +300,7 @@ def move_control(page, cell: int, log: list, updates: FigureUpdates) -> dict:
             what = (f"{control['id']}: after {pressed} the figure did not change in {redraw_timeout(control):.0f} s "
                     f"(the control reads {state['focus']!r}; JupyterLab stayed put)")
             if updates.since(started):
-                raise DeadFigureView(f"{what}, although the kernel sent the figure its update: the FigureWidget's view "
+                raise DeadFigureView(f"{what}, although the kernel sent the figure its update: the live figure's view "
                                      "in the page no longer redraws")
             raise AssertionError(what)
         page.wait_for_timeout(100)

@@ -17,7 +17,7 @@ module.exports = [
   },
   // The shared scripts (classic: one name each, module.exports under node) and the handouts' scripts.
   {
-    files: ["mha_core/widgets/js/label.js", "mha_core/widgets/js/save.js", "mha_core/widgets/js/channel.js",
+    files: ["mha_core/widgets/js/label.js", "mha_core/widgets/js/save.js", "mha_core/widgets/js/channel.js", "mha_core/widgets/js/diff.js",
             "mha_core/widgets/js/plotly_shared.js", "mha_core/widgets/js/static_words.js", "tools/handout_assets/*.js"],
     languageOptions: {sourceType: "script", globals: {...globals.browser, module: "readonly"}},
   },

@@ -3,7 +3,7 @@ const test = require("node:test");
 const assert = require("node:assert/strict");
 const { handoutScripts } = require("./load.js");
 
-const { mhaStates } = handoutScripts(["states.js"]);
+const { mhaStates } = handoutScripts([{ widget: "diff.js" }, "states.js"]);
 
 test("a diff sets keys, updates nested objects and deletes keys", () => {
   const figure = { data: [{ y: [1] }], layout: { title: { text: "2 heads" }, height: 400, width: 820 } };

@@ -17,7 +17,7 @@ const GROUP_HTML = `<div class="jp-OutputArea">
       <button class="widget-toggle-button">1</button><button class="widget-toggle-button mod-active">2</button>
       <button class="widget-toggle-button" disabled>3</button><button class="widget-toggle-button">4</button></div></div>
     <div class="widget-slider"><label class="widget-label">Tokens</label><div role="slider"></div></div>
-    <div class="js-plotly-plot"><svg class="main-svg"></svg></div>
+    <div class="figure-view"><div class="mha-live-figure js-plotly-plot"><svg class="main-svg"></svg></div></div>
   </div>
   <div id="helper"></div>
 </div>`;
@@ -131,6 +131,14 @@ test("the helper writes its words into polite live regions and labels the group 
     channel.words = [{ name: "Head grid", description: "Head 2 looks forward." }];
     handlers["change:words"]();
     assert.equal(region.textContent, "Head grid. Head 2 looks forward.");
+    // Words that come with the figure's change (live_figure.js): from the figure's view, as an event.
+    const view = group.querySelector(".figure-view");
+    view.dispatchEvent(new document.defaultView.CustomEvent("mha-figure-words", { bubbles: true,
+      detail: { name: "Head grid", description: "Head 3 looks at itself." } }));
+    assert.equal(region.textContent, "Head grid. Head 3 looks at itself.");
+    channel.words = [{ name: "Head grid", description: "Head 4 looks back." }];  // set in Python later: newest
+    handlers["change:words"]();
+    assert.equal(region.textContent, "Head grid. Head 4 looks back.");
     cleanup();
     assert.equal(group.hasAttribute("data-mha-keys"), false);
     assert.deepEqual(Object.keys(handlers), []);

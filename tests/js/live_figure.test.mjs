@@ -1,48 +1,35 @@
-// live_figure.js: a LiveFigure's view draws what its channel holds, redraws on each change, and can be saved.
+// live_figure.js: a LiveFigure's view draws the figure its channel holds, applies each change the kernel sends
+// (one diff, diff.js), asks for the whole figure when it missed one, and can be saved.
 import test from "node:test";
 import assert from "node:assert/strict";
 import load from "./load.js";
 
-const view = await load.widgetModule(["plotly_shared.js", "channel.js", "save.js", "live_figure.js"]);
-
-test("a 1-D numeric array sent as a buffer becomes a typed array of its dtype", () => {
-  const values = new Float64Array([0.25, 0.75]);
-  const wire = { buffer: new DataView(values.buffer), dtype: "float64", shape: [2] };
-  const decoded = view.decode({ type: "bar", y: wire, x: ["a", "b"] });
-  assert.ok(decoded.y instanceof Float64Array);
-  assert.deepEqual([...decoded.y], [0.25, 0.75]);
-  assert.deepEqual(decoded.x, ["a", "b"]);
-});
-
-test("a buffer that is a view into a larger one keeps only its own bytes", () => {
-  const whole = new Int32Array([7, 8, 9, 10]);
-  const wire = { buffer: new DataView(whole.buffer, 4, 8), dtype: "int32", shape: [2] };
-  assert.deepEqual([...view.decode(wire)], [8, 9]);
-});
-
-test("a value left unset ('_undefined_') is dropped, everything else kept, nested", () => {
-  assert.deepEqual(view.decode([{ a: "_undefined_", b: { c: 1, d: "_undefined_" }, e: [null, "x"] }]),
-                   [{ b: { c: 1 }, e: [null, "x"] }]);
-  assert.equal(view.decode(3), 3);
-  assert.equal(view.decode(null), null);
-});
-
-test("an object with an unknown dtype is an ordinary object", () => {
-  assert.deepEqual(view.decode({ buffer: 1, dtype: "complex128" }), { buffer: 1, dtype: "complex128" });
-});
+const view = await load.widgetModule(["plotly_shared.js", "channel.js", "diff.js", "save.js", "live_figure.js"]);
 
 test("every live figure is drawn without plotly's logo, at the builder's size", () => {
   assert.deepEqual(view.CONFIG, { displaylogo: false, responsive: false });
 });
 
+test("a message applies the next diff, takes a whole figure, and says when one was missed", () => {
+  const first = { data: [{ type: "bar", y: [1] }], layout: {} };
+  const diff = { u: { data: { u: { 0: { s: { y: [2] } } } } } };
+  assert.deepEqual(view.receive(first, 0, { n: 1, diff }), [{ data: [{ type: "bar", y: [2] }], layout: {} }, 1, false]);
+  assert.deepEqual(view.receive(first, 0, { n: 3, diff }), [first, 0, true]);  // 1 and 2 missed: ask
+  assert.deepEqual(view.receive(first, 4, { n: 3, diff }), [first, 4, false]);  // already shown
+  const whole = { data: [], layout: { title: { text: "now" } } };
+  assert.deepEqual(view.receive(first, 1, { n: 5, figure: whole }), [whole, 5, false]);
+  assert.deepEqual(view.receive(first, 2, { other: 1 }), [first, 2, false]);
+});
+
 // A channel holding a figure, a model pointing to it, and plotly.js that records its calls.
 function fixture() {
-  const handlers = {};
+  const handlers = {}, sent = [];
   const channel = {
-    state: { _widget_data: [{ type: "bar", y: [1, 2] }], _widget_layout: { title: { text: "Heads" } } },
+    state: { figure: { data: [{ type: "bar", y: [1, 2] }], layout: { title: { text: "Heads" } } } },
     get(key) { return this.state[key]; },
     on: (name, fn) => { handlers[name] = fn; },
     off: (name) => { delete handlers[name]; },
+    send: (content) => { sent.push(content); },
   };
   const model = { get: () => "IPY_MODEL_fig", widget_manager: { get_model: async () => channel } };
   const calls = [];
@@ -52,23 +39,23 @@ function fixture() {
     downloadImage: (plot, options) => { calls.push(["download", options]); return Promise.resolve(); },
   };
   globalThis.__mhaPlotly = { promise: Promise.resolve(Plotly), settle: {}, loading: true };
-  return { channel, model, calls, handlers };
+  return { channel, model, calls, handlers, sent };
 }
 
-test("the view draws the channel's figure, redraws on a change, saves it, and lets go when closed", async () => {
+test("the view draws the channel's figure, redraws on a diff, saves it, and lets go when closed", async () => {
   const dom = load.page('<div id="el"></div>');
   const restore = load.useGlobals(dom);
   try {
-    const { channel, model, calls, handlers } = fixture();
+    const { model, calls, handlers, sent } = fixture();
     const el = dom.document.getElementById("el");
     const cleanup = await view.default.render({ model, el });
     await load.settle();
     assert.deepEqual(calls[0], ["react", [{ type: "bar", y: [1, 2] }], { title: { text: "Heads" } }, view.CONFIG]);
+    assert.deepEqual(sent, [{ want: 0 }]);  // any change made before it listened
     assert.deepEqual([...el.children].map((c) => c.className), ["mha-live-figure", "mha-save"]);
-    channel.state = { _widget_data: [{ type: "bar", y: [3] }], _widget_layout: {} };
-    handlers.change();
+    handlers["msg:custom"]({ n: 1, diff: { s: { data: [{ type: "bar", y: [3] }] }, u: { layout: { d: ["title"] } } } });
     await load.settle();
-    assert.deepEqual(calls[1].slice(0, 2), ["react", [{ type: "bar", y: [3] }]]);
+    assert.deepEqual(calls[1].slice(0, 3), ["react", [{ type: "bar", y: [3] }], {}]);
     el.querySelector("[data-format='svg']").click();
     await load.settle();
     assert.equal(calls[2][0], "download");
@@ -87,15 +74,68 @@ test("changes that come while a draw waits are merged into one draw of the newes
   const dom = load.page('<div id="el"></div>');
   const restore = load.useGlobals(dom);
   try {
-    const { channel, model, calls, handlers } = fixture();
+    const { model, calls, handlers } = fixture();
     await view.default.render({ model, el: dom.document.getElementById("el") });
     await load.settle();
-    channel.state = { _widget_data: [{ y: [5] }], _widget_layout: {} };
-    handlers.change();
-    handlers.change();
-    handlers.change();
+    for (const n of [1, 2, 3]) handlers["msg:custom"]({ n, diff: { u: { data: { u: { 0: { s: { y: [n] } } } } } } });
     await load.settle();
-    assert.deepEqual(calls.filter((c) => c[0] === "react").map((c) => c[1]), [[{ type: "bar", y: [1, 2] }], [{ y: [5] }]]);
+    assert.deepEqual(calls.filter((c) => c[0] === "react").map((c) => c[1]),
+                     [[{ type: "bar", y: [1, 2] }], [{ type: "bar", y: [3] }]]);
+  } finally {
+    restore();
+    delete globalThis.__mhaPlotly;
+  }
+});
+
+test("a view that missed a change asks for the whole figure and draws it", async () => {
+  const dom = load.page('<div id="el"></div>');
+  const restore = load.useGlobals(dom);
+  try {
+    const { model, calls, handlers, sent } = fixture();
+    await view.default.render({ model, el: dom.document.getElementById("el") });
+    await load.settle();
+    handlers["msg:custom"]({ n: 2, diff: { s: { layout: {} } } });  // change 1 never came
+    assert.deepEqual(sent, [{ want: 0 }, { want: 0 }]);
+    handlers["msg:custom"]({ n: 2, figure: { data: [{ type: "bar", y: [9] }], layout: {} } });
+    handlers["msg:custom"]({ n: 3, diff: { u: { layout: { s: { height: 300 } } } } });
+    await load.settle();
+    assert.deepEqual(calls.at(-1).slice(0, 3), ["react", [{ type: "bar", y: [9] }], { height: 300 }]);
+  } finally {
+    restore();
+    delete globalThis.__mhaPlotly;
+  }
+});
+
+test("what plotly.js writes into the figure it draws never reaches the figure the view keeps", async () => {
+  const dom = load.page('<div id="el"></div>');
+  const restore = load.useGlobals(dom);
+  try {
+    const { model, calls, handlers } = fixture();
+    await view.default.render({ model, el: dom.document.getElementById("el") });
+    await load.settle();
+    calls[0][2].xaxis = { range: [0, 1], autorange: false };  // as plotly.js fills in an autorange
+    handlers["msg:custom"]({ n: 1, diff: { u: { layout: { s: { height: 300 } } } } });
+    await load.settle();
+    assert.deepEqual(calls[1][2], { title: { text: "Heads" }, height: 300 });
+  } finally {
+    restore();
+    delete globalThis.__mhaPlotly;
+  }
+});
+
+test("the words that come with a change go to the group's helper as an event from the figure", async () => {
+  const dom = load.page('<div id="el"></div>');
+  const restore = load.useGlobals(dom);
+  try {
+    const { model, handlers } = fixture();
+    const el = dom.document.getElementById("el"), heard = [];
+    dom.document.body.addEventListener(view.WORDS_EVENT, (event) => heard.push([event.target, event.detail]));
+    await view.default.render({ model, el });
+    await load.settle();
+    const words = { name: "Heads", description: "Two heads." };
+    handlers["msg:custom"]({ n: 1, diff: { u: { layout: { s: { height: 300 } } } }, words });
+    handlers["msg:custom"]({ n: 1, diff: { u: { layout: { s: { height: 300 } } } }, words });  // already shown: no event
+    assert.deepEqual(heard, [[el, words]]);
   } finally {
     restore();
     delete globalThis.__mhaPlotly;

@@ -18,15 +18,8 @@
 
   function clone(x) { return JSON.parse(JSON.stringify(x)); }
 
-  // The inverse of handouts.figure_diff: s sets keys, u updates nested objects, d deletes keys.
-  function applyDiff(node, diff) {
-    var key;
-    if (!diff) return node;
-    for (key in (diff.s || {})) node[key] = clone(diff.s[key]);
-    for (key in (diff.u || {})) applyDiff(node[key], diff.u[key]);
-    (diff.d || []).forEach(function (k) { delete node[k]; });
-    return node;
-  }
+  // The course's one figure diff (diff.js, the inverse of mha_core/widgets/_plain.py figure_diff).
+  function applyDiff(node, diff) { return window.mhaDiff.applyDiff(node, diff); }
 
   function whenDrawn(plot) {
     return new Promise(function (resolve) {
@@ -51,7 +44,7 @@
     function figureOf(index) {
       if (!built[index]) {
         var state = states[index];
-        built[index] = applyDiff(clone(figureOf(state.r || 0)), state.f);
+        built[index] = applyDiff(figureOf(state.r || 0), state.f);
       }
       return clone(built[index]);
     }
@@ -156,7 +149,7 @@
     });
   }
 
-  // For the unit tests (tests/js/handout_states.test.js): the inverse of the build's figure diff.
+  // For the unit tests (tests/js/handout_states.test.js): the figure diff as this page applies it.
   window.mhaStates = {applyDiff: applyDiff};
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -86,7 +86,10 @@ export default {
     el.classList.add(HELPER);
     // The words come on the helper's channel (mha_core.widgets._channel); without it the keys still work.
     const channel = await channel_of(model).catch((error) => { console.warn("mha-keys: no words:", error); return null; });
-    const current = () => (channel ? channel.get("words") : null) || [];
+    // Words that came with a figure's change (live_figure.js sends a "mha-figure-words" event) win over the
+    // channel's, which are those the group was shown with.
+    const fresh = [];
+    const current = () => ((channel ? channel.get("words") : null) || []).map((w, i) => fresh[i] || w);
     // The live regions sit in a visually hidden box of their own: ipywidgets' layout view owns the
     // element's own style (it removes width, height, margin and overflow that it did not set).
     const hidden = document.createElement("div");
@@ -116,7 +119,16 @@ export default {
       if (root) label(root, words, ids);
     };
     say();
-    if (channel) channel.on("change:words", say);
+    const fromChannel = () => { fresh.length = 0; say(); };  // set in Python: the channel's words are the newest
+    if (channel) channel.on("change:words", fromChannel);
+    // A figure's new words, from its view (the figure's place among the group's figures is its index).
+    const onWords = (event) => {
+      const figures = [...root.querySelectorAll(".mha-live-figure")];
+      const index = figures.findIndex((plot) => event.target.contains(plot));
+      if (index < 0 || !event.detail) return;
+      fresh[index] = event.detail;
+      say();
+    };
     // The box is the output before this one; it appears once all its views exist (a figure takes seconds).
     const attach = () => {
       // The marked box shown last before this helper in the same output area (a cell's outputs).
@@ -133,17 +145,19 @@ export default {
       label(root, current(), ids);
       root.setAttribute("data-mha-keys", "on");  // for tests and for a person reading the page
       root.addEventListener("keydown", onKeydown);
+      root.addEventListener("mha-figure-words", onWords);
       // A plot is drawn seconds after its box: label it when it appears.
       observer = new MutationObserver(() => { arrange(root); label(root, current(), ids); });
       observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class", "disabled"] });
     };
     attach();
     return () => {
-      if (channel) channel.off("change:words", say);
+      if (channel) channel.off("change:words", fromChannel);
       clearTimeout(timer);
       if (observer) observer.disconnect();
       if (root) {
         root.removeEventListener("keydown", onKeydown);
+        root.removeEventListener("mha-figure-words", onWords);
         root.removeAttribute("data-mha-keys");
       }
     };

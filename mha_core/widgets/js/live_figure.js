@@ -1,33 +1,35 @@
-/* A LiveFigure's view (mha_core/widgets/_live_figure.py): the figure its channel holds, drawn with the
-   page's one plotly.js (shared().promise, from plotly_library.js) by Plotly.react, redrawn on every
-   change of the channel; under it, the buttons that save it as PNG or SVG (save.js).
+/* A LiveFigure's view (mha_core/widgets/_live_figure.py): the builder's plain figure, drawn with the page's
+   one plotly.js (shared().promise, from plotly_library.js) by Plotly.react; under it, the buttons that
+   save it as PNG or SVG (save.js).
+
+   The figure lives on the LiveFigure's channel (channel.js says why): its state "figure" is the whole
+   figure it was made with, and each change after that comes as one custom message {n, diff}, applied with
+   mhaDiff.applyDiff (diff.js, the inverse of _plain.figure_diff). n counts the changes: a view that
+   missed one (drawn late, or a message that came before it listened) asks the kernel with {want: n}
+   and gets the whole figure back, {n, figure}. So a late view or an early message loses nothing.
+   A message may also carry the figure's new words (for a screen reader): the view hands them to the
+   group's keyboard helper (keys.js) as a "mha-figure-words" event, so a change is one message.
 
    An ES module for anywidget. mha_core/widgets/_js.py puts plotly_shared.js (shared), channel.js
-   (channel_of) and save.js (mhaSave) in front of it. The named exports are for the unit tests.
+   (channel_of), diff.js (mhaDiff) and save.js (mhaSave) in front of it. The named exports are for the
+   unit tests.
 */
-/* global shared, channel_of, mhaSave */
-
-// plotly's serializer: a 1-D numeric array is {buffer, dtype, shape}; "_undefined_" is a value left unset.
-const ARRAYS = {int8: Int8Array, int16: Int16Array, int32: Int32Array, uint8: Uint8Array, uint16: Uint16Array,
-                uint32: Uint32Array, float32: Float32Array, float64: Float64Array};
-
-export function decode(value) {
-  if (Array.isArray(value)) return value.map(decode);
-  if (value && typeof value === "object") {
-    if (value.buffer && value.dtype && ARRAYS[value.dtype]) {
-      const view = value.buffer, Type = ARRAYS[value.dtype];
-      return new Type(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength));
-    }
-    const out = {};
-    for (const [key, item] of Object.entries(value)) if (item !== "_undefined_") out[key] = decode(item);
-    return out;
-  }
-  return value;
-}
+/* global shared, channel_of, mhaDiff, mhaSave */
 
 // The plotly configuration of every live figure: no logo, drawn at the builder's size. The mode bar is
 // hidden by the group's styles (mha_core/widgets/_base.py); saving is save.js's buttons.
 export const CONFIG = {displaylogo: false, responsive: false};
+
+// The event that hands a change's words to the group's keyboard helper (keys.js), from the figure's element.
+export const WORDS_EVENT = "mha-figure-words";
+
+// The figure a view shows after one message from the kernel: [figure, n, ask], ask true when one was missed.
+export function receive(figure, n, message) {
+  if (message && message.figure && message.n >= n) return [message.figure, message.n, false];
+  if (message && message.diff && message.n === n + 1) return [mhaDiff.applyDiff(figure, message.diff), message.n, false];
+  if (message && message.diff && message.n > n + 1) return [figure, n, true];
+  return [figure, n, false];  // one already shown, or not for the figure
+}
 
 export default {
   async render({ model, el }) {
@@ -36,32 +38,51 @@ export default {
     plot.className = "mha-live-figure";
     el.appendChild(plot);
     const fail = (error) => { plot.textContent = "This figure could not be drawn: " + error; };
-    let figure;
+    let channel;
     try {
-      figure = await channel_of(model);
+      channel = await channel_of(model);
     } catch (error) {
       fail(error);
       return;
     }
+    let figure = channel.get("figure") || {data: [], layout: {}}, n = 0;
     // One draw waits at a time; it reads the figure when it starts, so it shows the newest one.
+    // plotly.js writes into what it is given (autoranges): it gets a copy.
     const draw = () => {
       if (waiting) return;
       waiting = true;
       drawing = drawing.then(() => shared().promise).then((Plotly) => {
         waiting = false;
         if (!alive) return;
-        return Plotly.react(plot, decode(figure.get("_widget_data")), decode(figure.get("_widget_layout")), CONFIG);
+        const shown = mhaDiff.clone(figure);
+        return Plotly.react(plot, shown.data || [], shown.layout || {}, CONFIG);
       }).catch((error) => {
         waiting = false;
         fail(error);
       });
     };
+    const ask = () => channel.send({want: n});
+    const heard = (message) => {
+      const [next, count, missed] = receive(figure, n, message);
+      if (missed) ask();
+      else if (next !== figure) {
+        figure = next;
+        n = count;
+        draw();
+        // The figure's new words came in the same message: to the group's keyboard helper (keys.js).
+        if (message.words) {
+          const Event = el.ownerDocument.defaultView.CustomEvent;
+          el.dispatchEvent(new Event(WORDS_EVENT, {bubbles: true, detail: message.words}));
+        }
+      }
+    };
     draw();
+    ask();  // changes made before this view listened (none, most often: then the kernel says nothing)
     mhaSave.addButtons(el, plot, () => shared().promise);
-    figure.on("change", draw);
+    channel.on("msg:custom", heard);
     return () => {
       alive = false;
-      figure.off("change", draw);
+      channel.off("msg:custom", heard);
       shared().promise.then((Plotly) => Plotly.purge(plot)).catch(() => {});
     };
   },

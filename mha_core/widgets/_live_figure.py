@@ -5,7 +5,7 @@ Why not plotly's own ``go.FigureWidget``. Its front-end module is plotly's 5 MB 
 evaluated once per figure. anywidget (0.9 to 0.11) gives a model two seconds to load its module; past
 that every later message to the model is dropped, for good: the figure is drawn once and never redraws.
 On a busy machine evaluating 5 MB takes longer than that (measured in Chromium with its CPU slowed twelve
-times: "[anywidget] Failed to initialize model." and a notebook 09 calculator whose figure ignored every
+times: "[anywidget] Failed to initialize model." and a notebook 10 (serving cost) calculator whose figure ignored every
 move). And each of its changes runs plotly's validators, most of a change's CPU time
 (``benchmarks/loadtest/profile_control.py``).
 

@@ -124,6 +124,9 @@ def test_what_the_prose_says_about_switching_heads_off(search, removal):
     assert f"{removal.random_mean:.2f}" == "2.17"
     assert tuple(f"{x:.2f}" for x in removal.random_range) == ("1.63", "3.17")
     assert removal.top_loss > 1.5 * removal.random_range[1]  # "even the worst draw stays far below"
+    # "almost half of what reading the words once gained is lost"
+    lost = (removal.top_loss - search.second_repeat_loss) / (search.first_repeat_loss - search.second_repeat_loss)
+    assert 0.4 < lost < 0.5
     assert (f"{removal.top_first_loss:.2f}", f"{search.first_repeat_loss:.2f}") == ("11.22", "11.18")
 
 

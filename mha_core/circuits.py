@@ -74,8 +74,13 @@ def _weights(weights, name: str = "weights") -> np.ndarray:
     return w
 
 
-def previous_token_score(weights) -> np.ndarray:
-    """Each head's mean weight from query t on key t - 1, over the queries t = 1 .. T-1 and the batch.
+def previous_token_score(weights, *, from_query: int = 1) -> np.ndarray:
+    """Each head's mean weight from query t on key t - 1, over the queries t = from_query .. T-1 and the batch.
+
+    Positions count from 0. The first query has no token before it, so the default starts
+    at the second. A decoder's second query sees only itself and the first token, so
+    notebook 07 starts at the third (``from_query=2``, through
+    ``pretrained.decoder_analysis.previous_token_share``): one definition, two starting points.
 
     Shapes:
         weights: (B, H, T, T), rows sum to 1
@@ -83,10 +88,12 @@ def previous_token_score(weights) -> np.ndarray:
     """
     w = _weights(weights)
     T = w.shape[-1]
-    if T < 2:
-        raise ValueError(f"weights has T={T} tokens; a previous-token score needs at least 2")
-    query = np.arange(1, T)
-    stripe = w[:, :, query, query - 1]  # (B, H, T-1): each query's weight on the token before it
+    from_query = _validate.whole_number(from_query, "from_query", 1)
+    if T < from_query + 1:
+        raise ValueError(f"weights has T={T} tokens; a previous-token score from query {from_query} (counted from 0) "
+                         f"needs at least {from_query + 1}")
+    query = np.arange(from_query, T)
+    stripe = w[:, :, query, query - 1]  # (B, H, T - from_query): each query's weight on the token before it
     return stripe.mean(axis=(0, 2))  # (H,)
 
 

@@ -203,3 +203,16 @@ def test_the_random_baseline_is_about_one_over_root_d_and_depends_on_the_seed_on
 def test_bad_circuit_arguments_raise_clear_errors(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+def test_the_previous_token_score_can_start_at_a_later_query():
+    T = 5
+    w = np.zeros((1, 1, T, T))
+    w[0, 0, 0, 0] = w[0, 0, 1, 0] = 1.0  # the second query looks one back ...
+    w[0, 0, np.arange(2, T), 0] = 1.0  # ... the later ones at the first token
+    assert circuits.previous_token_score(w)[0] == pytest.approx(1 / (T - 1))
+    assert circuits.previous_token_score(w, from_query=2)[0] == 0.0
+    with pytest.raises(ValueError, match="from_query=0"):
+        circuits.previous_token_score(w, from_query=0)
+    with pytest.raises(ValueError, match="needs at least 6"):
+        circuits.previous_token_score(w, from_query=5)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate
+from .. import _validate, circuits
 
 
 def _attentions(attentions) -> np.ndarray:
@@ -28,16 +28,19 @@ def _attentions(attentions) -> np.ndarray:
 def previous_token_share(attentions) -> np.ndarray:
     """Each head's mean weight on the token just before the query, over queries 3 to T.
 
+    ``circuits.previous_token_score`` (the one definition) from the third query on, every
+    layer's heads read at once as one axis of heads.
+
     Shapes:
         attentions: (L, H, T, T), T >= 3
         returns: (L, H)
     """
     a = _attentions(attentions)
-    T = a.shape[-1]
+    L, H, T, _ = a.shape
     if T < 3:
         raise ValueError(f"attentions cover T={T} tokens; the previous-token share needs at least 3")
-    queries = np.arange(2, T)  # positions 3 .. T, counted from 1
-    return a[:, :, queries, queries - 1].mean(axis=-1)  # (L, H)
+    heads = a.reshape(1, L * H, T, T)  # (B=1, L*H, T, T): every head of every layer on one axis
+    return circuits.previous_token_score(heads, from_query=2).reshape(L, H)  # (L, H)
 
 
 def first_token_share(attentions) -> np.ndarray:

@@ -530,7 +530,7 @@ def test_the_review_shows_the_course_sections_where_progress_would_be(built):
 
     assert STATIC_PROGRESS_NOTE in html_unescape(text)
     table = re.search(r"The course.s quick checks</caption>.*?</table>", text, re.S)
-    assert table and table.group(0).count("<tr>") == 1 + 10 + 1, "a header, sets 01-10 and the course"
+    assert table and table.group(0).count("<tr>") == 1 + 11 + 1, "a header, sets 01-11 and the course"
     assert handouts.LIVE_NOTE not in text
 
 

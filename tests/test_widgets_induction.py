@@ -132,3 +132,24 @@ def test_under_the_projector_theme_no_text_is_below_20_px():
         sizes = [spec["layout"]["font"]["size"], spec["layout"]["title"]["font"]["size"]]
         sizes += [a["font"]["size"] for a in spec["layout"].get("annotations", []) if "font" in a]
         assert min(sizes) >= 20, sizes
+
+
+def test_an_interrupt_stops_training_and_keeps_what_was_trained(monkeypatch):
+    """Kernel > Interrupt during a run: the group keeps the model so far, draws it and says where it stopped."""
+    import mha_core.widgets.induction as module
+
+    group = LiveInduction(seed=3, max_steps=200)
+    original = module.history_figure
+
+    def figure_then_interrupt(history, **kwargs):
+        figure = original(history, **kwargs)
+        if isinstance(history, list) and history[-1].step == module.REDRAW_EVERY:
+            raise KeyboardInterrupt  # as SIGINT arrives while the callback redraws
+        return figure
+
+    monkeypatch.setattr(module, "history_figure", figure_then_interrupt)
+    group.train()
+    assert group.result.interrupted and group.result.steps == module.REDRAW_EVERY
+    assert f"stopped at step {module.REDRAW_EVERY} of 200 (interrupted)" in group.status.value
+    assert not induction.is_cached(group.config())
+    assert len(group.figure.data[0].y) == module.REDRAW_EVERY // 10  # the loss of every report so far

@@ -374,12 +374,21 @@ PAGE_GROUPS = {
     "05_head_sizing": [_registry("sizing.head_sizing")],
     "07_heads_in_a_real_model": [_registry("pretrained.layer_head_explorer")],
     "08_when_heads_fail": [_registry("toy.head_switches"), _pruning_explorer],
+    "09_heads_across_layers": [lambda: _live_induction(), _registry("induction.head_off")],
     "10_serving_cost": [_registry("serving.kv_cache_calculator")],
     "06_heads_learn_their_views": [lambda: _live_training()],
 }
 
 #: Pages whose control groups the build does not record yet (strict: the mark must go once they are).
 STATES_KNOWN: dict[str, str] = {}
+
+
+def _live_induction():
+    from mha_core.widgets.induction import LiveInduction
+
+    group = LiveInduction(seed=0)  # as live_induction(seed=0, repeat="varying") in notebook 09
+    group.train()
+    return group
 
 
 def _live_training():

@@ -99,7 +99,7 @@ class LiveInduction(ControlGroup):
         self.theme = projector.theme()  # read once: every redraw keeps the sizes the group was built with
         style = {"description_width": "initial"}
         self.repeat = widgets.ToggleButtons(options=list(REPEATS), value=repeat, description="repeat length",
-                                            style=style)
+                                            style={**style, "button_width": "100px"})
         self.seed = widgets.Text(value=str(seed), description="seed", continuous_update=False, style=style,
                                  layout=widgets.Layout(width="150px"))
         self.max_steps = widgets.IntText(value=max_steps, description=f"step budget (1 to {MAX_BUDGET:,})",
@@ -172,7 +172,7 @@ class LiveInduction(ControlGroup):
 
     @property
     def box(self) -> widgets.VBox:
-        controls = widgets.HBox([self.repeat, self.seed, self.max_steps])
+        controls = widgets.VBox([self.repeat, widgets.HBox([self.seed, self.max_steps])])  # one row ran past 848 px
         return widgets.VBox([controls, self.message, widgets.HBox([self.progress, self.status]), self.figure])
 
 
@@ -207,10 +207,9 @@ class HeadOff(ControlGroup):
         L, H = self.effects["zero"].induction.shape
         self.chance = circuits.chance_scores(scored_length(), EVAL_REPEAT).induction
         names = ["none"] + [head_name(layer, head) for layer in range(L) for head in range(H)]
-        self.head = widgets.ToggleButtons(options=names, value=names[1], description="head off",
-                                          style={"description_width": "initial"})
-        self.ablation = widgets.ToggleButtons(options=["zero", "mean"], value="zero", description="ablation",
-                                              style={"description_width": "initial"})
+        style = {"description_width": "initial", "button_width": "90px"}  # five buttons in one row of 848 px
+        self.head = widgets.ToggleButtons(options=names, value=names[1], description="head off", style=style)
+        self.ablation = widgets.ToggleButtons(options=["zero", "mean"], value="zero", description="ablation", style=style)
         self.head.add_class("mha-induction-head-off")
         self.ablation.add_class("mha-induction-ablation")
         self.message = message_box()

@@ -84,7 +84,9 @@ def training_figure(loss_steps, losses, score_steps, previous_token, induction, 
     axis = dict(range=[0, top], tickvals=ticks, gridcolor="#eee")
     layout = base_layout(
         theme=theme, title=title or "Loss on each half, and every head's scores, as the model trains",
-        height=470, width=INDUCTION_WIDTH, margin=dict(l=70, r=20, t=100, b=130),
+        # In Presentation Mode the group (controls, status and figure) must fit the 607 px shown.
+        height=370 if theme.projector else 470, width=INDUCTION_WIDTH,
+        margin=dict(l=70, r=20, t=90, b=120) if theme.projector else dict(l=70, r=20, t=100, b=130),
         xaxis=dict(domain=[0, 0.42], title=dict(text="step"), anchor="y", **axis),
         yaxis=dict(domain=[0, 1], range=[0, highest * 1.05], title=dict(text="loss"), anchor="x", gridcolor="#eee"),
         xaxis2=dict(domain=[0.55, 1], anchor="y2", showticklabels=False, **axis),
@@ -230,7 +232,7 @@ def ablation_figure(induction_on: float, loss_on: float, induction_off: float, l
              y=[chance_induction] * 2, xaxis="x", yaxis="y", line=dict(color="black", width=2, dash="dot")),
     ]
     layout = base_layout(
-        theme=theme, title=title or f"Induction and the second repeat's loss, {label}", height=440,
+        theme=theme, title=title or f"Induction and the second repeat's loss, {label}", height=400 if theme.projector else 440,
         width=INDUCTION_WIDTH, margin=dict(l=70, r=20, t=90, b=130),
         xaxis=dict(domain=[0, 0.45], type="category", anchor="y"),
         yaxis=dict(range=[0, 1.1], title=dict(text="induction score"), anchor="x"),

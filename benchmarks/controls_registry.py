@@ -106,6 +106,26 @@ def _toy_head_switches():
     return head_switches(trained(TrainConfig(n_heads=6, seed=0)))
 
 
+def _induction_live():
+    """Notebook 09's training controls with seed 0 and 1 (varying) trained beforehand: the events time the cached
+    path and the messages (a retrain takes seconds; bench_induction times it)."""
+    from mha_core.models.induction import InductionConfig, trained_induction
+    from mha_core.widgets.induction import LiveInduction
+
+    for seed in (0, 1):
+        trained_induction(InductionConfig(seed=seed))
+    group = LiveInduction(seed=0)
+    group.train()
+    return group
+
+
+def _induction_head_off():
+    from mha_core.models.induction import InductionConfig, trained_induction
+    from mha_core.widgets.induction import head_off
+
+    return head_off(trained_induction(InductionConfig(seed=0)))
+
+
 def _minilm_explorer():
     from mha_core.pretrained import load_minilm
     from mha_core.widgets.pretrained import layer_head_explorer
@@ -146,6 +166,14 @@ GROUPS: dict[str, Group] = {
         "mha_core.widgets.toy", _live_training,
         {"seed": ["1", "0", "1.5", "1", "0"], "n_heads": [5, 3], "max_steps": [0, -1, 300]}, notebook="06",
         notes="cached settings and bad settings only; a retrain is timed in the training section",
+    ),
+    # Seeds 0 and 1 are cached; "x" and 0 steps are the bad settings (their message path).
+    "induction.live_induction": Group(
+        "mha_core.widgets.induction", _induction_live, {"seed": ["1", "0", "x", "0"], "max_steps": [0, 600]},
+        notebook="09", notes="cached settings and bad settings only; a retrain is timed in bench_induction",
+    ),
+    "induction.head_off": Group(
+        "mha_core.widgets.induction", _induction_head_off, {"head": None, "ablation": None}, notebook="09"
     ),
     "toy.head_switches": Group(
         "mha_core.widgets.toy", _toy_head_switches, {f"switches[{h}]": [False, True] for h in range(6)}, notebook="08"

@@ -14,7 +14,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: Seconds a notebook may take in a fresh kernel on two cores (20 s; 30 s for the ones that train).
-BUDGET_S = {"06_heads_learn_their_views.ipynb": 30, "08_when_heads_fail.ipynb": 30}
+BUDGET_S = {"06_heads_learn_their_views.ipynb": 30, "08_when_heads_fail.ipynb": 30, "09_heads_across_layers.ipynb": 30}
 DEFAULT_BUDGET_S = 20
 #: Hard limit per notebook before nbclient gives up (a hang must not stall CI).
 TIMEOUT_S = 120

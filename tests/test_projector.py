@@ -208,7 +208,7 @@ def _builder_calls():
     """One call per figure builder in mha_core.figures, on small inputs: name -> f(theme) -> figure or spec."""
     from mha_core import costs, tables
     from mha_core.analysis import scaling_experiment, scaling_gradients
-    from mha_core.figures import heads, pretrained, projection, qkv, serving, single_head, sizing, toy, welcome
+    from mha_core.figures import heads, induction, pretrained, projection, qkv, serving, single_head, sizing, toy, welcome
 
     rng = np.random.default_rng(0)
     tokens = ["the", "cache", "key", "changed", "after", "deploy"]
@@ -286,6 +286,17 @@ def _builder_calls():
         "serving.head_sweep_figure": lambda t: serving.head_sweep_figure(Sweep(), theme=t),
         "serving.calculator_figure": lambda t: serving.calculator_figure(calc, 8, theme=t),
         "serving.calculator_spec": lambda t: serving.calculator_spec(calc, 32, theme=t),
+        "induction.training_figure": lambda t: induction.training_figure(
+            [10, 20], rng.random((2, 2)) * 4, [0, 10, 20], rng.random((3, 2, 2)), rng.random((3, 2, 2)),
+            chance_previous=0.12, chance_induction=0.05, threshold=0.4, max_steps=600, theme=t),
+        "induction.head_scores_figure": lambda t: induction.head_scores_figure(
+            rng.random((2, 2)), rng.random((2, 2)), chance_previous=0.12, chance_induction=0.05, threshold=0.4, theme=t),
+        "induction.induction_pattern_figure": lambda t: induction.induction_pattern_figure(
+            np.tril(np.full((25, 25), 1 / 25)), np.arange(25), 12, head="L2 H2", theme=t),
+        "induction.composition_figure": lambda t: induction.composition_figure(
+            {"varying": rng.random((2, 2)) / 4, "fixed": rng.random((2, 2)) / 4}, 0.176, 0.011, theme=t),
+        "induction.ablation_figure": lambda t: induction.ablation_figure(0.81, 0.63, 0.13, 3.73, label="L1 H1 off (zero)",
+                                                                         chance_induction=0.05, theme=t),
         "toy.example_targets_figure": lambda t: toy.example_targets_figure([5, 1, 2, 7], rng.random((3, 4, 4)) > 0.5,
                                                                            rel, theme=t),
         "toy.role_history_figure": lambda t: toy.role_history_figure([0, 10], rng.random((2, 3, 3)), rel, max_steps=100,

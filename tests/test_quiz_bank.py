@@ -22,7 +22,7 @@ from mha_core.quiz.bank import COURSE_SET_IDS, SET_IDS, BankError, load_bank, no
 from mha_core.quiz.grading import answer_letters, grade_choice, grade_numeric, option_order, shuffled_order
 from mha_core.quiz.numbers import parse_number
 
-NOTEBOOK_SETS = [f"{n:02d}" for n in range(1, 11) if n != 9]  # 09 arrives with its notebook
+NOTEBOOK_SETS = [f"{n:02d}" for n in range(1, 11)]
 
 
 @pytest.fixture(scope="module")

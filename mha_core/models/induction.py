@@ -231,6 +231,11 @@ def train_induction(config: InductionConfig | None = None, callback: Callable[[I
 _CACHE: dict[InductionConfig, TrainedInduction] = {}
 
 
+def is_cached(config: InductionConfig) -> bool:
+    """Whether ``trained_induction`` holds this config already (a control then shows it at once)."""
+    return config in _CACHE
+
+
 def trained_induction(config: InductionConfig | None = None, callback=None, *, interruptible: bool = False,
                       **overrides) -> TrainedInduction:
     """``train_induction`` with an in-process cache (an interrupted run is not cached)."""

@@ -50,7 +50,7 @@ from .._data import data_candidates
 from .numbers import format_number
 
 #: The sets, in course order. "00" is practice; "11" is the review.
-SET_IDS: tuple[str, ...] = tuple(f"{n:02d}" for n in range(12) if n != 9)  # 09 arrives with its notebook
+SET_IDS: tuple[str, ...] = tuple(f"{n:02d}" for n in range(12))
 #: The sets that count towards the course score (the notebooks and the review).
 COURSE_SET_IDS: tuple[str, ...] = SET_IDS[1:]
 #: The review: the one set that repeats ("include"s) questions of the other sets.
@@ -196,7 +196,7 @@ def _short_repr(value: Any, limit: int = 40) -> str:
 
 
 #: The notebooks a review can stop after: a class may stop after 05 (the core) or go on to 10.
-THROUGH_CHOICES: tuple[str, ...] = tuple(f"{n:02d}" for n in range(1, 11) if n != 9)  # 09 arrives with its notebook
+THROUGH_CHOICES: tuple[str, ...] = tuple(f"{n:02d}" for n in range(1, 11))
 
 
 def review_through(through: Any) -> str:

@@ -217,11 +217,12 @@ class FigureUpdates:
 TEXT_TO_TYPE = {
     "mha-minilm-text": "we rotated the api key, again?",  # 07: a sentence of your own
     "mha-toy-seed": "2",  # 06: a seed the checks before the walk never choose, so the figure must change (a few s of training)
+    "mha-induction-seed": "2",  # 09: likewise (600 steps of the two-layer model)
 }
 #: A key for a drop-down other than ArrowDown, by CSS class: a letter jumps to the first option that starts with it.
 SELECT_KEYS = {"mha-serving-model": "m"}  # 10: Mistral-7B v0.1, the one preset with a sliding window
 #: Seconds a control may take to redraw its figure: retraining the toy model (06) takes the longest.
-REDRAW_TIMEOUT_S = {"mha-toy-": 120}
+REDRAW_TIMEOUT_S = {"mha-toy-": 120, "mha-induction-": 120}
 DEFAULT_REDRAW_TIMEOUT_S = 30
 
 
@@ -245,7 +246,7 @@ def keys_for(control: dict) -> list[str]:
         return ["ArrowUp", "Enter"]
     if kind == "text":
         typed = [TEXT_TO_TYPE[c] for c in classes if c in TEXT_TO_TYPE]
-        if typed and typed[0] == control["value"] and "mha-toy-seed" in classes:
+        if typed and typed[0] == control["value"] and ("mha-toy-seed" in classes or "mha-induction-seed" in classes):
             typed = ["1"]  # the seed shown already would redraw nothing
         assert typed, (f"text box {control['id']}: no entry in TEXT_TO_TYPE for its CSS classes {classes}; "
                        "add what a learner would type")

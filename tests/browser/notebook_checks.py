@@ -633,6 +633,28 @@ def minilm_pruning_slider(page, lab) -> dict:
                         name="08 heads off (arrow keys)")
 
 
+def induction_head_off(page, lab) -> dict:
+    """09: clicking a head in the head-off buttons redraws induction and loss from ablation_effects of seed 0's model."""
+    from mha_core import circuits
+    from mha_core.figures.induction import ablation_figure
+    from mha_core.models.induction import EVAL_REPEAT, InductionConfig, trained_induction
+    from mha_core.models.induction_analysis import ablation_effects
+
+    effects = ablation_effects(trained_induction(InductionConfig(seed=0)), "zero")
+    chance = circuits.chance_scores(25, EVAL_REPEAT).induction
+
+    def build(label):
+        if label == "none":
+            off, name = (effects.induction_on, effects.repeat_loss_on), "no head off"
+        else:
+            layer, head = int(label[1]) - 1, int(label[-1]) - 1
+            off, name = (effects.induction[layer, head], effects.repeat_loss[layer, head]), f"{label} off (zero)"
+        return ablation_figure(effects.induction_on, effects.repeat_loss_on, *off, label=name, chance_induction=chance)
+
+    return toggle_check(page, ".mha-induction-head-off", build, initial="L1 H1", labels=["L1 H2", "none", "L1 H1"],
+                        name="09 head off (click)")
+
+
 # --------------------------------------------------------------------------- the table
 NOTEBOOKS: dict[str, Expect] = {
     "00": Expect(
@@ -652,6 +674,7 @@ NOTEBOOKS: dict[str, Expect] = {
     "08": Expect(minimum={"plots": 7, "checkboxes": 6, "sliders": 1, "quizzes": 1},
                  controls=(toy_head_switches, minilm_pruning_slider)),
     "07": Expect(minimum={"plots": 4, "toggle_buttons": 2, "quizzes": 1}, controls=(minilm_explorer,)),
+    "09": Expect(minimum={"plots": 5, "toggle_buttons": 3, "quizzes": 1}, controls=(induction_head_off,)),
 }
 
 

@@ -420,12 +420,21 @@ PAGE_GROUPS = {
     "05_head_sizing": [_registry("sizing.head_sizing")],
     "07_heads_in_a_real_model": [_registry("pretrained.layer_head_explorer")],
     "08_when_heads_fail": [_registry("toy.head_switches"), _pruning_explorer],
+    "09_heads_across_layers": [lambda: _live_induction(), _registry("induction.head_off")],
     "10_serving_cost": [_registry("serving.kv_cache_calculator")],
     "06_heads_learn_their_views": [lambda: _live_training()],
 }
 
 #: Pages whose control groups the build does not record yet (strict: the mark must go once they are).
 STATES_KNOWN: dict[str, str] = {}
+
+
+def _live_induction():
+    from mha_core.widgets.induction import LiveInduction
+
+    group = LiveInduction(seed=0)  # as live_induction(seed=0, repeat="varying") in notebook 09
+    group.train()
+    return group
 
 
 def _live_training():
@@ -576,7 +585,7 @@ def test_the_review_shows_the_course_sections_where_progress_would_be(built):
 
     assert STATIC_PROGRESS_NOTE in html_unescape(text)
     table = re.search(r"The course.s quick checks</caption>.*?</table>", text, re.S)
-    assert table and table.group(0).count("<tr>") == 1 + 10 + 1, "a header, sets 01-10 and the course"
+    assert table and table.group(0).count("<tr>") == 1 + 11 + 1, "a header, sets 01-11 and the course"
     assert handouts.LIVE_NOTE not in text
 
 

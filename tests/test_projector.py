@@ -208,7 +208,7 @@ def _builder_calls():
     """One call per figure builder in mha_core.figures, on small inputs: name -> f(theme) -> figure or spec."""
     from mha_core import costs, tables
     from mha_core.analysis import scaling_experiment, scaling_gradients
-    from mha_core.figures import heads, induction, pretrained, projection, qkv, serving, single_head, sizing, toy, welcome
+    from mha_core.figures import decoder_circuits, heads, induction, pretrained, projection, qkv, serving, single_head, sizing, toy, welcome
 
     rng = np.random.default_rng(0)
     tokens = ["the", "cache", "key", "changed", "after", "deploy"]
@@ -297,6 +297,9 @@ def _builder_calls():
             {"varying": rng.random((2, 2)) / 4, "fixed": rng.random((2, 2)) / 4}, 0.176, 0.011, theme=t),
         "induction.ablation_figure": lambda t: induction.ablation_figure(0.81, 0.63, 0.13, 3.73, label="L1 H1 off (zero)",
                                                                          chance_induction=0.05, theme=t),
+        "decoder_circuits.head_scores_scatter_figure": lambda t: decoder_circuits.head_scores_scatter_figure(
+            rng.random((30, 9)), rng.random((30, 9)), chance_previous=0.07, chance_induction=0.03,
+            induction_heads=[(19, 7), (18, 6)], previous_heads=[(17, 1)], threshold=0.4, theme=t),
         "toy.example_targets_figure": lambda t: toy.example_targets_figure([5, 1, 2, 7], rng.random((3, 4, 4)) > 0.5,
                                                                            rel, theme=t),
         "toy.role_history_figure": lambda t: toy.role_history_figure([0, 10], rng.random((2, 3, 3)), rel, max_steps=100,

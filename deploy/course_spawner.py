@@ -33,6 +33,9 @@ the rules that keep one learner out of another's account:
   machine never end each other's learners. A server that dies on its own
   is noticed at once (a pidfd on the server's process), so its route is removed within
   milliseconds, not at the hub's next poll.
+- Home size (``home_bytes``, as root, servers started here): a hub-made account's home is an
+  ext4 image of that size (``homes_root/.images/NAME.img``, root's), mounted at the home
+  (loop, nosuid, nodev) while the server runs: a learner who fills it fills only it.
 """
 
 from __future__ import annotations
@@ -473,7 +476,8 @@ class CourseSpawner(LocalProcessSpawner):
     learner_group = Unicode(LEARNER_GROUP, config=True, help="The group that marks the accounts the hub made")
     max_tasks = Int(512, config=True, help="Processes and threads per learner (control group pids.max and RLIMIT_NPROC); 0: no limit")
     memory_bytes = Int(2 * 1024**3, config=True, help="Memory per learner's control group (tmpfs scratch included); 0: no limit")
-    home_bytes = Int(1024**3, config=True, help="Size of a hub-made account's home, a file system of its own (as root); 0: a plain folder")
+    home_bytes = Int(1024**3, config=True, help="Size of a hub-made account's home, a file system of its own (as root, local servers only: "
+                     "a Slurm job's home is on the cluster's shared file system); 0: a plain folder")
     scratch_bytes = Dict(config=True, help="tmpfs sizes of the learner's own /tmp, /var/tmp, /dev/shm, /run/lock; empty: shared ones")
     #: Start the server here through learner_launch.py (False for a spawner that runs it elsewhere, e.g. a Slurm job).
     local_launch = True
@@ -514,7 +518,7 @@ class CourseSpawner(LocalProcessSpawner):
             if Path(os.path.abspath(home)).parent != Path(os.path.abspath(self.homes_root)):
                 raise AccountRefused(f"{self.user.name!r}'s home {home} is not under {self.homes_root}; the hub did not make it")
             self._progress = prepare_hub_made_home(Path(self.homes_root), home.name, course, uid, gid,
-                                                   home_bytes=self.home_bytes if os.geteuid() == 0 else 0)
+                                                   home_bytes=self.home_bytes if os.geteuid() == 0 and self.local_launch else 0)
         else:
             self._progress = prepare_existing_home(home, course, uid, gid)
         self._runtime = runtime_dir(self.user.name, uid, gid)
@@ -603,7 +607,8 @@ class CourseSpawner(LocalProcessSpawner):
                 uid = None
         if uid is not None and os.geteuid() == 0 and uid >= uid_min():
             end_learner(self.user.name, uid)
-            release_home(self.homes_root, self.user.name)
+            if self.local_launch:
+                release_home(self.homes_root, self.user.name)
 
     def make_preexec_fn(self, name):
         if self.unix_users:

@@ -608,7 +608,17 @@ class CourseSpawner(LocalProcessSpawner):
         if uid is not None and os.geteuid() == 0 and uid >= uid_min():
             end_learner(self.user.name, uid)
             if self.local_launch:
-                release_home(self.homes_root, self.user.name)
+                # In a thread: unmounting and waiting for the loop device to be freed must not hold
+                # up the hub (at Ctrl-C every server stops at once, and each home is released).
+                import asyncio
+
+                try:
+                    released = await asyncio.get_running_loop().run_in_executor(None, release_home, self.homes_root,
+                                                                                self.user.name)
+                    if released:
+                        self.log.info("%s's home unmounted, its loop device freed", self.user.name)
+                except Exception as exc:  # the server is stopped either way; the home is released at the next start
+                    self.log.error("%s's home could not be unmounted: %s", self.user.name, exc)
 
     def make_preexec_fn(self, name):
         if self.unix_users:

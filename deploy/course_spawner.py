@@ -521,13 +521,20 @@ class CourseSpawner(LocalProcessSpawner):
                                                    home_bytes=self.home_bytes if os.geteuid() == 0 and self.local_launch else 0)
         else:
             self._progress = prepare_existing_home(home, course, uid, gid)
-        self._runtime = runtime_dir(self.user.name, uid, gid)
-        self._gid = gid
-        if self.local_launch and self.unix_users and os.geteuid() == 0:
-            # Nothing of an earlier server of this learner may survive into this one.
-            end_learner(self.user.name, uid)
-            return await self._launch(uid, gid, home)
-        return await super().start()
+        try:
+            self._runtime = runtime_dir(self.user.name, uid, gid)
+            self._gid = gid
+            if self.local_launch and self.unix_users and os.geteuid() == 0:
+                # Nothing of an earlier server of this learner may survive into this one.
+                end_learner(self.user.name, uid)
+                return await self._launch(uid, gid, home)
+            return await super().start()
+        except BaseException:
+            # The start failed after the home was mounted: nothing runs in it, so it is released.
+            if made_by_hub and self.local_launch:
+                with contextlib.suppress(Exception):
+                    release_home(self.homes_root, self.user.name)
+            raise
 
     async def _launch(self, uid: int, gid: int, home: Path):
         """LocalProcessSpawner.start, with the server started by learner_launch.py inside its limits."""
@@ -572,6 +579,8 @@ class CourseSpawner(LocalProcessSpawner):
             self.log.warning("%s's server (pid %s) exited on its own: ending its processes and its route now",
                              self.user.name, self.pid)
             end_learner(self.user.name, self._uid)
+            if self._made_by_hub:
+                loop.run_in_executor(None, release_home, self.homes_root, self.user.name)
             loop.add_callback(self.poll_and_notify)
 
         loop.add_handler(fd, exited, IOLoop.READ)

@@ -33,10 +33,14 @@ the rules that keep one learner out of another's account:
   machine never end each other's learners. A server that dies on its own
   is noticed at once (a pidfd on the server's process), so its route is removed within
   milliseconds, not at the hub's next poll.
+- Home size (``home_bytes``, as root, servers started here): a hub-made account's home is an
+  ext4 image of that size (``homes_root/.images/NAME.img``, root's), mounted at the home
+  (loop, nosuid, nodev) while the server runs: a learner who fills it fills only it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import json
 import os
@@ -52,7 +56,7 @@ from pathlib import Path
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Bool, Dict, Int, Unicode
 
-from learner_limits import Groups, kill_account
+from learner_limits import IMAGES_DIR, Groups, kill_account, make_home_image, mount_home, mount_source, unmount_home
 
 #: Unix account names the hub may create: lower case, starting with a letter, at most 32.
 _UNIX_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -63,6 +67,8 @@ SERVICE_USER = "mha-hub-svc"
 #: Kernel sockets live under here when the hub runs as root: /run is root's, so no learner
 #: can make this folder (or a link in its place) before the hub does.
 RUNTIME_ROOT = Path("/run/mha-hub")
+#: The size of each learner's own tmpfs on their kernel-socket folder (connection files and sockets only).
+RUNTIME_BYTES = 16 * 1024**2
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -310,13 +316,47 @@ def prepare_home(home: Path, course_dir: Path | None, uid: int, gid: int) -> Pat
     return progress_dir / "progress.sqlite3"
 
 
+def home_image(homes_root: Path, name: str) -> Path:
+    """Where the file system of a hub-made account's home lives: ``homes_root/.images/NAME.img``."""
+    return Path(homes_root) / IMAGES_DIR / f"{name}.img"
+
+
+def _move_into_image(home: Path, image: Path) -> None:
+    """A home made before homes had a size (files in a plain folder): copied into its new image (as
+    it is: owners, modes, links not followed), then left out of sight under the mount, untouched."""
+    staging = image.with_suffix(".mnt")
+    staging.mkdir(mode=0o700, exist_ok=True)
+    mount_home(image, staging)
+    try:
+        _run_checked(["cp", "-a", "--one-file-system", f"{home}/.", f"{staging}/"])
+    finally:
+        unmount_home(image, staging)
+        staging.rmdir()
+
+
 def prepare_hub_made_home(homes_root: Path, name: str, course_dir: Path | None, uid: int, gid: int,
-                          python: str | None = None) -> Path:
+                          python: str | None = None, home_bytes: int = 0) -> Path:
     """The home of an account the hub made: ``homes_root/name``, made by root without following
-    links (``homes_root`` root-owned, 0711), never adopted from someone else; then filled as the learner."""
+    links (``homes_root`` root-owned, 0711), never adopted from someone else; then filled as the learner.
+
+    With ``home_bytes`` (as root): the home is a file system of its own, that size: an ext4 image
+    ``homes_root/.images/NAME.img`` (the folder root's, 0700), made once and kept, mounted at the
+    home (loop, nosuid, nodev) until the server stops. A learner who fills it fills only it."""
     root_fd = open_trusted_dir(homes_root, create_mode=0o711)
     try:
         os.close(owned_dir(root_fd, name, uid, gid, 0o700, where=str(homes_root / name)))
+        if home_bytes:
+            os.close(owned_dir(root_fd, IMAGES_DIR, 0, 0, 0o700, where=str(homes_root / IMAGES_DIR)))
+            image = home_image(homes_root, name)
+            new = not image.exists()
+            make_home_image(image, home_bytes, uid, gid)
+            if new and mount_source(homes_root / name) is None and any(os.scandir(homes_root / name)):
+                _move_into_image(homes_root / name, image)
+            mount_home(image, homes_root / name)
+            # The mounted file system's root is the home now: the learner's, 0700, checked as before.
+            os.close(owned_dir(root_fd, name, uid, gid, 0o700, where=str(homes_root / name)))
+            with contextlib.suppress(OSError):
+                os.rmdir(homes_root / name / "lost+found")  # root's, empty; e2fsck makes it again if it needs it
     finally:
         os.close(root_fd)
     home = homes_root / name
@@ -371,6 +411,32 @@ def end_processes_of(uid: int, grace_s: float = 2.0) -> int:
     return kill_account(uid)
 
 
+def release_home(homes_root: str | Path, name: str) -> bool:
+    """Unmount ``name``'s home image (if mounted) and detach its loop device; the image is kept.
+    Only once no process of the account runs: another hub on this machine may serve the same account."""
+    image = home_image(Path(homes_root), name)
+    if os.geteuid() != 0 or not image.exists():
+        return False
+    try:
+        if pids_of_uid(pwd.getpwnam(name).pw_uid):
+            return False
+    except KeyError:
+        pass
+    return unmount_home(image, Path(homes_root) / name)
+
+
+def release_homes(homes_root: str | Path) -> list[str]:
+    """Every hub-made home under ``homes_root`` whose account runs nothing: unmounted (a hub that was
+    killed leaves them mounted)."""
+    images = Path(homes_root) / IMAGES_DIR
+    released = []
+    with contextlib.suppress(OSError):
+        for image in sorted(images.glob("*.img")):
+            if release_home(homes_root, image.stem):
+                released.append(f"home {image.stem}")
+    return released
+
+
 def sweep_leftovers(homes_root: str, learner_group: str = LEARNER_GROUP) -> list[str]:
     """What this hub left when it stopped or crashed: each of its learner control groups emptied and
     removed. Without control groups: every process of each hub-made account (in ``learner_group``)
@@ -382,7 +448,7 @@ def sweep_leftovers(homes_root: str, learner_group: str = LEARNER_GROUP) -> list
         for name in groups().names():
             if groups().kill(name):
                 ended.append(f"group {name}")
-        return ended
+        return ended + release_homes(homes_root)
     try:
         members = set(grp.getgrnam(learner_group).gr_mem)
     except KeyError:
@@ -393,7 +459,7 @@ def sweep_leftovers(homes_root: str, learner_group: str = LEARNER_GROUP) -> list
                 and pids_of_uid(entry.pw_uid)):
             kill_account(entry.pw_uid)
             ended.append(f"account {entry.pw_name}")
-    return ended
+    return ended + release_homes(homes_root)
 
 
 # --------------------------------------------------------------------------- the spawner
@@ -410,6 +476,8 @@ class CourseSpawner(LocalProcessSpawner):
     learner_group = Unicode(LEARNER_GROUP, config=True, help="The group that marks the accounts the hub made")
     max_tasks = Int(512, config=True, help="Processes and threads per learner (control group pids.max and RLIMIT_NPROC); 0: no limit")
     memory_bytes = Int(2 * 1024**3, config=True, help="Memory per learner's control group (tmpfs scratch included); 0: no limit")
+    home_bytes = Int(1024**3, config=True, help="Size of a hub-made account's home, a file system of its own (as root, local servers only: "
+                     "a Slurm job's home is on the cluster's shared file system); 0: a plain folder")
     scratch_bytes = Dict(config=True, help="tmpfs sizes of the learner's own /tmp, /var/tmp, /dev/shm, /run/lock; empty: shared ones")
     #: Start the server here through learner_launch.py (False for a spawner that runs it elsewhere, e.g. a Slurm job).
     local_launch = True
@@ -449,16 +517,24 @@ class CourseSpawner(LocalProcessSpawner):
         elif made_by_hub:
             if Path(os.path.abspath(home)).parent != Path(os.path.abspath(self.homes_root)):
                 raise AccountRefused(f"{self.user.name!r}'s home {home} is not under {self.homes_root}; the hub did not make it")
-            self._progress = prepare_hub_made_home(Path(self.homes_root), home.name, course, uid, gid)
+            self._progress = prepare_hub_made_home(Path(self.homes_root), home.name, course, uid, gid,
+                                                   home_bytes=self.home_bytes if os.geteuid() == 0 and self.local_launch else 0)
         else:
             self._progress = prepare_existing_home(home, course, uid, gid)
-        self._runtime = runtime_dir(self.user.name, uid, gid)
-        self._gid = gid
-        if self.local_launch and self.unix_users and os.geteuid() == 0:
-            # Nothing of an earlier server of this learner may survive into this one.
-            end_learner(self.user.name, uid)
-            return await self._launch(uid, gid, home)
-        return await super().start()
+        try:
+            self._runtime = runtime_dir(self.user.name, uid, gid)
+            self._gid = gid
+            if self.local_launch and self.unix_users and os.geteuid() == 0:
+                # Nothing of an earlier server of this learner may survive into this one.
+                end_learner(self.user.name, uid)
+                return await self._launch(uid, gid, home)
+            return await super().start()
+        except BaseException:
+            # The start failed after the home was mounted: nothing runs in it, so it is released.
+            if made_by_hub and self.local_launch:
+                with contextlib.suppress(Exception):
+                    release_home(self.homes_root, self.user.name)
+            raise
 
     async def _launch(self, uid: int, gid: int, home: Path):
         """LocalProcessSpawner.start, with the server started by learner_launch.py inside its limits."""
@@ -469,6 +545,8 @@ class CourseSpawner(LocalProcessSpawner):
         procs = groups().make(self.user.name, max_tasks=self.max_tasks, memory_bytes=self.memory_bytes)
         spec = {"uid": uid, "gid": gid, "home": str(home), "procs": [str(p) for p in procs],
                 "nproc": self.max_tasks, "tmpfs": {k: int(v) for k, v in self.scratch_bytes.items() if int(v) > 0},
+                "private": {str(self._runtime): RUNTIME_BYTES} if str(self._runtime).startswith(str(RUNTIME_ROOT) + "/") else {},
+                "homes": os.path.abspath(self.homes_root) if self._made_by_hub and self.home_bytes else "",
                 # what the server needs, which a scratch tmpfs must not hide (a home or checkout under /tmp)
                 "keep": sorted({str(home), str(self._runtime), str(Path(__file__).resolve().parent.parent),
                                 sys.prefix, *([self.course_dir] if self.course_dir else [])})}
@@ -501,6 +579,8 @@ class CourseSpawner(LocalProcessSpawner):
             self.log.warning("%s's server (pid %s) exited on its own: ending its processes and its route now",
                              self.user.name, self.pid)
             end_learner(self.user.name, self._uid)
+            if self._made_by_hub:
+                loop.run_in_executor(None, release_home, self.homes_root, self.user.name)
             loop.add_callback(self.poll_and_notify)
 
         loop.add_handler(fd, exited, IOLoop.READ)
@@ -536,6 +616,18 @@ class CourseSpawner(LocalProcessSpawner):
                 uid = None
         if uid is not None and os.geteuid() == 0 and uid >= uid_min():
             end_learner(self.user.name, uid)
+            if self.local_launch:
+                # In a thread: unmounting and waiting for the loop device to be freed must not hold
+                # up the hub (at Ctrl-C every server stops at once, and each home is released).
+                import asyncio
+
+                try:
+                    released = await asyncio.get_running_loop().run_in_executor(None, release_home, self.homes_root,
+                                                                                self.user.name)
+                    if released:
+                        self.log.info("%s's home unmounted, its loop device freed", self.user.name)
+                except Exception as exc:  # the server is stopped either way; the home is released at the next start
+                    self.log.error("%s's home could not be unmounted: %s", self.user.name, exc)
 
     def make_preexec_fn(self, name):
         if self.unix_users:

@@ -44,6 +44,7 @@ Settings come from the environment (deploy/start.sh passes them through):
     MHA_HUB_MAX_TASKS    processes and threads per learner (512; 0: no limit)
     MHA_HUB_MEM          memory per learner, scratch space included (2G; 0: no limit)
     MHA_HUB_SCRATCH      each learner's own tmpfs on /tmp, /var/tmp, /dev/shm (256M; 0: the shared ones)
+    MHA_HUB_HOME_SIZE    each hub-made account's home, a file system of its own (1G; 0: plain folders)
     MHA_POLL_BURST / MHA_POLL_RATE   poll posts per learner: a burst, then per second (30 / 1)
     MHA_HUB_AUTH         pam (default: the server's Unix accounts) or dummy (trials, load tests)
     MHA_HUB_PASSWORD     dummy only, required: the one password every learner types
@@ -335,6 +336,13 @@ c.CourseSpawner.memory_bytes = parse_size(os.environ.get("MHA_HUB_MEM", "2G"), "
 _scratch = parse_size(os.environ.get("MHA_HUB_SCRATCH", "256M"), "MHA_HUB_SCRATCH")
 c.CourseSpawner.scratch_bytes = ({"/tmp": _scratch, "/var/tmp": _scratch, "/dev/shm": _scratch,
                                   "/run/lock": min(_scratch, 16 * 1024**2)} if _scratch else {})
+# Each hub-made account's home is a file system of its own, this size (an ext4 image under
+# $MHA_HUB_HOMES/.images, allocated when the account is made, mounted while its server runs): a
+# learner who fills their home fills only it, never the disk with the hub's databases.
+c.CourseSpawner.home_bytes = parse_size(os.environ.get("MHA_HUB_HOME_SIZE", "1G"), "MHA_HUB_HOME_SIZE")
+if 0 < c.CourseSpawner.home_bytes < 16 * 1024**2:
+    raise ValueError(f"MHA_HUB_HOME_SIZE={os.environ.get('MHA_HUB_HOME_SIZE')!r} is below 16M: too small for the course "
+                     "and a server's files; give e.g. 1G, or 0 for plain folders")
 if c.CourseSpawner.max_tasks < 0:
     raise ValueError(f"MHA_HUB_MAX_TASKS={c.CourseSpawner.max_tasks}: give a number of processes and threads, or 0 for no limit")
 

@@ -3,13 +3,16 @@
     python -I learner_launch.py SPEC_JSON -- jupyterhub-singleuser ARGS...
 
 SPEC_JSON: {"uid", "gid", "home", "procs": [cgroup.procs files to join], "nproc": N,
-"tmpfs": {"/tmp": bytes, ...}, "keep": [folders a tmpfs must not hide], "no_new_privs": true}. In order, still as root:
+"tmpfs": {"/tmp": bytes, ...}, "keep": [folders a tmpfs must not hide], "private": {folder: bytes}, "homes": folder,
+"no_new_privs": true}. In order, still as root:
 
 1. joins the learner's control groups (``learner_limits.Groups.make``): everything the
    server starts is counted, limited and ended with it;
-2. with ``tmpfs``: a mount namespace of its own (private propagation) with a tmpfs of that
+2. a mount namespace of its own (private propagation) without the other learners' homes mounted
+   under ``homes`` (each a file system of its own), and with ``tmpfs``: a tmpfs of that
    size on each path (/tmp, /var/tmp, /dev/shm, /run/lock: the places every account may
-   write), so a learner fills only their own small, memory-counted scratch space;
+   write), so a learner fills only their own small, memory-counted scratch space; and a tmpfs of
+   the learner's own (0700) on each ``private`` folder (the kernels' sockets under /run/mha-hub);
 3. ``RLIMIT_NPROC`` (all the account's processes and threads) and no new privileges (no
    setuid program can give a process another account's rights);
 4. becomes the learner (their groups, gid, uid) in their home, and execs the server: the
@@ -29,6 +32,7 @@ import sys
 
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 0x40000
+MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS = 38
 
 
@@ -40,6 +44,20 @@ def _check(result: int, what: str) -> None:
     if result != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mounts_under(folder: str, but: str) -> list[str]:
+    """Mount points below ``folder`` other than ``but`` and what lies under it, deepest first."""
+    if not folder:
+        return []
+    top, own = folder.rstrip("/") + "/", but.rstrip("/")
+    found = set()
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].replace("\\040", " ")
+            if point.startswith(top) and point != own and not point.startswith(own + "/"):
+                found.add(point)
+    return sorted(found, key=len, reverse=True)
 
 
 def main(argv: list[str]) -> None:
@@ -54,9 +72,15 @@ def main(argv: list[str]) -> None:
             f.write(str(os.getpid()))
     libc = _libc()
     tmpfs = spec.get("tmpfs") or {}
-    if tmpfs:
+    private = spec.get("private") or {}
+    homes = spec.get("homes") or ""
+    if tmpfs or private or homes:
         _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
         _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+        # Other learners' homes mounted now (each a file system of its own) are left out of this
+        # namespace: it would otherwise hold each of them (and its loop device) until this server ends.
+        for point in _mounts_under(homes, but=home):
+            _check(libc.umount2(point.encode(), MNT_DETACH), f"umount {point}")
         # What the server needs and a tmpfs would hide (a home or the course under /tmp): held open
         # now, and bound back into the new tmpfs at the same path.
         keep = [os.path.abspath(k) for k in spec.get("keep", []) if os.path.isdir(k)]
@@ -75,6 +99,12 @@ def main(argv: list[str]) -> None:
                     os.umask(old_umask)
                 _check(libc.mount(f"/proc/self/fd/{fd}".encode(), k.encode(), None, MS_BIND | MS_REC, None), f"bind {k}")
                 os.close(fd)
+    for path, size in private.items():
+        # The learner's own folder outside their home (the kernels' sockets under /run): a tmpfs of
+        # theirs, so filling it fills neither /run nor the disk.
+        if os.path.isdir(path) and not os.path.islink(path):
+            opts = f"size={int(size)},mode=0700,uid={uid},gid={gid}".encode()
+            _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts), f"mount tmpfs on {path}")
     nproc = int(spec.get("nproc") or 0)
     if nproc:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))

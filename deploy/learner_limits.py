@@ -309,3 +309,129 @@ def describe_holders(holders: list[dict]) -> str:
 
 def errno_in_use(exc: OSError) -> bool:
     return exc.errno == errno.EADDRINUSE
+
+
+# --------------------------------------------------------------------------- a home of a fixed size
+
+#: The folder (in the homes' folder, root's, 0700) that holds each learner's home image, NAME.img.
+IMAGES_DIR = ".images"
+#: Free space the hub keeps on the images' file system when it makes a home (its own databases
+#: and logs may share that file system): a new home that would leave less is refused.
+DISK_RESERVE = 1024**3
+
+
+def mount_source(path: Path) -> str | None:
+    """The device mounted at ``path`` (a mount point in this mount namespace), or None."""
+    target = os.path.abspath(path)
+    found = None
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            mount_point = left.split()[4].replace("\\040", " ")
+            if mount_point == target:
+                found = right.split()[1]  # the last one mounted there is what is seen
+    return found
+
+
+def loop_backing_file(device: str) -> str | None:
+    """The file behind a loop device (/dev/loopN), from /sys; None if it is not one."""
+    name = os.path.basename(device)
+    with contextlib.suppress(OSError):
+        return Path(f"/sys/block/{name}/loop/backing_file").read_text().strip()
+    return None
+
+
+def loops_of(image: Path) -> list[str]:
+    """Every loop device whose backing file is ``image``."""
+    target = os.path.abspath(image)
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in Path("/sys/block").iterdir():
+            if entry.name.startswith("loop") and loop_backing_file(entry.name) == target:
+                found.append(f"/dev/{entry.name}")
+    return found
+
+
+def _run(cmd: list[str]) -> None:
+    import subprocess
+
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise OSError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
+
+
+def make_home_image(image: Path, size: int, uid: int, gid: int, reserve: int = DISK_RESERVE) -> None:
+    """An ext4 image of ``size`` bytes at ``image`` (in a root-only folder), its root folder owned by
+    uid:gid. The blocks are allocated now (fallocate), so homes can never together take more than
+    the disk has; refused (OSError) if that would leave less than ``reserve`` bytes free. An image
+    already there of a smaller size is grown (never shrunk); its files are kept."""
+    have = image.stat().st_size if image.exists() else 0
+    if have >= size:
+        return
+    st = os.statvfs(image.parent)
+    free = st.f_bavail * st.f_frsize
+    if free - (size - have) < reserve:
+        raise OSError(errno.ENOSPC, f"a home of {size} bytes at {image} would leave {max(free - size + have, 0)} bytes free "
+                      f"on its file system (the hub keeps {reserve}); make MHA_HUB_HOME_SIZE smaller or free some space")
+    fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError:
+        if not have:
+            os.unlink(image)
+        raise
+    finally:
+        os.close(fd)
+    if have:
+        _run(["e2fsck", "-f", "-p", str(image)])
+        _run(["resize2fs", "-f", str(image)])
+        return
+    try:
+        # -m 0: no blocks kept for root (the learner gets the whole size); nodiscard: mkfs would punch
+        # holes in the file and give the allocated blocks back.
+        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", f"nodiscard,root_owner={uid}:{gid}", "-L", "mha-home", str(image)])
+    except OSError:
+        os.unlink(image)
+        raise
+
+
+def mount_home(image: Path, home: Path) -> str:
+    """Mount ``image`` at ``home`` (loop, nosuid, nodev); the loop device. Already mounted there: nothing to do."""
+    source = mount_source(home)
+    if source is not None:
+        if loop_backing_file(source) == os.path.abspath(image):
+            return source
+        raise OSError(f"{home} is already a mount point of {source}, not of {image}: the hub will not mount over it")
+    _run(["mount", "-t", "ext4", "-o", "loop,nosuid,nodev", str(image), str(home)])
+    return mount_source(home) or "?"
+
+
+def unmount_home(image: Path, home: Path, timeout_s: float = 5.0) -> bool:
+    """Unmount ``home`` if ``image`` is mounted there, then detach every loop device of ``image``.
+    Returns whether anything was unmounted. A busy home is unmounted lazily (gone once its last
+    user is): the learner's processes are ended before this is called."""
+    unmounted = False
+    deadline = time.monotonic() + timeout_s
+    while True:
+        source = mount_source(home)
+        if source is None or loop_backing_file(source) != os.path.abspath(image):
+            break
+        try:
+            _run(["umount", str(home)])
+        except OSError:
+            if time.monotonic() < deadline:
+                time.sleep(0.2)
+                continue
+            _run(["umount", "-l", str(home)])
+        unmounted = True
+    # The kernel frees a loop device a moment after its last user (the learner's mount namespace,
+    # gone with their last process) lets go: asked again until it is gone, or the time is up (then
+    # it is freed when that user ends: mount -o loop sets autoclear).
+    while loops_of(image):
+        for device in loops_of(image):
+            with contextlib.suppress(OSError):
+                _run(["losetup", "-d", device])
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    return unmounted

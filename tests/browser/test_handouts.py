@@ -1,6 +1,6 @@
 """Offline handouts (``make handouts``) open in Chromium with the network cut off.
 
-The handouts of every notebook are built once into a temporary folder. Each page is then
+The handouts of every notebook are built once into a temporary folder, for the whole run (``conftest.built_handouts``). Each page is then
 opened from disk with every request that is not a local file aborted, and the test reads
 from the page: every figure drawn by plotly.js, every formula typeset by MathJax (no raw
 TeX left), no request that left the machine or missed a file (the AMS font of 03 among
@@ -50,10 +50,9 @@ TYPESET = "() => !window.MathJax || (MathJax.Hub && MathJax.Hub.queue.pending ==
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("handouts")
-    pages = handouts.build(out, log=lambda *_: None)
-    return out, {Path(p["file"]).stem: p for p in pages}
+def built(built_handouts):
+    """(folder, pages by stem): the run's one build of the handouts (``conftest.built_handouts``)."""
+    return built_handouts
 
 
 @pytest.fixture(scope="module")

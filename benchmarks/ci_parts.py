@@ -26,6 +26,16 @@ from pathlib import Path
 DURATION = re.compile(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S+?)(::\S*)?$")
 
 
+def durations_of(output: str) -> list[list]:
+    """Every line of pytest's ``--durations=0``: [seconds, setup|call|teardown, test id], slowest first."""
+    found = []
+    for line in output.splitlines():
+        match = DURATION.match(line)
+        if match:
+            found.append([float(match.group(1)), match.group(2), match.group(3) + (match.group(4) or "")])
+    return sorted(found, reverse=True)
+
+
 def parts_of(output: str) -> dict[str, float]:
     """Seconds per test file from pytest's ``--durations=0`` lines (what pytest hides under 5 ms is left out)."""
     parts: dict[str, float] = defaultdict(float)
@@ -47,7 +57,7 @@ def run_once(label: str, checkout: Path, pytest_args: list[str], python: str) ->
     tail = done.stdout.strip().splitlines()[-1:] or [""]
     return {"label": label, "checkout": str(checkout), "exit": done.returncode, "seconds": round(seconds, 1),
             "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in load_after],
-            "parts": parts_of(done.stdout), "summary": tail[0], "output_tail": done.stdout[-6000:]}
+            "parts": parts_of(done.stdout), "durations": durations_of(done.stdout), "summary": tail[0], "output_tail": done.stdout[-6000:]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
-"""Fixtures for the browser tests: one JupyterLab server and one Chromium for the whole run (every module
-that drives JupyterLab shares them; each test deletes its kernel sessions when it ends), the offline
-handouts built once for every test that reads them, and the run's report.
+"""Fixtures for the browser tests: one JupyterLab server and one Chromium per module that drives JupyterLab
+(each test deletes its kernel sessions when it ends; playwright's sync API allows one running instance
+at a time, and other modules start their own Chromium), the offline handouts built once for every test
+that reads them, and the run's report.
 
 Without Chromium or playwright the browser tests are skipped with the reason, unless
 the environment variable CI is "true": then they fail, so CI cannot pass without them.
@@ -41,12 +42,13 @@ def browser_run(request) -> dict:
     return _run(request.config)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab(browser_run):
-    """A JupyterLab server on the repository, from this interpreter's environment: one for the run."""
+    """A JupyterLab server on the repository, from this interpreter's environment."""
     problems = missing_tools()
     if problems:
         _fail_or_skip("; ".join(problems))
+    # Each module that uses JupyterLab adds its server's time to the total.
     started = time.monotonic()
     work_dir = None
     try:
@@ -61,9 +63,9 @@ def lab(browser_run):
             browser_run["cleanup"]["leftover_processes"] = processes_mentioning(str(work_dir))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(lab, browser_run):
-    """Chromium for the JupyterLab tests, one for the run (each test opens its own page); closed before the server stops."""
+    """Chromium for the JupyterLab tests (each test opens its own page); closed before the server stops."""
     with chromium(lab.work_dir, browser_run["cleanup"]) as context:
         yield context
 

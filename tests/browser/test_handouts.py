@@ -290,30 +290,46 @@ def _narrow_cases():
             for width in WIDTHS for stem in PAGES]
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("stem", PAGES)
-def test_no_page_is_wider_than_a_phone_or_a_tablet(stem, width, built, offline_browser):
+@pytest.fixture(scope="module")
+def narrow_readings(built, offline_browser):
+    """``read(stem, width)``: what the page measures when loaded at ``width``, loaded once for the two tests below.
+
+    The page's width, its figures' right edges and the problems of its figures' texts are read on the same load
+    (read only: nothing in the page is moved), so each (page, width) costs one load, not one per test.
+    """
     out, _ = built
     context, _ = offline_browser
-    page = open_page(context, out / f"{stem}.html", width)
-    try:
-        scroll = page.evaluate("() => document.documentElement.scrollWidth")
-        figures = page.evaluate("() => Array.from(document.querySelectorAll('.main-svg')).map(s => s.getBoundingClientRect().right)")
-    finally:
-        page.close()
+    readings = {}
+
+    def read(stem: str, width: int) -> dict:
+        if (stem, width) not in readings:
+            page = open_page(context, out / f"{stem}.html", width)
+            try:
+                readings[stem, width] = {
+                    "scroll": page.evaluate("() => document.documentElement.scrollWidth"),
+                    "figures": page.evaluate("() => Array.from(document.querySelectorAll('.main-svg'))"
+                                             ".map(s => s.getBoundingClientRect().right)"),
+                    "text": page_text.problems_in([b for b in page_text.text_boxes(page) if b["kind"] == "svg"], 0),
+                }
+            finally:
+                page.close()
+        return readings[stem, width]
+
+    return read
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("stem", PAGES)
+def test_no_page_is_wider_than_a_phone_or_a_tablet(stem, width, narrow_readings):
+    reading = narrow_readings(stem, width)
+    scroll, figures = reading["scroll"], reading["figures"]
     assert scroll <= width, f"{stem} at {width} px: the page is {scroll} px wide"
     assert figures and max(figures) <= width, f"{stem} at {width} px: a figure ends at {max(figures, default=0):.0f} px"
 
 
 @pytest.mark.parametrize(("stem", "width"), _narrow_cases())
-def test_no_figure_text_overlaps_at_phone_and_tablet_width(stem, width, built, offline_browser, layout_report):
-    out, _ = built
-    context, _ = offline_browser
-    page = open_page(context, out / f"{stem}.html", width)
-    try:
-        problems = page_text.problems_in([b for b in page_text.text_boxes(page) if b["kind"] == "svg"], 0)
-    finally:
-        page.close()
+def test_no_figure_text_overlaps_at_phone_and_tablet_width(stem, width, narrow_readings, layout_report):
+    problems = narrow_readings(stem, width)["text"]
     layout_report[f"{stem} @ {width}"] = {"overlaps": len(problems["overlaps"]), "cut": len(problems["cut"]),
                                           "first": (problems["overlaps"] + problems["cut"])[:3]}
     assert problems["overlaps"] == [] and problems["cut"] == [], (

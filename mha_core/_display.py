@@ -1,12 +1,17 @@
-"""Whether code runs in an IPython kernel (a notebook): one answer for everything that displays itself.
+"""Where code is shown: in an IPython kernel (a notebook) or not, and live or for a static page.
 
-``mha_core.exercises`` and ``mha_core.quiz.widget`` each carried a private copy of this
-check; both can import ``in_ipython`` from here instead.
+One answer for everything that displays itself (``mha_core.exercises``, ``mha_core.quiz``,
+the control groups in ``mha_core.widgets``). This module imports nothing of the course, so
+every other module can ask it; and importing it changes nothing.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+
+#: Set to 1 when notebooks are executed for static pages (``make handouts``).
+STATIC_ENV = "MHA_COURSE_STATIC"
 
 
 def in_ipython() -> bool:
@@ -18,21 +23,6 @@ def in_ipython() -> bool:
     return ipython is not None and ipython.get_ipython() is not None
 
 
-def show_figures_with_words() -> bool:
-    """In a kernel, have every ``go.Figure`` shown with its words for a screen reader
-    (``mha_core.widgets._words``); True if it now is. Nothing is imported until a figure is shown.
-
-    Called when ``mha_core.figures`` is imported, since a notebook shows figures before it
-    imports any widget; ``mha_core.widgets`` installs the same on its own import.
-    """
-    if not in_ipython():
-        return False
-    shell = sys.modules["IPython"].get_ipython()
-
-    def show(figure):
-        from .widgets._words import show_figure
-
-        show_figure(figure)
-
-    shell.display_formatter.ipython_display_formatter.for_type_by_name("plotly.graph_objs._figure", "Figure", show)
-    return True
+def static_mode() -> bool:
+    """True while notebooks run for static handouts: control groups show plain figures."""
+    return os.environ.get(STATIC_ENV, "") not in ("", "0")

@@ -543,24 +543,46 @@ def test_the_readme_layout_names_every_module_and_folder_of_the_package():
         assert folder in block, folder
 
 
-def test_the_test_command_runs_every_test_folder_once_in_two_runs():
-    """Unit tests on every core, then the browser, hub and cluster tests one at a time: together every test, each once."""
-    unit, machine = course.test_commands("PY")
+def test_the_test_command_runs_every_test_folder_once_one_run_per_part():
+    """Unit tests on every core, then the browser, hub and cluster tests one at a time, each folder its own run:
+    together every test, each once."""
+    unit, *machine = course.test_commands("PY")
     assert unit[:5] == ["PY", "-m", "pytest", "-n", "auto"]
     ignored = {arg.split("=", 1)[1] for arg in unit if arg.startswith("--ignore=")}
     assert ignored == set(course.MACHINE_TESTS)
-    assert [arg for arg in machine if arg.startswith("tests/")] == list(course.MACHINE_TESTS)
-    assert "-n" not in machine  # one JupyterLab, one Chromium, one hub at a time
+    assert [[arg for arg in cmd if arg.startswith("tests/")] for cmd in machine] == [[p] for p in course.MACHINE_TESTS]
+    assert all("-n" not in cmd for cmd in machine)  # one JupyterLab, one Chromium, one hub at a time
+    assert all(any(arg.startswith("--durations=") for arg in cmd) for cmd in [unit, *machine])  # the slowest, named
+    assert [course.part_name(cmd) for cmd in [unit, *machine]] == ["unit", *course.MACHINE_TESTS]
     folders = {p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")}
-    assert {f for f in folders if f != "tests"} <= set(course.MACHINE_TESTS), "a test folder neither run covers"
+    assert {f for f in folders if f != "tests"} <= set(course.MACHINE_TESTS), "a test folder no run covers"
     # With arguments, one pytest run with exactly them (pytest's own selection applies).
     assert course.test_commands("PY", ["-k", "parity"]) == [["PY", "-m", "pytest", "-k", "parity"]]
 
 
-def test_the_test_command_fails_if_either_run_failed(monkeypatch, capsys):
-    codes = iter([0, 1])
-    monkeypatch.setattr(course.subprocess, "call", lambda cmd, cwd: next(codes))
+def _fake_run(codes, seconds):
+    """subprocess.call for run_tests: the next exit status, and a JUnit report with one test of ``seconds``."""
+    def call(cmd, cwd):
+        report = Path(next(a for a in cmd if a.startswith("--junitxml=")).split("=", 1)[1])
+        part = course.part_name(cmd)
+        report.write_text(f'<testsuites><testsuite><testcase classname="{part}" name="test_slow" '
+                          f'time="{seconds[part]}"/></testsuite></testsuites>')
+        return next(codes)
+    return call
+
+
+def test_the_test_command_fails_if_any_run_failed_and_prints_each_parts_time_and_the_slowest_tests(monkeypatch, capsys):
+    seconds = {"unit": 1.5, "tests/browser": 9.25, "tests/hub": 3.0, "tests/cluster": 0.5}
+    monkeypatch.setattr(course.subprocess, "call", _fake_run(iter([0, 1, 0, 0]), seconds))
     assert course.run_tests("PY") == 1
-    assert "unit tests exit 0, browser/hub/cluster tests exit 1" in capsys.readouterr().out
-    codes = iter([3, 0])
+    out = capsys.readouterr().out
+    for part, code in (("unit", 0), ("tests/browser", 1), ("tests/hub", 0), ("tests/cluster", 0)):
+        assert re.search(rf"^  {re.escape(part)} +\d+ s  exit {code}  \(load average", out, re.M), out
+    slowest = out.split("slowest tests")[1].splitlines()[1:]
+    assert [line.split()[0] for line in slowest] == ["9.2", "3.0", "1.5", "0.5"], out  # slowest first
+    assert "tests/browser: tests/browser::test_slow" in slowest[0]
+    monkeypatch.setattr(course.subprocess, "call", _fake_run(iter([3, 0, 0, 2]), seconds))
     assert course.run_tests("PY") == 3
+    monkeypatch.setattr(course.subprocess, "call", lambda cmd, cwd: 0)  # no report written: no list, no failure
+    assert course.run_tests("PY") == 0
+    assert "slowest" not in capsys.readouterr().out.split("in all")[-1]

@@ -3,8 +3,9 @@
     python tools/course.py lab       build .venv from requirements.lock if needed, then open
                                      notebooks/00_welcome.ipynb in JupyterLab
     python tools/course.py test      build .venv if needed, then run every test: the unit tests on
-                                     every core, then the browser, hub and cluster tests (with
-                                     arguments: one pytest run with them)
+                                     every core, then the browser, hub and cluster tests, each
+                                     folder a run of its own; then each part's time and the slowest
+                                     tests (with arguments: one pytest run with them)
     python tools/course.py env       only build .venv
     python tools/course.py install   install the lock and the course into the environment of the
                                      Python running this (a conda environment, the Binder image)
@@ -206,26 +207,72 @@ def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = No
     return cmd + list(extra)
 
 
-#: The tests that start JupyterLab and Chromium, the class hub and the simulated cluster. They run
-#: one at a time, after the unit tests: they share this machine's accounts, ports and CPU.
+#: The tests that start JupyterLab and Chromium, the class hub and the simulated cluster. Each folder is a
+#: pytest run of its own, one at a time, after the unit tests: they share this machine's accounts, ports and
+#: CPU, and a run's servers (one JupyterLab and one Chromium for the whole browser run) stop when it ends.
 MACHINE_TESTS = ("tests/browser", "tests/hub", "tests/cluster")
+#: How many of the slowest tests, over every run, the summary at the end names.
+SLOWEST_SHOWN = 12
 
 
 def test_commands(python: str, extra: list[str] = ()) -> list[list[str]]:
-    """The pytest runs of ``test``: with arguments, one run with them; without, every test in two
-    runs, the unit tests on every core (pytest-xdist), then ``MACHINE_TESTS``. Each prints its slowest tests."""
+    """The pytest runs of ``test``: with arguments, one run with them; without, every test in one run
+    per part: the unit tests on every core (pytest-xdist), then each of ``MACHINE_TESTS``. Each prints its slowest tests."""
     if extra:
         return [[str(python), "-m", "pytest", *extra]]
     unit = [str(python), "-m", "pytest", "-n", "auto", "--durations=15", *(f"--ignore={path}" for path in MACHINE_TESTS)]
-    return [unit, [str(python), "-m", "pytest", "--durations=25", *MACHINE_TESTS]]
+    return [unit] + [[str(python), "-m", "pytest", "--durations=15", path] for path in MACHINE_TESTS]
+
+
+def part_name(cmd: list[str]) -> str:
+    """``unit`` for the run that ignores the machine tests, else the folder it runs (``tests/browser``)."""
+    folders = [arg for arg in cmd if arg in MACHINE_TESTS]
+    return folders[0] if len(folders) == 1 else "unit" if any(a.startswith("--ignore=") for a in cmd) else "pytest"
+
+
+def slowest_tests(junit_xml: Path) -> list[tuple[float, str]]:
+    """(seconds, test id) of every test case in a pytest JUnit XML report (setup, call and teardown); [] without one."""
+    import xml.etree.ElementTree as ElementTree
+
+    try:
+        root = ElementTree.parse(junit_xml).getroot()
+    except (OSError, ElementTree.ParseError):
+        return []
+    return [(float(case.get("time") or 0), f"{case.get('classname', '')}::{case.get('name', '')}")
+            for case in root.iter("testcase")]
+
+
+def _load() -> str:
+    return "{:.2f}".format(os.getloadavg()[0]) if hasattr(os, "getloadavg") else "?"
 
 
 def run_tests(python: str, extra: list[str] = ()) -> int:
-    """Every run of ``test_commands``, the second even when the first failed; the first failing exit status."""
-    codes = [subprocess.call(cmd, cwd=ROOT) for cmd in test_commands(python, extra)]  # Ctrl+C: KeyboardInterrupt
-    if len(codes) > 1:
-        print(f"tools/course.py test: unit tests exit {codes[0]}, browser/hub/cluster tests exit {codes[1]}")
-    return next((code for code in codes if code), 0)
+    """Every run of ``test_commands``, each even when one before failed; the first failing exit status.
+
+    With more than one run, a summary at the end: each part's seconds, exit status and the load
+    average (1 minute) before and after it, and the slowest tests of all the runs."""
+    import tempfile
+    import time
+
+    commands = test_commands(python, extra)
+    if len(commands) == 1:
+        return subprocess.call(commands[0], cwd=ROOT)  # Ctrl+C: KeyboardInterrupt
+    parts, slowest = [], []
+    with tempfile.TemporaryDirectory(prefix="course-test-") as scratch:
+        for n, cmd in enumerate(commands):
+            report = Path(scratch) / f"part{n}.xml"
+            load_before, started = _load(), time.monotonic()
+            code = subprocess.call([*cmd, f"--junitxml={report}"], cwd=ROOT)
+            parts.append((part_name(cmd), code, time.monotonic() - started, load_before, _load()))
+            slowest += [(seconds, f"{part_name(cmd)}: {name}") for seconds, name in slowest_tests(report)]
+    print(f"\ntools/course.py test: {sum(p[2] for p in parts):.0f} s in all")
+    for name, code, seconds, before, after in parts:
+        print(f"  {name:<14} {seconds:6.0f} s  exit {code}  (load average {before} before, {after} after)")
+    if slowest:
+        print(f"the {min(SLOWEST_SHOWN, len(slowest))} slowest tests (setup, call and teardown):")
+        for seconds, name in sorted(slowest, reverse=True)[:SLOWEST_SHOWN]:
+            print(f"  {seconds:6.1f} s  {name}")
+    return next((code for _, code, *_ in parts if code), 0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,8 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mha_core.widgets._base import LIVE_NOTE
-from mha_core.widgets._states import STATES_MIME
+from mha_core.widgets._states import LIVE_NOTE, STATES_MIME
 
 _TOOLS = str(Path(__file__).resolve().parent)
 if _TOOLS not in sys.path:

@@ -18,8 +18,11 @@ Modules: ``bank`` (the JSON bank, its checks, grading, the one option order),
 ``__main__`` (the terminal runner, which never imports ipywidgets). The notebook side,
 imported only when a notebook function is used: ``widget`` (a set: ``quick_check``,
 classroom mode one question at a time), ``question_view`` (one question),
-``progress_view`` (the progress table), ``instructor`` (the room's exercise results and the
-lesson-plan panel, on the hub), ``_widget_parts`` (what those share).
+``progress_view`` (the progress table), ``_widget_parts`` (what those share). And
+``instructor`` (the room's exercise results and the lesson-plan panel, on the hub), imported by
+its own name (``from mha_core.quiz.instructor import room_view, panel``), never by this package:
+it reads ``mha_core.exercises``, which sends verdicts through ``poll``, so a way from here to it
+would close a ring of imports.
 """
 
 from __future__ import annotations
@@ -46,16 +49,13 @@ __all__ = [
     "default_bank",
     "default_store",
     "load_bank",
-    "panel",
     "progress_summary",
     "quick_check",
     "reset_progress",
-    "room_view",
     "show_progress",
 ]
 
 _WIDGET_NAMES = ("quick_check", "classroom", "show_progress", "QuickCheck", "ProgressView")
-_INSTRUCTOR_NAMES = ("room_view", "panel")
 
 
 def __getattr__(name):
@@ -64,8 +64,4 @@ def __getattr__(name):
         from . import widget
 
         return getattr(widget, name)
-    if name in _INSTRUCTOR_NAMES:
-        from . import instructor
-
-        return getattr(instructor, name)
     raise AttributeError(f"module 'mha_core.quiz' has no attribute {name!r}")

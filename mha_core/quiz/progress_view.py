@@ -7,7 +7,7 @@ import time
 
 import ipywidgets as widgets
 
-from .._display import in_ipython
+from .._display import in_ipython, static_mode
 from ._widget_parts import Displayable, button, css, execution_count, font_px, html_widget, message
 from .bank import Bank, default_bank
 from .progress import ProgressStore, default_store
@@ -124,8 +124,6 @@ def show_progress(*, show: bool | None = None, store: ProgressStore | None = Non
     view = ProgressView(store=store)
     if show if show is not None else in_ipython():
         from IPython.display import HTML, display
-
-        from ..widgets._base import static_mode
 
         if static_mode():
             # A handout (make handouts): no kernel to read or reset progress; the sections and where progress lives.

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import functools
 import html
-import os
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from .. import _validate, projector
+from .._display import STATIC_ENV, static_mode  # noqa: F401 - STATIC_ENV: the switch, named here too
 from ..figures._style import WIDGET_WIDTH
 from . import _words
 from ._keys import show_keyboard_ready
 from . import _live_figure
 from ._live_figure import LiveFigure
 from ._plain import PlainFigure, _plain, apply_to_figure, figure_diff
-
-_words.install()  # in a kernel, every go.Figure shown carries its words (see _words)
+from ._states import static_display
 
 
 def figure_widget(fig: go.Figure | dict) -> LiveFigure:
@@ -89,23 +88,11 @@ class ControlGroup:
     def _ipython_display_(self):
         if static_mode():
             # A handout has no kernel to move a control: the page switches between settings computed here.
-            from ._states import static_display
-
             static_display(self)
         else:
             # The group's controls sized by the theme it was built with (its figure already is).
             # Then the keyboard helper: arrow keys for its toggle buttons, its keys kept from JupyterLab's shortcuts.
             show_keyboard_ready(themed_box(self.box, getattr(self, "theme", None)))
-
-
-#: Set to 1 when notebooks are executed for static pages (``make handouts``).
-STATIC_ENV = "MHA_COURSE_STATIC"
-LIVE_NOTE = "<p><i>This control is live in JupyterLab; here it shows its default setting.</i></p>"
-
-
-def static_mode() -> bool:
-    """True while notebooks run for static handouts: control groups show plain figures."""
-    return os.environ.get(STATIC_ENV, "") not in ("", "0")
 
 
 #: The class of the box every control group is shown in (``themed_box``): its styles are scoped to it.

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 #: The output a group displays in static mode: data only, turned into HTML by tools/handouts.py.
 STATES_MIME = "application/vnd.mha-course.states+json"
+#: Under the figure of a group that records no settings: the handout shows its default only.
+LIVE_NOTE = "<p><i>This control is live in JupyterLab; here it shows its default setting.</i></p>"
 #: Up to this many combinations, every combination is recorded; past it, one control at a time.
 MAX_STATES = 100
 #: The group attributes that hold text shown beside the figure (an ``ipywidgets.HTML`` each).
@@ -352,8 +354,6 @@ def static_display(group) -> None:
     A group that declares no handout settings shows its figure and a line saying the control is live in JupyterLab.
     """
     from IPython.display import HTML, display
-
-    from ._base import LIVE_NOTE
 
     if getattr(group, "handout_controls", None) is None:
         import plotly.graph_objects as go

@@ -38,9 +38,12 @@ from __future__ import annotations
 
 import html
 import json
+import sys
 import uuid
 
+from .._display import in_ipython, static_mode
 from ..figures.describe import in_words, spoken
+from ._plain import PlainFigure, _plain
 
 #: The class of the element holding a figure's words (static figures and live groups alike).
 WORDS_CLASS = "mha-figure-words"
@@ -72,17 +75,9 @@ def _static_script(words_id: str, name: str) -> str:
             + "\n})();</script>")
 
 
-def _static_mode() -> bool:
-    from ._base import static_mode
-
-    return static_mode()
-
-
 def words_of(figure) -> dict:
     """``{"name", "description"}`` of ``figure`` (a figure, a builder's spec or a ``LiveFigure``), as read aloud:
     `code` marks become quotes (``describe.spoken``)."""
-    from ._plain import PlainFigure, _plain
-
     if hasattr(figure, "_mha_shown"):
         figure = figure._mha_shown
     elif not isinstance(figure, dict):
@@ -113,7 +108,7 @@ def show_figure(figure) -> None:
 
     In static mode (the handouts) plotly's own display, unchanged: the handouts add their own words.
     """
-    if _static_mode():
+    if static_mode():
         figure._ipython_display_()
         return
     import plotly.io as pio
@@ -133,12 +128,24 @@ def show_figure(figure) -> None:
 def install() -> bool:
     """Have this kernel show every ``go.Figure`` with its words (``show_figure``); True if it now does.
 
-    The registration is ``mha_core._display.show_figures_with_words`` (by type name, so plotly is not
-    imported for it; a second call changes nothing). Outside IPython (a script, the tests) nothing is registered.
+    Called when a figure is built (``figures._style.base_layout``: a notebook shows builders' figures
+    before it builds any control), never on import. Registered by type name, so plotly is not imported
+    for it; once per kernel, a second call changes nothing. Outside IPython (a script, the tests)
+    nothing is registered.
     """
-    from .._display import show_figures_with_words
+    global _installed_in
+    if not in_ipython():
+        return False
+    shell = sys.modules["IPython"].get_ipython()
+    if _installed_in is not shell:
+        shell.display_formatter.ipython_display_formatter.for_type_by_name("plotly.graph_objs._figure", "Figure",
+                                                                           show_figure)
+        _installed_in = shell
+    return True
 
-    return show_figures_with_words()
+
+#: The shell ``install`` registered ``show_figure`` with (None: none yet).
+_installed_in = None
 
 
 # --------------------------------------------------------------------------- live figures

@@ -1,4 +1,7 @@
-"""Fixtures for the browser test: one JupyterLab server and one Chromium for the module; the run's report.
+"""Fixtures for the browser tests: one JupyterLab server and one Chromium per module that drives JupyterLab
+(each test deletes its kernel sessions when it ends; playwright's sync API allows one running instance
+at a time, and other modules start their own Chromium), the offline handouts built once for every test
+that reads them, and the run's report.
 
 Without Chromium or playwright the browser tests are skipped with the reason, unless
 the environment variable CI is "true": then they fail, so CI cannot pass without them.
@@ -33,7 +36,7 @@ def _run(config) -> dict:
     return config.stash[RUN_KEY]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser_run(request) -> dict:
     """The session's record: per-notebook results, start and end times, cleanup notes."""
     return _run(request.config)
@@ -45,7 +48,7 @@ def lab(browser_run):
     problems = missing_tools()
     if problems:
         _fail_or_skip("; ".join(problems))
-    # Each module that uses JupyterLab (the notebooks, presenting) adds its server's time to the total.
+    # Each module that uses JupyterLab adds its server's time to the total.
     started = time.monotonic()
     work_dir = None
     try:
@@ -62,9 +65,25 @@ def lab(browser_run):
 
 @pytest.fixture(scope="module")
 def browser(lab, browser_run):
-    """Chromium for the JupyterLab tests; closed before the server stops."""
+    """Chromium for the JupyterLab tests (each test opens its own page); closed before the server stops."""
     with chromium(lab.work_dir, browser_run["cleanup"]) as context:
         yield context
+
+
+@pytest.fixture(scope="session")
+def built_handouts(request, tmp_path_factory):
+    """The offline handouts of every notebook (``tools/handouts.py``), built once for the run: (folder, pages by stem).
+
+    Building executes every notebook (about 70 s on two cores): every test that reads the pages shares this one build.
+    """
+    sys.path.insert(0, str(REPO / "tools"))
+    import handouts
+
+    out = tmp_path_factory.mktemp("handouts")
+    started = time.monotonic()
+    pages = handouts.build(out, log=lambda *_: None)
+    _run(request.config)["handouts_build_s"] = round(time.monotonic() - started, 1)
+    return out, {Path(p["file"]).stem: p for p in pages}
 
 
 def processes_mentioning(fragment: str) -> list[str]:
@@ -169,6 +188,8 @@ def readable_table(run: dict) -> list[str]:
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     run = config.stash.get(RUN_KEY, None)
+    if run and run.get("handouts_build_s") is not None and not (run["results"] or run.get("presenting")):
+        terminalreporter.write_line(f"handouts built once in {run['handouts_build_s']} s")
     if not run or not (run["results"] or run.get("presenting")):
         return
     json_path, md_path, total = write_report(run)
@@ -176,9 +197,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.section("browser: JupyterLab in Chromium")
     for r in run["results"]:
         tr.write_line(summary_line(r))
+    for r in run.get("presenting", []):
+        tr.write_line(f"{r['notebook']:<40} {r['outcome']:<6} presenting: checks {r.get('check_s', '-')} s, "
+                      f"smallest text {r.get('smallest_px', '-')} px")
     if total is not None:
         over = "  OVER BUDGET" if total > BUDGET_S else ""
-        tr.write_line(f"total browser run {total:.1f} s (budget {BUDGET_S} s){over}")
+        tr.write_line(f"total JupyterLab run (server start to stop) {total:.1f} s (budget {BUDGET_S} s){over}")
+    if run.get("handouts_build_s") is not None:
+        tr.write_line(f"handouts built once in {run['handouts_build_s']} s")
     left = run["cleanup"].get("leftover_processes")
     tr.write_line(f"processes left behind: {left or 'none'}")
     tr.write_line(f"report: {md_path.relative_to(REPO)}, {json_path.relative_to(REPO)}; "

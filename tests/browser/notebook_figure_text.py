@@ -7,7 +7,7 @@ so each control group shows its figure at its default setting) with the theme sw
 through ``MHA_COURSE_PRESENTER``, draws every plotly output in a bare page
 (``page_text.standalone_page``) and prints each figure's smallest text, overlapping texts and
 texts cut at the figure's edge. The browser tests check the same in JupyterLab itself
-(``test_browser.py`` at laptop size, ``test_presenting.py`` in Presentation Mode); this is
+(``test_browser.py`` at laptop size, ``presenting.py`` in Presentation Mode, on the same page); this is
 the quick loop while fixing a figure. Exit status 1 when anything was found.
 """
 

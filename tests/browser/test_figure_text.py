@@ -7,8 +7,8 @@ lists, one at a time. After each move the group's figure is drawn in a bare page
 plotly.js (no JupyterLab, no network; ``page_text.standalone_page``) and read back: no
 text may be smaller than the theme's ``min_text_size`` (14 px on a laptop, 20 px on a
 projector), no two texts may print over each other, and no text may run past the
-figure's edge. JupyterLab's own run of each notebook (``test_browser.py``,
-``test_presenting.py``) then checks the figures and controls together in the page.
+figure's edge. JupyterLab's own run of each notebook (``test_browser.py``, at laptop size and
+then presenting, ``presenting.py``) then checks the figures and controls together in the page.
 
 The smallest size and the number of states read go to ``artifacts/browser/figure_text.json``.
 """

@@ -1,6 +1,6 @@
 """Offline handouts (``make handouts``) open in Chromium with the network cut off.
 
-The handouts of every notebook are built once into a temporary folder. Each page is then
+The handouts of every notebook are built once into a temporary folder, for the whole run (``conftest.built_handouts``). Each page is then
 opened from disk with every request that is not a local file aborted, and the test reads
 from the page: every figure drawn by plotly.js, every formula typeset by MathJax (no raw
 TeX left), no request that left the machine or missed a file (the AMS font of 03 among
@@ -51,10 +51,9 @@ TYPESET = "() => !window.MathJax || (MathJax.Hub && MathJax.Hub.queue.pending ==
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("handouts")
-    pages = handouts.build(out, log=lambda *_: None)
-    return out, {Path(p["file"]).stem: p for p in pages}
+def built(built_handouts):
+    """(folder, pages by stem): the run's one build of the handouts (``conftest.built_handouts``)."""
+    return built_handouts
 
 
 @pytest.fixture(scope="module")
@@ -337,30 +336,46 @@ def _narrow_cases():
             for width in WIDTHS for stem in PAGES]
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("stem", PAGES)
-def test_no_page_is_wider_than_a_phone_or_a_tablet(stem, width, built, offline_browser):
+@pytest.fixture(scope="module")
+def narrow_readings(built, offline_browser):
+    """``read(stem, width)``: what the page measures when loaded at ``width``, loaded once for the two tests below.
+
+    The page's width, its figures' right edges and the problems of its figures' texts are read on the same load
+    (read only: nothing in the page is moved), so each (page, width) costs one load, not one per test.
+    """
     out, _ = built
     context, _ = offline_browser
-    page = open_page(context, out / f"{stem}.html", width)
-    try:
-        scroll = page.evaluate("() => document.documentElement.scrollWidth")
-        figures = page.evaluate("() => Array.from(document.querySelectorAll('.main-svg')).map(s => s.getBoundingClientRect().right)")
-    finally:
-        page.close()
+    readings = {}
+
+    def read(stem: str, width: int) -> dict:
+        if (stem, width) not in readings:
+            page = open_page(context, out / f"{stem}.html", width)
+            try:
+                readings[stem, width] = {
+                    "scroll": page.evaluate("() => document.documentElement.scrollWidth"),
+                    "figures": page.evaluate("() => Array.from(document.querySelectorAll('.main-svg'))"
+                                             ".map(s => s.getBoundingClientRect().right)"),
+                    "text": page_text.problems_in([b for b in page_text.text_boxes(page) if b["kind"] == "svg"], 0),
+                }
+            finally:
+                page.close()
+        return readings[stem, width]
+
+    return read
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("stem", PAGES)
+def test_no_page_is_wider_than_a_phone_or_a_tablet(stem, width, narrow_readings):
+    reading = narrow_readings(stem, width)
+    scroll, figures = reading["scroll"], reading["figures"]
     assert scroll <= width, f"{stem} at {width} px: the page is {scroll} px wide"
     assert figures and max(figures) <= width, f"{stem} at {width} px: a figure ends at {max(figures, default=0):.0f} px"
 
 
 @pytest.mark.parametrize(("stem", "width"), _narrow_cases())
-def test_no_figure_text_overlaps_at_phone_and_tablet_width(stem, width, built, offline_browser, layout_report):
-    out, _ = built
-    context, _ = offline_browser
-    page = open_page(context, out / f"{stem}.html", width)
-    try:
-        problems = page_text.problems_in([b for b in page_text.text_boxes(page) if b["kind"] == "svg"], 0)
-    finally:
-        page.close()
+def test_no_figure_text_overlaps_at_phone_and_tablet_width(stem, width, narrow_readings, layout_report):
+    problems = narrow_readings(stem, width)["text"]
     layout_report[f"{stem} @ {width}"] = {"overlaps": len(problems["overlaps"]), "cut": len(problems["cut"]),
                                           "first": (problems["overlaps"] + problems["cut"])[:3]}
     assert problems["overlaps"] == [] and problems["cut"] == [], (

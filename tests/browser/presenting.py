@@ -1,0 +1,157 @@
+"""Presenting live: a notebook in JupyterLab's Presentation Mode, at 1280 x 720, with the projector theme.
+
+The second half of each notebook's test in ``test_browser.py``, on the page and kernel its
+laptop checks just used (no second page, JupyterLab load or kernel start). As the instructor's
+guide tells an instructor to do, a code cell goes in after the title, ``mha_core.presenter(True)``
+(typed into the page; autosave is off, so the notebook on disk is never touched). The test turns on
+Presentation Mode and the Simple Interface from the View menu (View > Appearance; the commands
+``application:toggle-presentation-mode`` and ``application:toggle-mode``), closes the file browser
+(Ctrl+B, as the guide says) and runs all cells again: the projector theme reaches every figure and
+control built after the switch, so every one is built again. Then it reads the page
+(``page_text``): every text in every cell's output (figure titles, ticks, legends, numbers in cells,
+control labels, buttons, readouts, messages, tables, the quick check) must be drawn at 20 px or
+more, no two texts may print over each other, no text may run past its figure, and each control
+group and its figure must fit the visible height together (``lab_page.fit_problems``). In 03 the
+head-count buttons are also clicked and the figure must show what ``mha_core`` computes for the new
+head count.
+
+The smallest text and the tallest control group per notebook go to the browser report
+(``presenting`` rows in artifacts/browser/report.json); a screenshot per notebook to
+artifacts/browser/presenting_NN.png.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import page_text
+from browser_config import ARTIFACTS
+from lab_page import (
+    CONTROL_SELECTORS,
+    OUTPUT,
+    PLOT,
+    fit_problems,
+    output_problems,
+    output_with,
+    run_all,
+    save_screenshot,
+    wait_kernel_idle,
+    wait_rendered,
+    wait_run_finished,
+)
+from notebook_checks import head_count
+
+PROJECTOR_CELL = "import mha_core\n\nmha_core.presenter(True)  # projector sizes for every figure and control below"
+#: A projector at 1280 x 720 (the common beamer resolution).
+SCREEN = {"width": 1280, "height": 720}
+MIN_PX = 20
+#: The notebook panel's cells, in the page's one shown notebook.
+CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell"
+
+
+def appearance_menu(page, command: str) -> None:
+    """View > Appearance > the item running ``command``, clicked like a person."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^View$")).click(timeout=10_000)
+    page.locator(".lm-Menu-item", has_text=re.compile(r"^\s*Appearance\s*$")).hover(timeout=10_000)
+    page.locator(f'.lm-Menu-item[data-command="{command}"]').click(timeout=10_000)
+
+
+def toggle_presentation_mode(page) -> None:
+    """View > Appearance > Presentation Mode; then the shell carries ``jp-mod-presentationMode``."""
+    appearance_menu(page, "application:toggle-presentation-mode")
+    page.wait_for_function("() => !!document.querySelector('.jp-LabShell.jp-mod-presentationMode')", timeout=10_000)
+
+
+def toggle_simple_interface(page) -> None:
+    """View > Appearance > Simple Interface (Ctrl+Shift+D); then the shell shows one document at a time."""
+    appearance_menu(page, "application:toggle-mode")
+    page.wait_for_function("() => !!document.querySelector('[data-shell-mode=\"single-document\"]')", timeout=10_000)
+
+
+def save_group_screenshots(page, folder: Path) -> None:
+    """One picture per output holding a control and a figure, as the room sees it (for a person to look at)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    outputs = page.locator(OUTPUT).filter(has=page.locator(CONTROL_SELECTORS)).filter(has=page.locator(PLOT))
+    for i in range(min(outputs.count(), 8)):
+        outputs.nth(i).screenshot(path=str(folder / f"group_{i}.png"), timeout=10_000)
+
+
+def close_file_browser(page) -> None:
+    """Ctrl+B, as the instructor's guide says: the left sidebar closes and the notebook takes the width."""
+    shown = "() => { const fb = document.querySelector('#filebrowser'); return !!fb && fb.offsetWidth > 0; }"
+    if page.evaluate(shown):
+        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").first.click(position={"x": 5, "y": 5})
+        page.keyboard.press("Control+b")
+        page.wait_for_function(f"() => !({shown})()", timeout=10_000)
+
+
+def cell_sources(page) -> list[str]:
+    """The text of every cell's editor, in order (a rendered Markdown cell: its source is not read, '')."""
+    return page.evaluate(f"""() => [...document.querySelectorAll('{CELLS}')].map(c => {{
+        const lines = c.querySelectorAll('.jp-InputArea-editor .cm-line');
+        return lines.length ? [...lines].map(l => l.textContent).join('\\n') : '';
+    }})""")
+
+
+def insert_projector_cell(page) -> None:
+    """A code cell after the title holding ``PROJECTOR_CELL``, put there as a person does: the title cell
+    selected, Esc, B (a code cell below), Enter, the lines typed, Esc."""
+    before = len(cell_sources(page))
+    page.evaluate(f"() => {{ const p = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
+                  f".jp-WindowedPanel-outer'); if (p) p.scrollTop = 0; }}")
+    page.locator(CELLS).first.locator(".jp-InputPrompt").click(timeout=10_000)  # selects the title, keeps it rendered
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.wait_for_function(f"(n) => document.querySelectorAll('{CELLS}').length === n + 1", arg=before, timeout=10_000)
+    page.keyboard.press("Enter")
+    for n, line in enumerate(PROJECTOR_CELL.split("\n")):
+        if n:
+            page.keyboard.press("Enter")
+        page.keyboard.type(line)
+    page.keyboard.press("Escape")
+    typed = cell_sources(page)[1]
+    assert typed == PROJECTOR_CELL, f"the cell typed after the title reads {typed!r}, not {PROJECTOR_CELL!r}"
+
+
+def check_presenting(page, lab, notebook: str, expect, result: dict) -> None:
+    """The projector checks (the module docstring) on ``page``, whose notebook has run at laptop size."""
+    page.set_viewport_size(SCREEN)
+    wait_kernel_idle(page, timeout_s=60)
+    insert_projector_cell(page)
+    toggle_presentation_mode(page)
+    toggle_simple_interface(page)
+    close_file_browser(page)
+
+    run_all(page)
+    prompts = wait_run_finished(page, timeout_s=120)
+    assert not [p for p in prompts if p in ("[ ]:", "[*]:")], f"cells did not run: {prompts}"
+    wait_rendered(page, expect.minimum, timeout_s=60)
+    page.wait_for_timeout(500)  # plotly's relayout after the last figure
+    problems = output_problems(page)
+    assert not problems["errors"] and not problems["widget_errors"], problems
+    assert page.locator(f"{OUTPUT} .mha-presenter-style").count() == 1, "presenter(True) put no style on the page"
+
+    if notebook.startswith("03"):
+        # Move the control: the figure must show mha_core's weights for 2, then 8 heads.
+        report = head_count(page, lab)
+        assert report["latency_s"], report
+        plot = output_with(page, ".mha-head-count").locator(PLOT).first
+        assert "changed" in plot.evaluate("(el) => [...el.querySelectorAll('.xtick text, .ytick text')]"
+                                          ".map(t => t.textContent)"), "no token labels on the head grid's axes"
+
+    text = page_text.text_problems(page, MIN_PX)
+    fit = fit_problems(page)
+    result.update(smallest_px=text["smallest"], texts=text["count"], visible_height=fit["visible_height"],
+                  tallest_group=max((g["height"] for g in fit["groups"]), default=None),
+                  prose_px=page.evaluate("() => Math.min(...[...document.querySelectorAll('.jp-RenderedMarkdown p')]"
+                                         ".map(p => parseFloat(getComputedStyle(p).fontSize)))"))
+    found = page_text.failures(text) + fit["overflow"] + fit["too_tall"]
+    assert not found, (f"{notebook} in Presentation Mode at {SCREEN['width']} x {SCREEN['height']} "
+                       f"(text at least {MIN_PX} px), {len(found)} problems:\n" + "\n".join(found[:40]))
+    result["outcome"] = "passed"
+
+
+def save_presenting_screenshots(page, notebook: str) -> None:
+    save_screenshot(page, ARTIFACTS / f"presenting_{notebook[:2]}.png")
+    save_group_screenshots(page, ARTIFACTS / "presenting" / notebook[:2])

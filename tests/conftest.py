@@ -58,6 +58,22 @@ def smol():
     return load_smollm2()
 
 
+@pytest.fixture(scope="module")
+def varying():
+    """The induction model of seed 0, varying repeat length, the whole default budget (through the cache)."""
+    from mha_core.models.induction import InductionConfig, trained_induction
+
+    return trained_induction(InductionConfig(seed=0))
+
+
+@pytest.fixture(scope="module")
+def fixed():
+    """The induction model of seed 0, one fixed repeat length, 150 steps (through the cache)."""
+    from mha_core.models.induction import InductionConfig, trained_induction
+
+    return trained_induction(InductionConfig(seed=0, repeat="fixed", max_steps=150))
+
+
 def pytest_configure(config):
     """As root, let other accounts enter the folders above the checkout for the run (a CI clone may sit
     in a 0700 folder): the poll service's tests run it as an unprivileged account, as the hub tests

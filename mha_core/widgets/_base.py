@@ -150,6 +150,22 @@ class TrainingGroup(ControlGroup):
         result = trained(config, callback=report, interruptible=True)
         self._show(result, config, cached=False)
 
+    def show_and_train(self):
+        """Show the controls, then train the starting setting live; returns the group.
+
+        In a handout (``static_mode()``) it trains first, then the group records its
+        precomputed settings (``widgets._states``) as it is displayed.
+        """
+        if static_mode():
+            self.train()
+            from IPython.display import display
+
+            display(self)
+            return self
+        show_keyboard_ready(themed_box(self.box, self.theme))  # as ControlGroup._ipython_display_ shows a group
+        self.train()
+        return self
+
 
 #: Set to 1 when notebooks are executed for static pages (``make handouts``).
 STATIC_ENV = "MHA_COURSE_STATIC"

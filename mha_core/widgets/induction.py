@@ -19,9 +19,7 @@ import ipywidgets as widgets
 
 from .. import projector
 from ..figures.induction import ablation_figure, head_name, training_figure
-from ._base import (ControlGroup, TrainingGroup, figure_widget, message_box, show_message, static_mode, themed_box,
-                    update_in_place)
-from ._keys import show_keyboard_ready
+from ._base import ControlGroup, TrainingGroup, figure_widget, message_box, show_message, update_in_place
 from .toy import parse_seed
 
 #: Redraw the live figure at most this often (every ``eval_every`` steps the scores are measured).
@@ -160,17 +158,7 @@ class LiveInduction(TrainingGroup):
 
 def live_induction(seed: int = 0, repeat: str = "varying", max_steps: int | None = None) -> LiveInduction:
     """Show the controls, then train the starting setting live; returns the group."""
-    group = LiveInduction(seed, repeat, max_steps)
-    if static_mode():
-        # A handout: train first, then the group records its precomputed settings (widgets._states).
-        group.train()
-        from IPython.display import display
-
-        display(group)
-        return group
-    show_keyboard_ready(themed_box(group.box, group.theme))  # as ControlGroup._ipython_display_ shows a group
-    group.train()
-    return group
+    return LiveInduction(seed, repeat, max_steps).show_and_train()
 
 
 class HeadOff(ControlGroup):

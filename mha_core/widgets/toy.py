@@ -24,9 +24,7 @@ import numpy as np
 
 from .. import _validate, projector
 from ..figures.toy import ablation_figure, role_history_figure
-from ._base import (ControlGroup, TrainingGroup, figure_widget, message_box, show_message, static_mode, themed_box,
-                    update_in_place)
-from ._keys import show_keyboard_ready
+from ._base import ControlGroup, TrainingGroup, figure_widget, message_box, show_message, update_in_place
 
 #: The head counts the slider offers; those that do not divide d_model = 48 get a message.
 MAX_HEADS = 8
@@ -167,17 +165,7 @@ class LiveTraining(TrainingGroup):
 
 def live_training(n_heads: int = 3, seed: int = 0, max_steps: int | None = None) -> LiveTraining:
     """Show the controls, then train the starting setting live; returns the group."""
-    group = LiveTraining(n_heads, seed, max_steps)
-    if static_mode():
-        # A handout: train first, then the group records its precomputed seeds (widgets._states).
-        group.train()
-        from IPython.display import display
-
-        display(group)
-        return group
-    show_keyboard_ready(themed_box(group.box, group.theme))  # as ControlGroup._ipython_display_ shows a group
-    group.train()
-    return group
+    return LiveTraining(n_heads, seed, max_steps).show_and_train()
 
 
 class HeadSwitches(ControlGroup):

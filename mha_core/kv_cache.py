@@ -13,10 +13,10 @@ import weakref
 
 import torch
 
-from . import _validate
+from ._cache import CacheLength
 
 
-class KVCache:
+class KVCache(CacheLength):
     """The keys and values of the tokens decoded so far, in tensors allocated once.
 
     Make one with ``TorchMultiHeadAttention.new_kv_cache``; each call
@@ -37,22 +37,13 @@ class KVCache:
         k, v: (B, Hkv, max_tokens, Dh); positions 0 .. length - 1 are filled
     """
 
+    _length_name = "kv_cache.length"  # the name its errors give the setting
+
     def __init__(self, k: torch.Tensor, v: torch.Tensor, *, owner: torch.nn.Module | None = None):
         self.k, self.v = k, v  # (B, Hkv, max_tokens, Dh) each
         self._owner = None if owner is None else weakref.ref(owner)
         self._length = 0
         self._written = 0
-
-    @property
-    def length(self) -> int:
-        """How many tokens the next query attends to before its own chunk."""
-        return self._length
-
-    @length.setter
-    def length(self, value) -> None:
-        # Past what was written, a query would attend to zeros or to another sequence's keys.
-        self._length = _validate.int_in_range(value, "kv_cache.length", 0, self._written,
-                                              meaning=" (the tokens written since reset())")
 
     def belongs_to(self, layer) -> bool:
         """Whether ``layer``'s ``new_kv_cache`` made this cache (only that layer may write to it)."""
@@ -62,15 +53,6 @@ class KVCache:
     def written(self) -> int:
         """How many positions hold this sequence's keys and values (since ``reset()``)."""
         return self._written
-
-    @property
-    def max_tokens(self) -> int:
-        return self.k.shape[2]
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the key and value tensors (``costs.kv_cache_bytes`` for one layer)."""
-        return self.k.nbytes + self.v.nbytes
 
     def reset(self) -> None:
         """Forget every token; the memory is kept and overwritten by the next calls."""

@@ -20,11 +20,11 @@ word pieces, embedding (D,) and attention weights (L, H, T, T), float32 as compu
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
 import numpy as np
+from _reference import save_reference  # scripts/_reference.py: this folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "models" / "minilm_reference.npz"
@@ -81,10 +81,7 @@ def main(argv=None) -> int:
         arrays[f"embedding_{i}"] = embeddings[i].astype(np.float32)  # (D,)
         arrays[f"attentions_{i}"] = attentions.astype(np.float32)
         print(f"{i}: {len(tokens)} word pieces: {' '.join(tokens)}")
-    arrays["meta"] = np.array(json.dumps(meta, ensure_ascii=False))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.out, **arrays)
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e3:.0f} kB)")
+    save_reference(args.out, arrays, meta)
     return 0
 
 

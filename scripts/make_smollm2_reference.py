@@ -27,12 +27,12 @@ next (which gives the loss).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
+from _reference import save_reference  # scripts/_reference.py: this folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "models" / "smollm2_reference.npz"
@@ -100,10 +100,7 @@ def main(argv=None) -> int:
             arrays["greedy_0"] = greedy.numpy().astype(np.int64)
             print("greedy:", repr(tokenizer.decode(greedy)))
         print(f"{i}: {ids.shape[1]} tokens; argmax of the last: {tokenizer.decode([int(logits[-1].argmax())])!r}")
-    arrays["meta"] = np.array(json.dumps(meta, ensure_ascii=False))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.out, **arrays)
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e3:.0f} kB)")
+    save_reference(args.out, arrays, meta)
     return 0
 
 

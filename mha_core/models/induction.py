@@ -30,14 +30,14 @@ step and keep the model".
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
 
 from .. import _validate, circuits
-from ._interrupt import one_thread, stop_on_sigint
+from ._interrupt import TrainedRun, cached_run, one_thread, resolve_config, stop_on_sigint
 from .attention_only import AttentionOnlyModel
 from .repeats import RepeatTask, half_losses
 
@@ -92,7 +92,7 @@ class InductionProgress(NamedTuple):
 
 
 @dataclass
-class TrainedInduction:
+class TrainedInduction(TrainedRun):
     """A trained model, its config, its per-step losses and its progress reports."""
 
     model: AttentionOnlyModel
@@ -101,14 +101,6 @@ class TrainedInduction:
     #: (steps, 2): the loss on the first half and on the repeated half of each step's training batch.
     losses: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     interrupted: bool = False
-
-    @property
-    def steps(self) -> int:
-        return self.history[-1].step if self.history else 0
-
-    @property
-    def final(self) -> InductionProgress:
-        return self.history[-1]
 
     @property
     def formed_at(self) -> int | None:
@@ -162,7 +154,7 @@ def train_induction(config: InductionConfig | None = None, callback: Callable[[I
     loop) stops training after the step under way and returns the model so far, with
     ``interrupted`` set and a last report (``done``) at that step.
     """
-    config = replace(config or InductionConfig(), **overrides) if overrides else (config or InductionConfig())
+    config = resolve_config(config, InductionConfig, overrides)
     if not isinstance(config, InductionConfig):
         raise TypeError(f"config must be an InductionConfig or None; got {type(config).__name__}")
     if callback is not None and not callable(callback):
@@ -239,10 +231,5 @@ def is_cached(config: InductionConfig) -> bool:
 def trained_induction(config: InductionConfig | None = None, callback=None, *, interruptible: bool = False,
                       **overrides) -> TrainedInduction:
     """``train_induction`` with an in-process cache (an interrupted run is not cached)."""
-    config = replace(config or InductionConfig(), **overrides) if overrides else (config or InductionConfig())
-    if config in _CACHE:
-        return _CACHE[config]
-    result = train_induction(config, callback, interruptible=interruptible)
-    if not result.interrupted:
-        _CACHE[config] = result
-    return result
+    config = resolve_config(config, InductionConfig, overrides)
+    return cached_run(_CACHE, config, train_induction, callback, interruptible)

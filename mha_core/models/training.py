@@ -28,7 +28,7 @@ interrupted run is never put in ``trained``'s cache.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import _validate
-from ._interrupt import one_thread, stop_on_sigint
+from ._interrupt import TrainedRun, cached_run, one_thread, resolve_config, stop_on_sigint
 from .analysis import accuracy, role_scores
 from .tasks import IGNORE, Batch, get_task
 from .toy import D_MODEL, ToyModel
@@ -103,7 +103,7 @@ class Progress(NamedTuple):
 
 
 @dataclass
-class TrainedModel:
+class TrainedModel(TrainedRun):
     """A trained model, the config that made it, and its progress history."""
 
     model: ToyModel
@@ -111,15 +111,6 @@ class TrainedModel:
     history: list[Progress] = field(default_factory=list)
     #: True when an interrupt stopped training before the target or the budget: the model is as trained so far.
     interrupted: bool = False
-
-    @property
-    def steps(self) -> int:
-        """Training steps taken (at most ``config.max_steps``)."""
-        return self.history[-1].step if self.history else 0
-
-    @property
-    def final(self) -> Progress:
-        return self.history[-1]
 
     @property
     def reached_target(self) -> bool:
@@ -158,7 +149,7 @@ def train(config: TrainConfig | None = None, callback: Callable[[Progress], None
     with ``interrupted`` set and a last progress report (``done``) at that step; the
     callback is not called again then.
     """
-    config = replace(config or TrainConfig(), **overrides) if overrides else (config or TrainConfig())
+    config = resolve_config(config, TrainConfig, overrides)
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig or None; got {type(config).__name__}")
     if callback is not None and not callable(callback):
@@ -224,13 +215,8 @@ def trained(config: TrainConfig | None = None, callback: Callable[[Progress], No
 
     An interrupted run (``interruptible=True``) is returned but not cached: asking again trains again.
     """
-    config = replace(config or TrainConfig(), **overrides) if overrides else (config or TrainConfig())
-    if config in _CACHE:
-        return _CACHE[config]
-    result = train(config, callback, interruptible=interruptible)
-    if not result.interrupted:
-        _CACHE[config] = result
-    return result
+    config = resolve_config(config, TrainConfig, overrides)
+    return cached_run(_CACHE, config, train, callback, interruptible)
 
 
 def is_cached(config: TrainConfig) -> bool:

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _validate
+from .._cache import CacheLength
 from ..attention import (AttentionResult, MultiHeadAttention, apply_mask, attention_scores, mix_values,
                          output_projection, project, repeat_kv, softmax, split_heads)
 from . import gguf_file
@@ -141,7 +142,7 @@ def causal_mask_at(query_positions: np.ndarray, n_keys: int) -> np.ndarray:
 # --- the KV cache --------------------------------------------------------------------
 
 
-class DecoderKVCache:
+class DecoderKVCache(CacheLength):
     """Every layer's rotated keys and values for the tokens read so far, allocated once.
 
     Make one with ``SmolLM2.new_kv_cache``. ``model.forward(ids, cache=cache)`` reads the
@@ -159,28 +160,8 @@ class DecoderKVCache:
         self._owner = weakref.ref(model)
         self._length = self._written = 0
 
-    @property
-    def length(self) -> int:
-        """How many tokens the cache holds: the next token sits at this position."""
-        return self._length
-
-    @length.setter
-    def length(self, value) -> None:
-        # Set back to forget the last tokens (to try another continuation); never past what was written.
-        self._length = _validate.int_in_range(value, "cache.length", 0, self._written,
-                                              meaning=" (the tokens written since reset())")
-
     def belongs_to(self, model) -> bool:
         return self._owner() is model
-
-    @property
-    def max_tokens(self) -> int:
-        return self.k.shape[2]
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes the cache's arrays hold, whatever ``length`` is."""
-        return self.k.nbytes + self.v.nbytes
 
     @property
     def bytes_per_token(self) -> int:

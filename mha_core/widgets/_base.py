@@ -95,6 +95,75 @@ class ControlGroup:
             show_keyboard_ready(themed_box(self.box, getattr(self, "theme", None)))
 
 
+class TrainingGroup(ControlGroup):
+    """A ControlGroup that trains a model live (or fetches it from the cache) and redraws as it goes.
+
+    Subclasses define ``config()``, ``_show(result, config, cached=...)``, ``redraw_every`` and the hooks
+    below; they hold ``progress``, ``status``, ``message``, ``figure`` and ``theme``.
+    """
+
+    #: Redraw the figure every this many steps (and at the first and last report).
+    redraw_every: int = 10
+
+    def _models(self):
+        """``(is_cached, trained)``: the model module's cache test and its train-or-fetch function."""
+        raise NotImplementedError
+
+    def _started_text(self, config) -> str:
+        """The status line while training starts."""
+        raise NotImplementedError
+
+    def _redraw(self, partial: list, config) -> None:
+        """Show the reports so far: status line and figure."""
+        raise NotImplementedError
+
+    def _show_status(self, text: str, *, busy: bool = False) -> None:
+        colour = "#8a4b00" if busy else "#1b4f72"
+        self.status.value = f'<div style="font-size:{self.theme.control_font_size}px;color:{colour}">{text}</div>'
+
+    def train(self) -> None:
+        """Train (or fetch from the cache) the current setting and show it."""
+        try:
+            config = self.config()
+        except (TypeError, ValueError) as error:
+            show_message(self.message, f"{error}. The figure still shows the last model trained.", theme=self.theme)
+            return
+        show_message(self.message, "", theme=self.theme)
+        self.progress.max = config.max_steps
+        is_cached, trained = self._models()
+        if is_cached(config):
+            self._show(trained(config), config, cached=True)
+            return
+        self._show_status(self._started_text(config), busy=True)
+        partial = []
+
+        def report(p):
+            partial.append(p)
+            self.progress.value = p.step
+            if len(partial) == 1 or p.step % self.redraw_every == 0 or p.done:
+                self._redraw(partial, config)
+
+        # Kernel > Interrupt stops the run after the step under way and keeps it (not cached).
+        result = trained(config, callback=report, interruptible=True)
+        self._show(result, config, cached=False)
+
+    def show_and_train(self):
+        """Show the controls, then train the starting setting live; returns the group.
+
+        In a handout (``static_mode()``) it trains first, then the group records its
+        precomputed settings (``widgets._states``) as it is displayed.
+        """
+        if static_mode():
+            self.train()
+            from IPython.display import display
+
+            display(self)
+            return self
+        show_keyboard_ready(themed_box(self.box, self.theme))  # as ControlGroup._ipython_display_ shows a group
+        self.train()
+        return self
+
+
 #: The class of the box every control group is shown in (``themed_box``): its styles are scoped to it.
 THEMED_CLASS = "mha-large-controls"
 

@@ -19,8 +19,7 @@ import ipywidgets as widgets
 
 from .. import projector
 from ..figures.induction import ablation_figure, head_name, training_figure
-from ._base import ControlGroup, figure_widget, message_box, show_message, static_mode, themed_box, update_in_place
-from ._keys import show_keyboard_ready
+from ._base import ControlGroup, TrainingGroup, figure_widget, message_box, show_message, update_in_place
 from .toy import parse_seed
 
 #: Redraw the live figure at most this often (every ``eval_every`` steps the scores are measured).
@@ -78,7 +77,7 @@ def status_text(result) -> str:
     return f"{c.repeat} repeat length, seed {c.seed}: {where}; {formed}; {head}."
 
 
-class LiveInduction(ControlGroup):
+class LiveInduction(TrainingGroup):
     """Repeat length (toggle), seed (text) and step budget; a progress bar; one live figure.
 
     Attributes: ``repeat``, ``seed``, ``max_steps`` (controls), ``progress``, ``status``,
@@ -86,6 +85,7 @@ class LiveInduction(ControlGroup):
     """
 
     #: A handout has no Python to train: both repeat settings of three seeds, trained while it is built.
+    redraw_every = REDRAW_EVERY
     handout_controls = {"repeat": list(REPEATS), "seed": ["0", "1", "2"]}
     handout_note = ("Training needs Python, so here you pick one of three seeds and the repeat setting, each trained "
                     "while this page was built. In JupyterLab you type any seed and choose the step budget.")
@@ -127,38 +127,18 @@ class LiveInduction(ControlGroup):
         check_budget(config.max_steps)
         return config
 
-    def _show_status(self, text: str, *, busy: bool = False) -> None:
-        colour = "#8a4b00" if busy else "#1b4f72"
-        self.status.value = f'<div style="font-size:{self.theme.control_font_size}px;color:{colour}">{text}</div>'
-
-    def train(self) -> None:
-        """Train (or fetch from the cache) the current setting and show it."""
+    def _models(self):
         from ..models import induction
 
-        try:
-            config = self.config()
-        except (TypeError, ValueError) as error:
-            show_message(self.message, f"{error}. The figure still shows the last model trained.", theme=self.theme)
-            return
-        show_message(self.message, "", theme=self.theme)
-        self.progress.max = config.max_steps
-        if induction.is_cached(config):
-            self._show(induction.trained_induction(config), config, cached=True)
-            return
-        self._show_status(f"training... {config.repeat} repeat length, seed {config.seed}", busy=True)
-        partial = []
+        return induction.is_cached, induction.trained_induction
 
-        def report(p):
-            partial.append(p)
-            self.progress.value = p.step
-            if len(partial) == 1 or p.step % REDRAW_EVERY == 0 or p.done:
-                self._show_status(f"training... step {p.step} / {config.max_steps}, best induction score "
-                                  f"{p.induction[-1].max():.2f}", busy=True)
-                update_in_place(self.figure, history_figure(partial, max_steps=config.max_steps, theme=self.theme))
+    def _started_text(self, config) -> str:
+        return f"training... {config.repeat} repeat length, seed {config.seed}"
 
-        # Kernel > Interrupt stops the run after the step under way and keeps it (not cached).
-        result = induction.trained_induction(config, callback=report, interruptible=True)
-        self._show(result, config, cached=False)
+    def _redraw(self, partial: list, config) -> None:
+        self._show_status(f"training... step {partial[-1].step} / {config.max_steps}, best induction score "
+                          f"{partial[-1].induction[-1].max():.2f}", busy=True)
+        update_in_place(self.figure, history_figure(partial, max_steps=config.max_steps, theme=self.theme))
 
     def _show(self, result, config, *, cached: bool) -> None:
         self.result = result
@@ -178,17 +158,7 @@ class LiveInduction(ControlGroup):
 
 def live_induction(seed: int = 0, repeat: str = "varying", max_steps: int | None = None) -> LiveInduction:
     """Show the controls, then train the starting setting live; returns the group."""
-    group = LiveInduction(seed, repeat, max_steps)
-    if static_mode():
-        # A handout: train first, then the group records its precomputed settings (widgets._states).
-        group.train()
-        from IPython.display import display
-
-        display(group)
-        return group
-    show_keyboard_ready(themed_box(group.box, group.theme))  # as ControlGroup._ipython_display_ shows a group
-    group.train()
-    return group
+    return LiveInduction(seed, repeat, max_steps).show_and_train()
 
 
 class HeadOff(ControlGroup):

@@ -24,8 +24,7 @@ import numpy as np
 
 from .. import _validate, projector
 from ..figures.toy import ablation_figure, role_history_figure
-from ._base import ControlGroup, figure_widget, message_box, show_message, static_mode, themed_box, update_in_place
-from ._keys import show_keyboard_ready
+from ._base import ControlGroup, TrainingGroup, figure_widget, message_box, show_message, update_in_place
 
 #: The head counts the slider offers; those that do not divide d_model = 48 get a message.
 MAX_HEADS = 8
@@ -81,13 +80,14 @@ def status_text(result, relations) -> str:
     return f"{result.config.n_heads} head(s), seed {result.config.seed}: {p.step} steps, {verdict}. Accuracy: {acc}."
 
 
-class LiveTraining(ControlGroup):
+class LiveTraining(TrainingGroup):
     """Seed (text), head count (slider) and step budget; a progress bar; one live figure.
 
     Attributes: ``seed``, ``n_heads``, ``max_steps`` (controls), ``progress``,
     ``status``, ``message``, ``figure``, ``result`` (the TrainedModel shown).
     """
 
+    redraw_every = REDRAW_EVERY
     #: A handout has no Python to train: three seeds of the starting head count, trained while it is built
     #: (``widgets._states``).
     handout_controls = {"seed": ["0", "1", "2"]}
@@ -132,39 +132,19 @@ class LiveTraining(ControlGroup):
         check_budget(config.max_steps)
         return config
 
-    def _show_status(self, text: str, *, busy: bool = False) -> None:
-        colour = "#8a4b00" if busy else "#1b4f72"
-        self.status.value = f'<div style="font-size:{self.theme.control_font_size}px;color:{colour}">{text}</div>'
-
-    def train(self) -> None:
-        """Train (or fetch from the cache) the current setting and show it."""
+    def _models(self):
         from ..models import training
 
-        try:
-            config = self.config()
-        except (TypeError, ValueError) as error:
-            show_message(self.message, f"{error}. The figure still shows the last model trained.", theme=self.theme)
-            return
-        show_message(self.message, "", theme=self.theme)
-        self.progress.max = config.max_steps
-        if training.is_cached(config):
-            self._show(training.trained(config), config, cached=True)
-            return
-        self._show_status(f"training... {config.n_heads} head(s), seed {config.seed}", busy=True)
-        partial = []
+        return training.is_cached, training.trained
 
-        def report(p):
-            partial.append(p)
-            self.progress.value = p.step
-            if len(partial) == 1 or p.step % REDRAW_EVERY == 0 or p.done:
-                acc = ", ".join(f"{a:.2f}" for a in p.accuracy)
-                self._show_status(f"training... step {p.step} / {config.max_steps}, accuracy {acc}", busy=True)
-                update_in_place(self.figure, history_figure(partial, self.relations, max_steps=config.max_steps,
-                                                            theme=self.theme))
+    def _started_text(self, config) -> str:
+        return f"training... {config.n_heads} head(s), seed {config.seed}"
 
-        # Kernel > Interrupt stops the run after the step under way and keeps it (not cached).
-        result = training.trained(config, callback=report, interruptible=True)
-        self._show(result, config, cached=False)
+    def _redraw(self, partial: list, config) -> None:
+        acc = ", ".join(f"{a:.2f}" for a in partial[-1].accuracy)
+        self._show_status(f"training... step {partial[-1].step} / {config.max_steps}, accuracy {acc}", busy=True)
+        update_in_place(self.figure, history_figure(partial, self.relations, max_steps=config.max_steps,
+                                                    theme=self.theme))
 
     def _show(self, result, config, *, cached: bool) -> None:
         self.result = result
@@ -185,17 +165,7 @@ class LiveTraining(ControlGroup):
 
 def live_training(n_heads: int = 3, seed: int = 0, max_steps: int | None = None) -> LiveTraining:
     """Show the controls, then train the starting setting live; returns the group."""
-    group = LiveTraining(n_heads, seed, max_steps)
-    if static_mode():
-        # A handout: train first, then the group records its precomputed seeds (widgets._states).
-        group.train()
-        from IPython.display import display
-
-        display(group)
-        return group
-    show_keyboard_ready(themed_box(group.box, group.theme))  # as ControlGroup._ipython_display_ shows a group
-    group.train()
-    return group
+    return LiveTraining(n_heads, seed, max_steps).show_and_train()
 
 
 class HeadSwitches(ControlGroup):

@@ -133,7 +133,11 @@ def page_figure(page_data: dict, first: dict, index: int) -> dict:
 
 
 def _control_html(control: dict, k: int, value: int, prefix: str) -> str:
-    """One control as native, keyboard-usable HTML (disabled until ``states.js`` brings it to life)."""
+    """One control as native, keyboard-usable HTML (disabled until ``states.js`` brings it to life).
+
+    A slider's readout is hidden from screen readers: an ``<output>`` is a live region, so Orca said
+    every new value twice (the slider's own value text, then the readout).
+    """
     cid = f"{prefix}-c{k}"
     legend = html.escape(control["legend"])
     labels = control["labels"]
@@ -141,7 +145,7 @@ def _control_html(control: dict, k: int, value: int, prefix: str) -> str:
         return (f'<div class="mha-states-control mha-states-range"><label for="{cid}">{legend}</label> '
                 f'<input type="range" id="{cid}" data-control="{k}" min="0" max="{len(labels) - 1}" step="1" '
                 f'value="{value}" aria-valuetext="{html.escape(labels[value])}" disabled> '
-                f'<output for="{cid}" class="mha-states-readout">{html.escape(labels[value])}</output></div>')
+                f'<output for="{cid}" class="mha-states-readout" aria-hidden="true">{html.escape(labels[value])}</output></div>')
     if control["kind"] == "select":
         options = "".join(f'<option value="{i}"{" selected" if i == value else ""}>{html.escape(label)}</option>'
                           for i, label in enumerate(labels))

@@ -57,7 +57,7 @@ def remembered(build):
     return built_once
 
 
-def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:
+def update_in_place(target: go.FigureWidget, built: go.Figure | dict, *, words: bool = True) -> None:
     """Make ``target`` show what ``built`` shows, without re-creating or re-displaying it.
 
     ``built`` is a ``go.Figure`` or a builder's plain ``{"data", "layout"}`` spec (the
@@ -67,6 +67,11 @@ def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:
     to the page at once without plotly's validators (which cost most of a change's time)
     and brings its own Python objects up to date when they are next read; any other
     figure is changed through plotly's validators in one ``batch_update``.
+
+    ``words=False`` leaves the figure's words (what a screen reader announces) as they were: for the
+    frames of an animation, such as 06's training, whose words a screen reader would otherwise read
+    out in full on every frame (Orca read about 1,000 characters every few tenths of a second, and
+    the learner's next key went unheard); the last frame is drawn with its words.
     """
     new = _plain(built)
     old = getattr(target, "_mha_shown", None) or _plain(target)
@@ -75,7 +80,8 @@ def update_in_place(target: go.FigureWidget, built: go.Figure | dict) -> None:
     else:
         apply_checked(target, old, new)
     target._mha_shown = new
-    _words.refresh(target, new)  # the words of what is now shown, to a screen reader (nothing when not shown)
+    if words:
+        _words.refresh(target, new)  # the words of what is now shown, to a screen reader (nothing when not shown)
 
 
 class ControlGroup:

@@ -159,8 +159,9 @@ class LiveTraining(ControlGroup):
             if len(partial) == 1 or p.step % REDRAW_EVERY == 0 or p.done:
                 acc = ", ".join(f"{a:.2f}" for a in p.accuracy)
                 self._show_status(f"training... step {p.step} / {config.max_steps}, accuracy {acc}", busy=True)
+                # A frame of the run: drawn, not read out (the finished run's words are, in _show).
                 update_in_place(self.figure, history_figure(partial, self.relations, max_steps=config.max_steps,
-                                                            theme=self.theme))
+                                                            theme=self.theme), words=False)
 
         # Kernel > Interrupt stops the run after the step under way and keeps it (not cached).
         result = training.trained(config, callback=report, interruptible=True)

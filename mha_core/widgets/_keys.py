@@ -74,12 +74,18 @@ const SR_ONLY = %(sr_only)s;
 
 // A slider's handle (noUiSlider's role="slider") is named by the slider's label, which ipywidgets
 // draws beside it without tying the two together: without a name a screen reader says only "slider".
+// Its readout box too (a textbox named by the label).
 function nameSliders(root) {
   for (const slider of root.querySelectorAll(".widget-slider")) {
     const label = slider.querySelector(".widget-label");
     const name = label && label.textContent.trim();
     if (!name) continue;
     for (const handle of slider.querySelectorAll("[role='slider']")) set(handle, "aria-label", name);
+    // Its readout is a Tab stop of its own, a box to type the value into: Orca said nothing there.
+    for (const box of slider.querySelectorAll(".widget-readout[contenteditable='true']")) {
+      set(box, "role", "textbox");
+      set(box, "aria-label", name + ": type a value");
+    }
   }
 }
 

@@ -242,6 +242,11 @@ class ScreenReader:
         """What was spoken between two offsets, as one text (utterances joined by ' | ')."""
         return " | ".join(self.spoken(start, stop))
 
+    def mode(self) -> str:
+        """Orca's mode on the page as it last announced it: "focus" or "browse" (browse until it says otherwise)."""
+        said = [u for u in self.spoken() if u in ("Focus mode", "Browse mode")]
+        return "focus" if said and said[-1] == "Focus mode" else "browse"
+
     def wait_speech(self, start: int, pattern: str, *, timeout: float = 15, what: str = "") -> str:
         """Wait until the speech since ``start`` matches ``pattern`` (a regex, case-insensitive); what was said."""
         deadline = time.monotonic() + timeout

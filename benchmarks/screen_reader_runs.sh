@@ -17,7 +17,9 @@ fi
 for i in $(seq "$runs"); do
   before=$(cut -d' ' -f1-3 /proc/loadavg)
   start=$(date +%s)
-  summary=$(.venv/bin/python -m pytest tests/browser/test_screen_reader.py -q -p no:cacheprovider ${select:+-k "$select"} 2>&1 | tail -1)
+  log=$(mktemp)
+  .venv/bin/python -m pytest tests/browser/test_screen_reader.py -q -p no:cacheprovider -rf ${select:+-k "$select"} >"$log" 2>&1 || true
+  summary="$(tail -1 "$log"); failed: $(grep -c "^FAILED" "$log" || true) ($(grep "^FAILED" "$log" | sed "s/.*\[//; s/\].*//" | tr "\n" " "))"
   end=$(date +%s)
   echo "run $i: $summary; wall $((end - start)) s; load before $before, after $(cut -d' ' -f1-3 /proc/loadavg)"
 done

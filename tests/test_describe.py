@@ -111,13 +111,39 @@ def test_not_a_figure_is_refused_by_name():
         in_words({"layout": {}})
 
 
-def test_a_tall_table_is_read_by_its_three_largest_cells_ties_in_reading_order_and_its_smallest():
-    # 12 rows, one column: too many rows to read one by one. 0.9 twice: the upper one comes first.
+def test_a_tall_table_is_read_by_its_largest_cell_with_its_ties_the_next_value_and_its_smallest_from_1():
+    # 12 rows, one column: too many rows to read one by one. 0.9 twice: said once, with the count of
+    # cells that share it (a listener is not read the same number again); positions count from 1.
     z = np.array([[0.2], [0.9], [0.5], [0.05], [0.9], [0.3], [0.1], [0.4], [0.6], [0.7], [0.8], [0.35]])
     fig = {"data": [{"type": "heatmap", "z": z.tolist()}], "layout": {"title": {"text": "One column"}}}
     text = in_words(fig).description
-    assert text.startswith("largest 0.90 at row 1, column 0; then 0.90 at row 4, column 0; then 0.80 at row 10, "
-                           "column 0; smallest 0.05 at row 3, column 0."), text
+    assert text.startswith("largest 0.90 at row 2, column 1 (and 1 more cell at 0.90); then 0.80 at row 11, "
+                           "column 1; smallest 0.05 at row 4, column 1."), text
+    assert "Colour shows the value, from 0.05 to 0.90." in text
+
+
+def test_a_row_that_is_all_one_value_a_tie_and_a_shared_largest_are_said_as_such():
+    fig = {"data": [{"type": "heatmap", "z": [[0, 0, 0], [0.5, 0.5, 0], [1, 0, 0]], "x": ["a", "b", "c"],
+                     "y": ["p", "q", "r"]}],
+           "layout": {"xaxis": {"title": {"text": "key"}}, "yaxis": {"title": {"text": "query"}}}}
+    text = in_words(fig).description
+    assert "query `p`: all 0." in text, text
+    assert "query `q`: largest 0.50 on `a` and `b`, then 0 on `c`." in text, text
+    same = {"data": [{"type": "heatmap", "z": [[1, 0], [0.9, 0.1]], "x": ["a", "b"], "y": ["p", "q"]},
+                     {"type": "heatmap", "z": [[1, 0], [0, 1]], "x": ["p", "q"], "y": ["p", "q"], "xaxis": "x2"}],
+            "layout": {"yaxis": {"title": {"text": "query"}}}}
+    text = in_words(same).description
+    assert "every query's largest value is on `a` (0.90 to 1)." in text, text
+    assert "each query's largest value is on itself (1)." in text, text
+
+
+def test_bars_of_one_value_and_a_flat_line_are_said_in_one_phrase():
+    fig = {"data": [{"type": "bar", "name": "bias", "x": list(range(1, 9)), "y": [0.0] * 8},
+                    {"type": "scatter", "mode": "lines", "name": "ratio", "x": list(range(8)), "y": [0.39] * 8}],
+           "layout": {"xaxis": {"title": {"text": "feature"}}}}
+    text = in_words(fig).description
+    assert "bias: all 8 bars 0." in text, text
+    assert "ratio: flat at 0.39, from feature 0 to 7." in text, text
 
 
 def test_words_read_aloud_quote_what_the_text_marks_as_code():

@@ -144,6 +144,22 @@ def test_the_step_budget_has_a_maximum_and_says_so(group, monkeypatch):
     assert "Interrupt" in message
 
 
+def test_training_frames_are_drawn_without_their_words_and_the_finished_run_with_them(monkeypatch):
+    # A screen reader announces the figure's words whenever they change: on every frame of a run it read about
+    # 1,000 characters every few tenths of a second, and the learner's next key went unheard.
+    import mha_core.widgets.toy as toy
+
+    real_update, words = toy.update_in_place, []
+
+    def spy(figure, built, **kw):
+        words.append(kw.get("words", True))
+        real_update(figure, built, **kw)
+
+    monkeypatch.setattr(toy, "update_in_place", spy)
+    LiveTraining(n_heads=1, seed=11, max_steps=23).train()  # a setting no other test trains (none cached)
+    assert words.count(False) >= 2 and words[-1] is True and words.count(True) == 1, words
+
+
 def test_an_interrupt_stops_training_and_keeps_what_was_trained(monkeypatch):
     import os
     import signal
@@ -153,8 +169,8 @@ def test_an_interrupt_stops_training_and_keeps_what_was_trained(monkeypatch):
     real_update = toy.update_in_place
     sent = []
 
-    def update_then_interrupt(figure, built):
-        real_update(figure, built)
+    def update_then_interrupt(figure, built, **kw):
+        real_update(figure, built, **kw)
         if max(built.data[0].x) == 40 and not sent:
             sent.append(True)
             os.kill(os.getpid(), signal.SIGINT)  # Kernel > Interrupt, while the figure shows step 40

@@ -51,6 +51,19 @@ def words_text(description: str) -> str:
     return re.sub(r"`([^`]+)`", "\u2018\\1\u2019", description)
 
 
+#: The figure's title, spoken when a setting changes it: a visually hidden line among the group's lines, which
+#: sit in a polite live region (``states.js`` rewrites a line only when its text changes). Without it a listener
+#: heard the new description but not the new title, which is where most figures say what the setting is
+#: ("H = 8 heads of d_head = 2"; "38 heads off: held-out mean 0.950").
+NAME_TEXT = "mha-figure-name"
+SR_ONLY = "position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0"
+
+
+def _name_html(name: str) -> str:
+    # Escaped as the browser writes text back (innerHTML), so an unchanged title is not rewritten and said again.
+    return html.escape(f"Figure: {name}.", quote=False)
+
+
 def states_page_data(data: dict) -> dict:
     """The recorded settings of a control group as the page keeps them: each figure as its change from an
     earlier setting ``r`` (the first, the one before it, or the first of its base: whichever change is smallest)."""
@@ -62,7 +75,7 @@ def states_page_data(data: dict) -> dict:
         key = tuple(state["values"][k] for k in base_idx)
         base_start.setdefault(key, i)
         entry = {"v": state["values"], "n": state["words"]["name"], "w": words_text(state["words"]["description"]),
-                 "t": state["texts"]}
+                 "t": {**state["texts"], NAME_TEXT: _name_html(state["words"]["name"])}}
         if i:
             refs = sorted({0, i - 1, base_start[key]} - {i})
             diffs = [(len(json.dumps(d, separators=(",", ":"))), r, d)
@@ -83,7 +96,11 @@ def page_figure(page_data: dict, first: dict, index: int) -> dict:
 
 
 def _control_html(control: dict, k: int, value: int, prefix: str) -> str:
-    """One control as native, keyboard-usable HTML (disabled until ``states.js`` brings it to life)."""
+    """One control as native, keyboard-usable HTML (disabled until ``states.js`` brings it to life).
+
+    A slider's readout is hidden from screen readers: an ``<output>`` is a live region, so Orca said
+    every new value twice (the slider's own value text, then the readout).
+    """
     cid = f"{prefix}-c{k}"
     legend = html.escape(control["legend"])
     labels = control["labels"]
@@ -91,7 +108,7 @@ def _control_html(control: dict, k: int, value: int, prefix: str) -> str:
         return (f'<div class="mha-states-control mha-states-range"><label for="{cid}">{legend}</label> '
                 f'<input type="range" id="{cid}" data-control="{k}" min="0" max="{len(labels) - 1}" step="1" '
                 f'value="{value}" aria-valuetext="{html.escape(labels[value])}" disabled> '
-                f'<output for="{cid}" class="mha-states-readout">{html.escape(labels[value])}</output></div>')
+                f'<output for="{cid}" class="mha-states-readout" aria-hidden="true">{html.escape(labels[value])}</output></div>')
     if control["kind"] == "select":
         options = "".join(f'<option value="{i}"{" selected" if i == value else ""}>{html.escape(label)}</option>'
                           for i, label in enumerate(labels))
@@ -140,6 +157,8 @@ def states_html(data: dict, figure_id: str) -> str:
         k += 1
     texts = "".join(f'<div class="mha-states-text" data-text="{html.escape(attr)}">{value}</div>'
                     for attr, value in first["texts"].items())
+    texts += (f'<div class="mha-states-text" data-text="{NAME_TEXT}" style="{SR_ONLY}">'
+              f'{_name_html(first["words"]["name"])}</div>')
     parts.append(f'<div class="mha-states-texts" aria-live="polite">{texts}</div>')
     parts.append(_figure_markup(first["figure"], figure_id, live=True))
     parts.append(f'<script type="application/json" class="mha-states-data">{_json_in_script(states_page_data(data))}</script>'

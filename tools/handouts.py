@@ -234,7 +234,7 @@ def question_html(q, number: int) -> str:
     parts.append(
         '<div class="mha-quiz-actions"><button type="button" class="mha-quiz-check">Check</button>'
         '<span class="mha-quiz-tries"></span></div>'
-        '<div class="mha-quiz-feedback" role="status" aria-live="polite"></div>'
+        '<div class="mha-quiz-feedback" role="status" aria-live="polite" aria-atomic="true"></div>'
         f"<details><summary>Show the answer</summary>{key}</details>"
         f'<script type="application/json" class="mha-quiz-data">{_json_in_script(quiz_data(q))}</script></fieldset>'
     )

@@ -197,6 +197,11 @@ def _panel_title(annotations, x_lo, x_hi, y_top, xref, yref, x_domain, y_domain)
 # --------------------------------------------------------------------------- one trace
 
 
+def _same(a: float, b: float) -> bool:
+    """Whether two values read as the same in words (equal to two decimals: 1 and 0.999 are both "1")."""
+    return number(a) == number(b) or math.isclose(a, b, rel_tol=5e-3, abs_tol=5e-3)
+
+
 def _heatmap(trace: dict, layout: dict, notes: list[str], *, panels_in_figure: int = 1) -> list[str]:
     z = _array(trace.get("z"))
     if z is None or z.ndim != 2 or not np.isfinite(z).any():
@@ -204,6 +209,9 @@ def _heatmap(trace: dict, layout: dict, notes: list[str], *, panels_in_figure: i
     xaxis, yaxis = _Axis(layout, trace.get("xaxis"), "x"), _Axis(layout, trace.get("yaxis"), "y")
     xs = _labels(trace.get("x")) or list(range(z.shape[1]))
     ys = _labels(trace.get("y")) or list(range(z.shape[0]))
+    # Without labels a cell's coordinate is its index from 0; the words count positions from 1.
+    x_named = trace.get("x") is not None or bool(xaxis.ticks)
+    y_named = trace.get("y") is not None or bool(yaxis.ticks)
     row_name, col_name = yaxis.short("row"), xaxis.short("column")
     filled = np.isfinite(z)
     annotations = layout.get("annotations", []) or []
@@ -213,6 +221,9 @@ def _heatmap(trace: dict, layout: dict, notes: list[str], *, panels_in_figure: i
     whole = trace.get("name") or ""
     for n, ((r0, r1), (c0, c1)) in enumerate(panels):
         block = z[r0:r1, c0:c1]
+        # A cell's label; without labels its position in its panel, counted from 1 (the coordinate counts from 0).
+        x_label = lambda v, c0=c0: xaxis.label(v) if x_named else number(float(v) - c0 + 1)  # noqa: E731
+        y_label = lambda v, r0=r0: yaxis.label(v) if y_named else number(float(v) - r0 + 1)  # noqa: E731
         x_lo, x_hi = (xs[c0], xs[c1 - 1]) if isinstance(xs[c0], (int, float)) else (c0, c1 - 1)
         y_top = ys[r0] if isinstance(ys[r0], (int, float)) else r0
         title = _panel_title(annotations, x_lo, x_hi, y_top, trace.get("xaxis", "x"), trace.get("yaxis", "y"),
@@ -220,50 +231,89 @@ def _heatmap(trace: dict, layout: dict, notes: list[str], *, panels_in_figure: i
         prefix = f"{title}, " if title else ""
         several = max(len(panels), panels_in_figure)
         compact = several > 1 and several <= PANELS_READ and block.shape[0] <= ROWS_READ
-        if compact and block.shape[1] >= 2:
+        rows_here = [i for i in range(block.shape[0]) if np.isfinite(block[i]).any()]
+        tops = {i: int(np.nanargmax(block[i])) for i in rows_here}
+        row_labels = {i: y_label(ys[r0 + i]) for i in rows_here}
+        # Each row's largest value with every column that ties with it ("`cache` and `key`").
+        top_labels = {i: " and ".join(x_label(xs[c0 + j]) for j in range(block.shape[1])
+                                      if np.isfinite(block[i, j]) and _same(block[i, j], block[i, tops[i]]))
+                      for i in rows_here}
+        top_values = [float(block[i, j]) for i, j in tops.items()]
+        # Rows whose largest value stands alone (not a tie, not a row of one value): only these can be summed up.
+        alone = all(sum(_same(v, block[i, tops[i]]) for v in block[i][np.isfinite(block[i])]) == 1 for i in rows_here)
+        span = (f"{number(min(top_values))}" if top_values and _same(min(top_values), max(top_values))
+                else f"{number(min(top_values))} to {number(max(top_values))}" if top_values else "")
+        if (alone and block.shape[0] <= ROWS_READ and block.shape[1] >= 2 and len(rows_here) > 1
+                and all(top_labels[i] == row_labels[i] for i in rows_here)):
+            # Every row's largest value is on its own column: the diagonal (a token looking at itself).
+            sentences.append(f"{prefix}each {row_name}'s largest value is on itself ({span}).")
+        elif (block.shape[0] <= ROWS_READ and block.shape[1] >= 2 and len(rows_here) > 1
+              and all(not _same(np.nanmin(block[i]), np.nanmax(block[i])) for i in rows_here)
+              and len(set(top_labels.values())) == 1):
+            # Every row's largest value is on the same column.
+            sentences.append(f"{prefix}every {row_name}'s largest value is on {top_labels[rows_here[0]]} ({span}).")
+        elif compact and block.shape[1] >= 2:
             # Several panels: each row's largest value only, one sentence per panel.
-            tops = []
-            for i in range(block.shape[0]):
-                row = block[i]
-                if np.isfinite(row).any():
-                    j = int(np.nanargmax(row))
-                    tops.append(f"{yaxis.label(ys[r0 + i])} {number(row[j])} on {xaxis.label(xs[c0 + j])}")
-            if tops:
-                sentences.append(f"{prefix}largest per {row_name}: " + ", ".join(tops) + ".")
+            parts = [f"{row_labels[i]} {number(block[i, tops[i]])} on {top_labels[i]}" for i in rows_here]
+            if parts:
+                sentences.append(f"{prefix}largest per {row_name}: " + ", ".join(parts) + ".")
         elif several == 1 and block.shape[0] <= ROWS_READ and block.shape[1] >= 2:
-            for i in range(block.shape[0]):
+            if title:
+                sentences.append(f"{title}.")
+            for i in rows_here:
                 row = block[i]
-                order = [j for j in np.argsort(-np.nan_to_num(row, nan=-np.inf)) if np.isfinite(row[j])]
-                if not order:
+                order = [j for j in np.argsort(-np.nan_to_num(row, nan=-np.inf), kind="stable") if np.isfinite(row[j])]
+                label = lambda j: x_label(xs[c0 + j])  # noqa: E731
+                if _same(row[order[0]], row[order[-1]]):
+                    sentences.append(f"{row_name} {row_labels[i]}: all {number(row[order[0]])}.")
                     continue
-                parts = [f"largest {number(row[order[0]])} on {xaxis.label(xs[c0 + order[0]])}"]
-                if len(order) > 1:
-                    parts.append(f"then {number(row[order[1]])} on {xaxis.label(xs[c0 + order[1]])}")
-                sentences.append(f"{prefix}{row_name} {yaxis.label(ys[r0 + i])}: " + ", ".join(parts) + ".")
+                tied = [j for j in order if _same(row[j], row[order[0]])]
+                if len(tied) > 1:
+                    text = f"largest {number(row[order[0]])} on " + " and ".join(label(j) for j in tied[:3])
+                    rest = [j for j in order if j not in tied]
+                    if rest and len(tied) < 3:
+                        text += f", then {number(row[rest[0]])} on {label(rest[0])}"
+                else:
+                    text = f"largest {number(row[order[0]])} on {label(order[0])}"
+                    if len(order) > 1:
+                        text += f", then {number(row[order[1]])} on {label(order[1])}"
+                sentences.append(f"{row_name} {row_labels[i]}: {text}.")
         else:
-            # Every finite cell, largest first (ties in reading order), as (value, row, column).
+            # A large panel: its size and range, where its largest and smallest values are (ties counted).
             rows, cols = np.nonzero(np.isfinite(block))
             values = block[rows, cols]
             order = np.argsort(-values, kind="stable")
             at = lambda k: (float(values[k]), int(rows[k]), int(cols[k]))  # noqa: E731
-            top = [at(k) for k in order[:2 if len(panels) > PANELS_READ else 3]]
-            smallest = at(order[-1])
 
             def cell(v, i, j):
-                return f"{number(v)} at {row_name} {yaxis.label(ys[r0 + i])}, {col_name} {xaxis.label(xs[c0 + j])}"
+                return f"{row_name} {y_label(ys[r0 + i])}, {col_name} {x_label(xs[c0 + j])}"
 
-            text = f"{prefix}largest " + "; then ".join(cell(*t) for t in top)
-            if len(panels) <= PANELS_READ:
-                text += f"; smallest {cell(*smallest)}"
-            sentences.append(text + ".")
-    # Colour carries the values: say what it stands for, and that the words give the same numbers.
+            def extreme(word, ks):
+                v, i, j = at(ks[0])
+                same = [k for k in ks if _same(values[k], v)]
+                more = f" (and {len(same) - 1} more {'cell' if len(same) == 2 else 'cells'} at {number(v)})" if len(same) > 1 else ""
+                return f"{word} {number(v)} at {cell(v, i, j)}{more}", same
+
+            top, tied = extreme("largest", list(order))
+            parts = [top]
+            rest = [k for k in order if k not in set(tied)]
+            if rest and len(panels) <= PANELS_READ:
+                v, i, j = at(rest[0])
+                parts.append(f"then {number(v)} at {cell(v, i, j)}")
+            if len(panels) <= PANELS_READ and not _same(values[order[0]], values[order[-1]]):
+                parts.append(extreme("smallest", list(order[::-1]))[0])
+            shape = f"{block.shape[0]} rows by {block.shape[1]} columns, " if len(panels) == 1 and block.shape[1] > 1 else ""
+            sentences.append(f"{prefix}{shape}" + "; ".join(parts) + ".")
+    # Colour carries the values: say what it stands for, and whether the cells also print their numbers.
     bar = trace.get("colorbar") or {}
     what = plain(bar.get("title")) or plain(whole) or "the value"
     lo, hi = trace.get("zmin"), trace.get("zmax")
     lo = float(np.nanmin(z)) if lo is None else lo
     hi = float(np.nanmax(z)) if hi is None else hi
-    notes.append(f"Colour shows {what}, from {number(lo)} to {number(hi)}; the numbers here give the same values"
-                 + (" and are printed in the cells." if trace.get("text") is not None or trace.get("texttemplate") else "."))
+    if re.fullmatch(r"[-+0-9.,\s]+(to|-)[-+0-9.,\s]+", what):
+        what = "the value"  # a colour bar titled by its own range ("0 to 1")
+    printed = trace.get("text") is not None or trace.get("texttemplate")
+    notes.append(("colour", what, f"from {number(lo)} to {number(hi)}", bool(printed)))
     return sentences
 
 
@@ -286,13 +336,24 @@ def _bar(trace: dict, layout: dict, notes: list[str]) -> list[str]:
     if values is None or values.ndim != 1 or not np.isfinite(values).any():
         return []
     axis = _Axis(layout, trace.get("yaxis" if horizontal else "xaxis"), "y" if horizontal else "x")
-    cats = _labels(trace.get("y" if horizontal else "x")) or list(range(len(values)))
-    name = _series_name(trace, "bars", layout)
+    value_axis = _Axis(layout, trace.get("xaxis" if horizontal else "yaxis"), "x" if horizontal else "y")
+    cats = _labels(trace.get("y" if horizontal else "x")) or list(range(1, len(values) + 1))
+    # Unnamed bars are named by what their height shows (the value axis), not as "bars".
+    name = _series_name(trace, value_axis.short("bars"), layout)
     items = [(values[i], axis.label(cats[i])) for i in range(len(values)) if np.isfinite(values[i])]
+    if all(_same(v, items[0][0]) for v, _ in items):
+        return [f"{name}: all {len(items)} bars {number(items[0][0])}."]
     if len(items) <= ITEMS_READ:
-        return [f"{name}: " + ", ".join(f"{label} {number(v)}" for v, label in items) + "."]
+        text = f"{name}: " + ", ".join(f"{label} {number(v)}" for v, label in items)
+        top = max(v for v, _ in items)
+        tallest = [label for v, label in items if _same(v, top)]
+        if len(items) > 2 and len(tallest) == 1:
+            text += f"; largest {tallest[0]}"
+        return [text + "."]
+    where = axis.short("")
+    where = f"{where} " if where and not re.search(r"\d", where) else ""
     items.sort(key=lambda t: -t[0])
-    return [f"{name}: {len(items)} bars, largest {number(items[0][0])} at {items[0][1]}, "
+    return [f"{name}: {len(items)} bars, largest {number(items[0][0])} at {where}{items[0][1]}, "
             f"then {number(items[1][0])} at {items[1][1]}; smallest {number(items[-1][0])} at {items[-1][1]}."]
 
 
@@ -322,6 +383,8 @@ def _scatter(trace: dict, layout: dict, notes: list[str]) -> list[str]:
         return [f"{name}, by {x_name}: " + ", ".join(f"{label} {number(v)}" for v, label in at) + "."]
     hi = max(at, key=lambda t: t[0])
     lo = min(at, key=lambda t: t[0])
+    if "lines" in str(trace.get("mode", "lines")) and _same(hi[0], lo[0]):
+        return [f"{name}: flat at {number(hi[0])}, from {x_name} {at[0][1]} to {at[-1][1]}."]
     if "lines" in str(trace.get("mode", "lines")):
         return [f"{name}: from {number(at[0][0])} at {x_name} {at[0][1]} to {number(at[-1][0])} at {at[-1][1]}; "
                 f"highest {number(hi[0])} at {hi[1]}, lowest {number(lo[0])} at {lo[1]}."]
@@ -393,7 +456,8 @@ def in_words(figure) -> FigureWords:
         notes.append("Each series has its own colour; the words name each one.")
     if outlined:
         notes.append("An outline marks each row's largest value (named above).")
-    tail = sorted(set(notes), key=notes.index)
+    tail = _colour_notes([n for n in notes if isinstance(n, tuple)])
+    tail += sorted({n for n in notes if isinstance(n, str)}, key=notes.index)
     # Chromium hands a screen reader at most about 1,000 characters of a description: keep the
     # axes and the notes on colour, and as many of the data sentences as fit, in order.
     more = "(More in the figure.)"
@@ -403,6 +467,20 @@ def in_words(figure) -> FigureWords:
     sentences = kept + ([more] if kept != sentences else [])
     body = " ".join(([axes] if axes else []) + sentences + tail)
     return FigureWords(name=name, description=body or f"{name}: a figure with no values to read.")
+
+
+def _colour_notes(found: list[tuple]) -> list[str]:
+    """One sentence per colour scale: what it shows (each heatmap that shares it, named once) and its range."""
+    scales: dict[tuple, list[str]] = {}
+    for _, what, span, printed in found:
+        names = scales.setdefault((span, printed), [])
+        if what not in names:
+            names.append(what)
+    out = []
+    for (span, printed), names in scales.items():
+        what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        out.append(f"Colour shows {what}, {span}" + ("; each cell also prints its number." if printed else "."))
+    return out
 
 
 def spoken(description: str) -> str:
@@ -415,12 +493,17 @@ def spoken(description: str) -> str:
 
 
 def _axis_sentence(layout: dict, kinds: set) -> str:
-    """What the axes show, once: "Across: key token. Down: query token." (heatmaps), or x against y."""
-    titles = []
+    """What the axes show, once. One x and one y axis: where each runs ("Across: key token. Down: query
+    token." when the rows run downwards, as in a table; "Up:" otherwise); several: "Axes: ..." in order."""
+    titles, keys = [], []
     for key in sorted(k for k in layout if re.fullmatch(r"[xy]axis[0-9]*", k)):
         title = plain((layout[key] or {}).get("title"))
         if title and title not in titles:
             titles.append(title)
+            keys.append(key)
     if not titles:
         return ""
+    if sorted(keys) == ["xaxis", "yaxis"]:
+        down = str((layout["yaxis"] or {}).get("autorange", "")) == "reversed"
+        return f"Across: {plain(layout['xaxis'].get('title'))}. {'Down' if down else 'Up'}: {plain(layout['yaxis'].get('title'))}."
     return "Axes: " + "; ".join(titles) + "."

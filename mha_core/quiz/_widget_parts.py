@@ -75,7 +75,9 @@ def message(text: str, kind: str) -> str:
 def verdict_html(verdict: Verdict) -> str:
     colour = COLOURS["right" if verdict.correct else "wrong"]
     lines = "".join(f"<div>{rich(d)}</div>" for d in verdict.details)
-    return f'<div role="status"><div style="color:{colour};font-weight:bold">{rich(verdict.headline)}</div>{lines}</div>'
+    # One region read whole, in order (aria-atomic): Orca read the explanation first and the verdict last.
+    return (f'<div role="status" aria-atomic="true"><div style="color:{colour};font-weight:bold">{rich(verdict.headline)}</div>'
+            f'{lines}</div>')
 
 
 def html_widget(value: str = "", css_class: str | None = None) -> widgets.HTML:

@@ -54,7 +54,7 @@ def remembered(build):
     return built_once
 
 
-def update_in_place(target: LiveFigure | go.Figure, built: go.Figure | dict) -> None:
+def update_in_place(target: LiveFigure | go.Figure, built: go.Figure | dict, *, words: bool = True) -> None:
     """Make ``target`` show what ``built`` shows, without re-creating or re-displaying it.
 
     ``built`` is a ``go.Figure`` or a builder's plain ``{"data", "layout"}`` spec (the
@@ -63,15 +63,21 @@ def update_in_place(target: LiveFigure | go.Figure, built: go.Figure | dict) -> 
     (``_plain.figure_diff``). A ``LiveFigure`` sends it to the page in one message without
     plotly's validators (``LiveFigure.show``); any other plotly figure is changed through
     them in one ``batch_update`` (``apply_to_figure``).
+
+    ``words=False`` leaves the figure's words (what a screen reader announces) as they were: for the
+    frames of an animation, such as 06's training, whose words a screen reader would otherwise read
+    out in full on every frame (Orca read about 1,000 characters every few tenths of a second, and
+    the learner's next key went unheard); the last frame is drawn with its words.
     """
     new = _plain(built)
     if isinstance(target, _live_figure.LiveFigure):  # the class itself (benchmarks/loadtest/dead_view.py swaps LiveFigure)
-        target.show(new, words=_words.spoken_with(target, new))  # its words in the same message (none when not shown)
+        target.show(new, words=_words.spoken_with(target, new) if words else None)  # its words in the same message
     else:
         old = getattr(target, "_mha_shown", None) or _plain(target)
         apply_to_figure(target, figure_diff(old, new))
         target._mha_shown = new
-    _words.refresh(target, new)  # the words of what is now shown, to a screen reader (nothing when not shown)
+    if words:
+        _words.refresh(target, new)  # the words of what is now shown, to a screen reader (nothing when not shown)
 
 
 class ControlGroup:

@@ -138,7 +138,8 @@ class LiveInduction(TrainingGroup):
     def _redraw(self, partial: list, config) -> None:
         self._show_status(f"training... step {partial[-1].step} / {config.max_steps}, best induction score "
                           f"{partial[-1].induction[-1].max():.2f}", busy=True)
-        update_in_place(self.figure, history_figure(partial, max_steps=config.max_steps, theme=self.theme))
+        # A frame of the run: drawn, not read out (the finished run's words are, in _show).
+        update_in_place(self.figure, history_figure(partial, max_steps=config.max_steps, theme=self.theme), words=False)
 
     def _show(self, result, config, *, cached: bool) -> None:
         self.result = result

@@ -143,8 +143,9 @@ class LiveTraining(TrainingGroup):
     def _redraw(self, partial: list, config) -> None:
         acc = ", ".join(f"{a:.2f}" for a in partial[-1].accuracy)
         self._show_status(f"training... step {partial[-1].step} / {config.max_steps}, accuracy {acc}", busy=True)
+        # A frame of the run: drawn, not read out (the finished run's words are, in _show).
         update_in_place(self.figure, history_figure(partial, self.relations, max_steps=config.max_steps,
-                                                    theme=self.theme))
+                                                    theme=self.theme), words=False)
 
     def _show(self, result, config, *, cached: bool) -> None:
         self.result = result

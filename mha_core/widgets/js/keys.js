@@ -16,6 +16,11 @@ export function nameSliders(root) {
     const name = label && label.textContent.trim();
     if (!name) continue;
     for (const handle of slider.querySelectorAll("[role='slider']")) mhaLabel.set(handle, "aria-label", name);
+    // Its readout is a Tab stop of its own, a box to type the value into: Orca said nothing there.
+    for (const box of slider.querySelectorAll(".widget-readout[contenteditable='true']")) {
+      mhaLabel.set(box, "role", "textbox");
+      mhaLabel.set(box, "aria-label", name + ": type a value");
+    }
   }
 }
 

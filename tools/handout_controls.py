@@ -159,6 +159,10 @@ def states_html(data: dict, figure_id: str) -> str:
                     for attr, value in first["texts"].items())
     texts += (f'<div class="mha-states-text" data-text="{NAME_TEXT}" style="{SR_ONLY}">'
               f'{_name_html(first["words"]["name"])}</div>')
+    if any(c["kind"] == "select" for c in controls):
+        # A list's new choice, said in words: after Down on a list Orca spoke the figure's new words but
+        # often not the choice itself (07's sentence list), so states.js writes it here.
+        texts += f'<div class="mha-states-choice" style="{SR_ONLY}"></div>'
     parts.append(f'<div class="mha-states-texts" aria-live="polite">{texts}</div>')
     parts.append(_figure_markup(first["figure"], figure_id, live=True))
     parts.append(f'<script type="application/json" class="mha-states-data">{_json_in_script(states_page_data(data))}</script>'

@@ -120,7 +120,14 @@
     controls.forEach(function (c, k) {
       inputs(k).forEach(function (el) {
         el.disabled = false;
-        el.addEventListener(el.type === "range" ? "input" : "change", function () { choose(k, read(k)); });
+        el.addEventListener(el.type === "range" ? "input" : "change", function () {
+          choose(k, read(k));
+          var choice = box.querySelector(".mha-states-choice");
+          if (choice && el.tagName === "SELECT") {
+            var label = box.querySelector('label[for="' + el.id + '"]');
+            choice.textContent = (label ? label.textContent + ": " : "") + el.options[el.selectedIndex].text;
+          }
+        });
         // Home and End reach the first and the last choice of a row of buttons, as in JupyterLab.
         if (el.type === "radio") el.addEventListener("keydown", function (event) {
           if (event.key !== "Home" && event.key !== "End") return;

@@ -56,7 +56,8 @@ from pathlib import Path
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Bool, Dict, Int, Unicode
 
-from learner_limits import IMAGES_DIR, Groups, kill_account, make_home_image, mount_home, mount_source, unmount_home
+from learner_limits import (IMAGES_DIR, Groups, become_subreaper, kill_account, make_home_image, mount_home,  # noqa: F401
+                            mount_source, reap_until_gone, unmount_home, zombie_children_of_uid)
 
 #: Unix account names the hub may create: lower case, starting with a letter, at most 32.
 _UNIX_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -395,14 +396,20 @@ def groups() -> Groups:
     return _GROUPS[HUB_ID[0]]
 
 
-def end_learner(name: str, uid: int | None, *, whole_account: bool = False) -> int:
+def end_learner(name: str, uid: int | None, *, whole_account: bool = False, keep: tuple[int, ...] = ()) -> int:
     """End ``name``'s processes on this hub: their control group (frozen, killed, until empty).
     Without control groups, or with ``whole_account``, every process of ``uid`` too, until none is
     left (with groups, everything the hub started for the learner is in theirs: an account the hub
-    made runs nothing else, and another hub's server of the same account is left alone)."""
+    made runs nothing else, and another hub's server of the same account is left alone).
+    Returns once none of them is left in /proc, zombies included: each zombie of ``uid`` that is
+    the hub's child (a kernel that ended after its server did is reparented to the hub, the
+    subreaper, and is no longer listed in its group) is reaped here, except the pids in ``keep``
+    (the server's, which its ``Popen`` reaps)."""
     ended = groups().kill(name)
     if uid is not None and uid >= uid_min() and os.geteuid() == 0 and (whole_account or not groups().available):
-        ended += kill_account(uid)
+        ended += kill_account(uid, keep=keep)
+    if uid is not None and uid != 0 and os.geteuid() == 0:
+        reap_until_gone([pid for pid in zombie_children_of_uid(uid) if pid not in keep], timeout_s=5.0)
     return ended
 
 
@@ -578,7 +585,7 @@ class CourseSpawner(LocalProcessSpawner):
                 return
             self.log.warning("%s's server (pid %s) exited on its own: ending its processes and its route now",
                              self.user.name, self.pid)
-            end_learner(self.user.name, self._uid)
+            end_learner(self.user.name, self._uid, keep=(self.pid,))
             if self._made_by_hub:
                 loop.run_in_executor(None, release_home, self.homes_root, self.user.name)
             loop.add_callback(self.poll_and_notify)

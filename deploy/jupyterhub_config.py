@@ -431,6 +431,10 @@ def end_earlier_services() -> list[str]:
     return ended
 
 
+# A learner's kernel whose server ended is reparented to the hub, which reaps it when it ends the
+# learner: the hub never exits (nor reports a server stopped) with a learner's zombie left behind.
+if RUNNING and ROOT:
+    course_spawner.become_subreaper()
 if RUNNING and ROOT and not CLUSTER:
     _ended = sweep_leftovers(c.CourseSpawner.homes_root) + end_earlier_services()
     if _ended:

@@ -12,7 +12,9 @@ A learner can run any code as their own Unix account (a kernel, a terminal). So 
   is empty (a process that forks every 0.3 s and ignores SIGTERM cannot outrun it); where
   there are no control groups, by killing every process of the account: a process running
   as the account calls ``kill(-1, SIGKILL)``, which the kernel applies to all of that
-  account's processes at once, repeated until none is left.
+  account's processes at once, repeated until none is left. Either way it returns only once
+  every process it killed is gone from /proc, zombies included: the hub is its learners' child
+  subreaper, so it reaps a killed kernel itself instead of leaving it to a lazy init.
 
 Nothing here needs anything but the standard library; the hub (root) calls it.
 """
@@ -20,6 +22,8 @@ Nothing here needs anything but the standard library; the hub (root) calls it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import errno
 import os
 import re
@@ -31,6 +35,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: The folder under which each learner's group is made (beside the hub's own group).
 GROUP_PARENT = "mha-hub"
 V1_CONTROLLERS = ("pids", "memory", "freezer")
+PR_SET_CHILD_SUBREAPER = 36
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 
 
@@ -150,16 +155,20 @@ class Groups:
             _write_if(folders["freezer"] / "freezer.state", "FROZEN" if frozen else "THAWED")
 
     def kill(self, name: str, timeout_s: float = 10.0) -> int:
-        """End every process in ``name``'s group; returns how many were signalled. Removes the empty groups."""
+        """End every process in ``name``'s group; returns how many were signalled. Removes the empty groups.
+        Returns only once every process it saw is gone from /proc, zombies too (``reap_until_gone``):
+        a killed process leaves the group's list before its parent reaps it."""
         if not self.available:
             return 0
         folders = self.folders(name)
         signalled = 0
+        seen: set[int] = set()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             pids = self.pids(name)
             if not pids:
                 break
+            seen.update(pids)
             if self.version == 2 and (folders["unified"] / "cgroup.kill").exists():
                 _write_if(folders["unified"] / "cgroup.kill", "1")
                 signalled += len(pids)
@@ -174,6 +183,7 @@ class Groups:
                 with contextlib.suppress(OSError):
                     self._freeze(name, False)  # SIGKILL is delivered once thawed
             time.sleep(0.05)
+        reap_until_gone(seen, max(0.0, deadline - time.monotonic()))
         for folder in folders.values():
             with contextlib.suppress(OSError):
                 folder.rmdir()
@@ -208,16 +218,85 @@ def pids_of_uid(uid: int) -> list[int]:
     return found
 
 
-def kill_account(uid: int, timeout_s: float = 10.0) -> int:
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of ``pid`` from /proc/PID/stat; None once it is gone (reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def zombie_children_of_uid(uid: int) -> list[int]:
+    """This process's own children of account ``uid`` that are zombies (from /proc)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{entry}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if (fields["State"].split()[0] == "Z" and int(fields["PPid"]) == me
+                    and uid in (int(x) for x in fields["Uid"].split()[:3])):
+                found.append(int(entry))
+    return found
+
+
+def reap_until_gone(pids, timeout_s: float = 5.0) -> list[int]:
+    """Wait until none of ``pids`` (processes just killed) is left in /proc, zombies included: a
+    zombie that is this process's child (the hub is its learners' child subreaper, see
+    ``become_subreaper``, so a kernel whose server died is reparented to it) is reaped here, one by
+    its pid (never ``waitpid(-1)``: that would take the exit status of a child that a
+    ``subprocess.Popen`` waits for). Any other zombie is left to its parent (init), waited for until
+    ``timeout_s``. Returns the pids still there then."""
+    left = set(pids)
+    me = os.getpid()
+    deadline = time.monotonic() + timeout_s
+    while left:
+        for pid in sorted(left):
+            found = _stat(pid)
+            if found is None:
+                left.discard(pid)
+            elif found[0] == "Z" and found[1] == me:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                if _stat(pid) is None:
+                    left.discard(pid)
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    return sorted(left)
+
+
+def become_subreaper() -> bool:
+    """Make this process (the hub) the child subreaper of what it starts: a learner's kernel whose
+    server ended is then reparented to the hub, not to init, and the hub reaps it
+    (``reap_until_gone``) before it reports the learner stopped. An init that reaps lazily would
+    otherwise leave it a zombie of the learner's account after the hub has exited."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return False
+
+
+def kill_account(uid: int, timeout_s: float = 10.0, keep: tuple[int, ...] = ()) -> int:
     """End every process of the account ``uid`` (root only; never root's or a system account's):
     a child that becomes ``uid`` sends ``kill(-1, SIGKILL)``, which reaches all of the account's
-    processes in one pass (none can fork past it), repeated until /proc shows none. Returns the
-    number of processes seen at the start."""
+    processes in one pass (none can fork past it), repeated until /proc shows none. Every process
+    it saw (and each zombie of the account that is this process's child) is then waited for until
+    it is gone from /proc (``reap_until_gone``), except the pids in ``keep`` (a server a ``Popen``
+    reaps). Returns the number of processes seen at the start."""
     if uid == 0 or os.geteuid() != 0:
         raise PermissionError(f"kill_account(uid={uid}): only root may, and never for root")
-    seen = len(pids_of_uid(uid))
+    seen_pids = set(pids_of_uid(uid))
+    seen = len(seen_pids)
     deadline = time.monotonic() + timeout_s
-    while pids_of_uid(uid) and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        live = pids_of_uid(uid)
+        seen_pids.update(live)
+        if not live:
+            break
         pid = os.fork()
         if pid == 0:  # the child: drop to the account, then signal everything it owns
             try:
@@ -230,6 +309,7 @@ def kill_account(uid: int, timeout_s: float = 10.0) -> int:
             os._exit(0)
         os.waitpid(pid, 0)
         time.sleep(0.05)
+    reap_until_gone((seen_pids | set(zombie_children_of_uid(uid))) - set(keep), max(0.0, deadline - time.monotonic()))
     return seen
 
 

@@ -161,3 +161,17 @@ def test_points_on_labelled_rows_are_read_by_their_values_across():
                       "yaxis": {"tickvals": list(range(7)), "ticktext": [f"sentence {c}" for c in "abcdefg"]}}}
     text = in_words(fig).description
     assert "7 points, highest 0.97 at `sentence c`, lowest 0.91 at `sentence b`." in text, text
+
+
+def test_rows_that_run_downwards_read_down_whether_reversed_or_given_as_a_falling_range():
+    """A table's rows run down: plotly's 'reversed' y axis, or the falling range plotly.js writes back in the page,
+    read the same; a rising range reads up."""
+    trace = {"type": "heatmap", "z": [[0.1, 0.9], [0.6, 0.4]], "x": ["a", "b"], "y": ["a", "b"]}
+    axes = {"xaxis": {"title": {"text": "key token"}}}
+
+    def said(yaxis):
+        return in_words({"data": [trace], "layout": {**axes, "yaxis": {"title": {"text": "query token"}, **yaxis}}}).description
+
+    assert said({"autorange": "reversed"}).startswith("Across: key token. Down: query token.")
+    assert said({"autorange": True, "range": [1.5, -0.5]}).startswith("Across: key token. Down: query token.")
+    assert said({"range": [-0.5, 1.5]}).startswith("Across: key token. Up: query token.")

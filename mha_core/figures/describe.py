@@ -504,6 +504,12 @@ def _axis_sentence(layout: dict, kinds: set) -> str:
     if not titles:
         return ""
     if sorted(keys) == ["xaxis", "yaxis"]:
-        down = str((layout["yaxis"] or {}).get("autorange", "")) == "reversed"
+        yaxis = layout["yaxis"] or {}
+        span = yaxis.get("range")
+        # plotly.js draws 'reversed' and may write it back as a falling range ("min reversed" and
+        # "max reversed" are reversed too): the words read the same from the builder's figure and the page's.
+        down = "reversed" in str(yaxis.get("autorange", "")) or (
+            isinstance(span, (list, tuple)) and len(span) == 2 and all(isinstance(v, (int, float)) for v in span)
+            and span[0] > span[1])
         return f"Across: {plain(layout['xaxis'].get('title'))}. {'Down' if down else 'Up'}: {plain(layout['yaxis'].get('title'))}."
     return "Axes: " + "; ".join(titles) + "."

@@ -323,3 +323,19 @@ def test_a_remembered_builder_builds_each_setting_once_and_shows_it_again_as_a_f
         assert shown.keys() == want.keys()
         for key in shown.keys() - {"uid"}:  # plotly's random trace ids
             np.testing.assert_equal(np.asarray(shown[key], dtype=object), np.asarray(want[key], dtype=object))
+
+
+def test_a_last_frame_drawn_without_words_gets_its_words_in_a_message_of_their_own():
+    # 06 and 09 draw a training run's frames without words (a screen reader would read each one); the finished
+    # run's figure is often the last frame itself: no diff, but its words must still reach the page.
+    target = figure_widget(bars([1, 2, 3], title="a"))
+    page = Page(target)
+    first = {"name": "a", "description": "one, two, three"}
+    target.show(bars([1, 2, 3], title="a"), words=first)
+    assert page.messages == [{"n": 0, "words": first}]  # words alone, for the drawing shown
+    target.show(bars([3, 2, 1], title="a"))  # a frame, no words
+    target.show(bars([3, 2, 1], title="a"), words=first)  # the same words as the page holds: nothing to say
+    assert len(page.messages) == 2
+    last = {"name": "a", "description": "three, two, one"}
+    target.show(bars([3, 2, 1], title="a"), words=last)
+    assert page.messages[-1] == {"n": 1, "words": last} and page.n == 1

@@ -136,12 +136,16 @@ class LiveFigure(anywidget.AnyWidget):
             new = PlainFigure(data=new["data"], layout={**new["layout"], "width": width})
         diff = figure_diff(self._mha_shown, new)
         self._mha_shown = new
+        said = self.__dict__.get("_spoken")
         if words is not None:
             self._spoken = words
         if diff:
             self._changes += 1
             self._channel.send({"n": self._changes, "diff": jsonable(diff),
                                 **({"words": words} if words is not None else {})})
+        elif words is not None and words != said:
+            # The drawing is already shown (an animation's last frame, drawn without its words): the words alone.
+            self._channel.send({"n": self._changes, "words": words})
 
     def _on_page_message(self, channel, content, buffers) -> None:
         """A view that missed a change asks for the whole figure (``{"want": n}``, ``js/live_figure.js``)."""

@@ -21,6 +21,16 @@ test("a message applies the next diff, takes a whole figure, and says when one w
   assert.deepEqual(view.receive(first, 2, { other: 1 }), [first, 2, false]);
 });
 
+test("words reach the keyboard helper with the change they came with, or alone for the drawing already shown", () => {
+  const words = { name: "H = 4", description: "four heads" };
+  const diff = { s: { layout: {} } };
+  assert.equal(view.wordsFor({ n: 2, diff, words }, 2, true), true);  // with a change applied
+  assert.equal(view.wordsFor({ n: 2, words }, 2, false), true);  // alone: the last frame was drawn without them
+  assert.equal(view.wordsFor({ n: 1, words }, 2, false), false);  // for a drawing this view no longer shows
+  assert.equal(view.wordsFor({ n: 3, diff, words }, 2, false), false);  // with a change not applied
+  assert.equal(view.wordsFor({ n: 2, diff }, 2, true), false);  // no words
+});
+
 // A channel holding a figure, a model pointing to it, and plotly.js that records its calls.
 function fixture() {
   const handlers = {}, sent = [];

@@ -31,6 +31,12 @@ export function receive(figure, n, message) {
   return [figure, n, false];  // one already shown, or not for the figure
 }
 
+// Whether a message's words are for this view: with a change it applied, or alone for the figure it shows.
+export function wordsFor(message, n, changed) {
+  if (!message || !message.words) return false;
+  return changed || (!message.diff && !message.figure && message.n === n);
+}
+
 export default {
   async render({ model, el }) {
     let alive = true, waiting = false, drawing = Promise.resolve();
@@ -64,16 +70,21 @@ export default {
     const ask = () => channel.send({want: n});
     const heard = (message) => {
       const [next, count, missed] = receive(figure, n, message);
-      if (missed) ask();
-      else if (next !== figure) {
+      if (missed) {
+        ask();
+        return;
+      }
+      const changed = next !== figure;
+      if (changed) {
         figure = next;
         n = count;
         draw();
-        // The figure's new words came in the same message: to the group's keyboard helper (keys.js).
-        if (message.words) {
-          const Event = el.ownerDocument.defaultView.CustomEvent;
-          el.dispatchEvent(new Event(WORDS_EVENT, {bubbles: true, detail: message.words}));
-        }
+      }
+      // The figure's new words, in the same message as its change or alone (the drawing already shown):
+      // to the group's keyboard helper (keys.js).
+      if (wordsFor(message, n, changed)) {
+        const Event = el.ownerDocument.defaultView.CustomEvent;
+        el.dispatchEvent(new Event(WORDS_EVENT, {bubbles: true, detail: message.words}));
       }
     };
     draw();

@@ -59,7 +59,8 @@ def training_figure(loss_steps, losses, score_steps, previous_token, induction, 
     previous, ind = np.asarray(previous_token, dtype=float), np.asarray(induction, dtype=float)
     N, L, H = previous.shape
     top = float(max_steps or (steps[-1] if N else 1) or 1)
-    ticks = _ticks(top)
+    # No tick at step 0: its "0" would sit on the score's or the loss's "0" in the corner.
+    ticks = [t for t in _ticks(top) if t > 0]
     data = []
     for k, (name, dash) in enumerate((("first half (random)", "dot"), ("repeated half", "solid"))):
         data.append(dict(type="scatter", mode="lines", x=loss_steps, y=losses[:, k], name=f"loss, {name}",
@@ -75,36 +76,35 @@ def training_figure(loss_steps, losses, score_steps, previous_token, induction, 
                              line=dict(color=COLORS[i % len(COLORS)], width=3, dash=DASHES[i % len(DASHES)]),
                              hovertemplate=f"{name}, {label} score: %{{y:.2f}} at step %{{x}}<extra></extra>"))
         data.append(dict(type="scatter", mode="lines", x=[0, top], y=[chance, chance], name=f"chance, {label}",
-                         showlegend=False, xaxis=f"x{axis}", yaxis=f"y{axis}", hoverinfo="skip",
+                         showlegend=not theme.projector,  # on a projector the caption names them: two rows of legend fit
+                         xaxis=f"x{axis}", yaxis=f"y{axis}", hovertemplate=f"chance, {label}: {chance:.2f}<extra></extra>",
                          line=dict(color="#555", width=1.5, dash="dot")))
     data.append(dict(type="scatter", mode="lines", x=[0, top], y=[threshold, threshold], name="induction head from here",
-                     showlegend=False, xaxis="x3", yaxis="y3", hoverinfo="skip", line=dict(color="black", width=1.5,
-                                                                                          dash="dash")))
+                     showlegend=not theme.projector,
+                     xaxis="x3", yaxis="y3", hovertemplate=f"an induction head from {threshold:g}<extra></extra>",
+                     line=dict(color="black", width=1.5, dash="dash")))
     highest = max(4.0, float(np.nanmax(losses)) if losses.size else 4.0)
-    axis = dict(range=[0, top], tickvals=ticks, gridcolor="#eee")
+    axis = dict(range=[0, top], tickvals=ticks, gridcolor="#eee", title=dict(text="step"))
+    score = dict(domain=[0, 1], range=[-0.03, 1.03], gridcolor="#eee")
+    # Three panels side by side, each named by its y axis; the chance levels and the threshold are named in the
+    # legend. (Stacked, the two score panels had no room for their titles at projector sizes.)
     layout = base_layout(
         theme=theme, title=title or "Loss on each half, and every head's scores, as the model trains",
         # In Presentation Mode the group (controls, status and figure) must fit the 607 px shown.
         height=370 if theme.projector else 470, width=INDUCTION_WIDTH,
-        margin=dict(l=70, r=20, t=90, b=120) if theme.projector else dict(l=70, r=20, t=100, b=130),
-        xaxis=dict(domain=[0, 0.42], title=dict(text="step"), anchor="y", **axis),
-        yaxis=dict(domain=[0, 1], range=[0, highest * 1.05], title=dict(text="loss"), anchor="x", gridcolor="#eee"),
-        xaxis2=dict(domain=[0.55, 1], anchor="y2", showticklabels=False, **axis),
-        yaxis2=dict(domain=[0.56, 1], range=[-0.03, 1.03], tickvals=[0, 0.5, 1], anchor="x2", gridcolor="#eee",
-                    title=dict(text="prev. token")),
-        xaxis3=dict(domain=[0.55, 1], anchor="y3", title=dict(text="step"), **axis),
-        yaxis3=dict(domain=[0, 0.44], range=[-0.03, 1.03], tickvals=[0, 0.4, 1], anchor="x3", gridcolor="#eee",
-                    title=dict(text="induction")),
-        annotations=[
-            dict(text=f"previous-token score (chance {chance_previous:.2f})", x=0.775, y=1.0, xref="paper",
-                 yref="paper", yanchor="bottom", showarrow=False, font=dict(size=theme.font_size)),
-            dict(text=f"induction score (chance {chance_induction:.2f}, line at {threshold:g})", x=0.775, y=0.44,
-                 xref="paper", yref="paper", yanchor="bottom", showarrow=False, font=dict(size=theme.font_size)),
-        ],
+        margin=dict(l=70, r=20, t=60, b=165) if theme.projector else dict(l=70, r=20, t=70, b=150),
+        xaxis=dict(domain=[0, 0.24], anchor="y", **axis),
+        yaxis=dict(domain=[0, 1], range=[0, highest * 1.05], title=dict(text="loss"), anchor="x", gridcolor="#eee",
+                   dtick=2 if theme.projector else None),
+        xaxis2=dict(domain=[0.38, 0.62], anchor="y2", **axis),
+        yaxis2=dict(anchor="x2", tickvals=[0, 0.5, 1], title=dict(text="prev. token"), **score),
+        xaxis3=dict(domain=[0.76, 1], anchor="y3", **axis),
+        yaxis3=dict(anchor="x3", tickvals=[0, 0.4, 1], title=dict(text="induction"), **score),
     )
     line = theme.font_size + 10
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
-    layout["legend"] = dict(orientation="h", y=-(2.2 * line) / plot_px, yanchor="top")
+    layout["legend"] = dict(orientation="h", y=-((3.0 if theme.projector else 2.4) * line) / plot_px,
+                            yanchor="top")  # below the "step" titles
     return go.Figure(data=data, layout=layout, _validate=validate)
 
 

@@ -207,7 +207,10 @@ def composition_figure(k_composition: dict, baseline_mean: float, baseline_std: 
     layout = base_layout(theme=theme, title=title or "K-composition: does a second-layer head read a first-layer "
                                                      "head's output through its keys?",
                          height=460, width=INDUCTION_WIDTH, barmode="group",
-                         xaxis=dict(type="category", title=dict(text="first-layer head → second-layer head")),
+                         # Each pair's label on two lines: upright and narrow enough for a phone (at 390 px the
+                         # one-line labels were turned and ran into the legend).
+                         xaxis=dict(type="category", title=dict(text="first-layer head → second-layer head"),
+                                    tickvals=pairs, ticktext=[p.replace(" → ", "<br>→ ") for p in pairs]),
                          yaxis=dict(range=[0, highest * 1.25], title=dict(text="K-composition score")),
                          legend=dict(orientation="h", y=-0.3, yanchor="top"), margin=dict(l=80, r=20, t=90, b=160))
     return go.Figure(data=data, layout=layout)

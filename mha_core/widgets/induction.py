@@ -71,7 +71,8 @@ def status_text(result) -> str:
     """One line: steps taken, when an induction head formed, and the best scores reached."""
     p, c = result.final, result.config
     head = f"best induction score {p.induction[-1].max():.2f}, best previous-token score {p.previous_token[0].max():.2f}"
-    formed = (f"an induction head formed at step {result.formed_at} ({result.seconds_to_form:.1f} s)"
+    # Steps, not seconds: a handout records this line, and the seconds are the build machine's, never the same twice.
+    formed = (f"an induction head formed at step {result.formed_at}"
               if result.formed_at is not None else "no induction head yet")
     where = f"stopped at step {p.step} of {c.max_steps} (interrupted)" if result.interrupted else f"{p.step} steps"
     return f"{c.repeat} repeat length, seed {c.seed}: {where}; {formed}; {head}."

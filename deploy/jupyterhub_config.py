@@ -45,6 +45,7 @@ Settings come from the environment (deploy/start.sh passes them through):
     MHA_HUB_MEM          memory per learner, scratch space included (2G; 0: no limit)
     MHA_HUB_SCRATCH      each learner's own tmpfs on /tmp, /var/tmp, /dev/shm (256M; 0: the shared ones)
     MHA_HUB_HOME_SIZE    each hub-made account's home, a file system of its own (1G; 0: plain folders)
+    MHA_HUB_STATE_SIZE   pam only: the state's own file system, MHA_HUB_STATE.img (256M; 0: none)
     MHA_POLL_BURST / MHA_POLL_RATE   poll posts per learner: a burst, then per second (30 / 1)
     MHA_HUB_AUTH         pam (default: the server's Unix accounts) or dummy (trials, load tests)
     MHA_HUB_PASSWORD     dummy only, required: the one password every learner types
@@ -70,7 +71,7 @@ from course_spawner import (  # noqa: E402
     SERVICE_USER, CourseSpawner, UnsafePath, end_learner, ensure_service_user, names_from_env, open_trusted_dir, owned_dir,
     refusing_authenticator, sweep_leftovers, uid_min,
 )
-from learner_limits import describe_holders, parse_size, port_holders  # noqa: E402
+from learner_limits import describe_holders, parse_size, port_holders, release_state, reserve_state  # noqa: E402
 from poll_service import READ_SCOPE, SERVICE_NAME  # noqa: E402
 
 c = get_config()  # noqa: F821 (JupyterHub provides get_config)
@@ -79,6 +80,22 @@ STATE = Path(os.environ.get("MHA_HUB_STATE", HERE / ".state")).resolve()
 STATE.mkdir(parents=True, exist_ok=True)
 BIN = Path(sys.executable).parent
 AUTH = os.environ.get("MHA_HUB_AUTH", "pam").strip().lower()
+#: Set by deploy/start.sh when it runs the hub: only then does loading this file act on the machine
+#: (its own disk for the state, end an earlier hub's leftovers, check and hold ports, the folders under /run).
+RUNNING = os.environ.get("MHA_HUB_RUN") == "1"
+#: PAM accounts' homes are plain folders, often on the disk that holds the state: the hub's state gets
+#: a file system of its own, this size, allocated before any learner logs in, so a learner who fills
+#: their home cannot stop the hub or the poll from writing (hub-made homes are images of their own).
+STATE_BYTES = parse_size(os.environ.get("MHA_HUB_STATE_SIZE", "256M"), "MHA_HUB_STATE_SIZE")
+if 0 < STATE_BYTES < 32 * 1024**2:
+    raise ValueError(f"MHA_HUB_STATE_SIZE={os.environ.get('MHA_HUB_STATE_SIZE')!r} is below 32M: too small for the hub's "
+                     "and the poll's databases; give e.g. 256M, or 0 to keep the state on the disk it is on")
+if RUNNING and AUTH == "pam" and STATE_BYTES and os.geteuid() == 0:
+    import atexit
+
+    if reserve_state(STATE, STATE_BYTES) is not None:
+        atexit.register(release_state, STATE)
+    os.chdir(STATE)  # deploy/start.sh entered the folder before it was mounted over
 PORT = int(os.environ.get("MHA_HUB_PORT", "8000"))
 POLL_PORT = int(os.environ.get("MHA_POLL_PORT", "10101"))
 INSTRUCTORS = names_from_env("MHA_HUB_INSTRUCTORS")
@@ -240,9 +257,6 @@ c.JupyterHub.hub_port = int(os.environ.get("MHA_HUB_API_PORT", "8081"))
 #: (the poll), so no learner can make a socket there, or a link in its place.
 PROXY_RUN = Path("/run/mha-hub-proxy")
 POLL_RUN = Path("/run/mha-hub-poll")
-#: Set by deploy/start.sh when it runs the hub: only then does loading this file act on the machine
-#: (end an earlier hub's leftovers, check and hold ports, make the folders under /run).
-RUNNING = os.environ.get("MHA_HUB_RUN") == "1"
 if ROOT:
     # The proxy's API on a Unix socket only root can reach: no learner can listen where the hub
     # sends the proxy's token, nor reach the API.

@@ -440,11 +440,13 @@ def _run(cmd: list[str]) -> None:
         raise OSError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
 
 
-def make_home_image(image: Path, size: int, uid: int, gid: int, reserve: int = DISK_RESERVE) -> None:
+def make_home_image(image: Path, size: int, uid: int, gid: int, reserve: int = DISK_RESERVE, *,
+                    label: str = "mha-home", setting: str = "MHA_HUB_HOME_SIZE") -> None:
     """An ext4 image of ``size`` bytes at ``image`` (in a root-only folder), its root folder owned by
     uid:gid. The blocks are allocated now (fallocate), so homes can never together take more than
     the disk has; refused (OSError) if that would leave less than ``reserve`` bytes free. An image
-    already there of a smaller size is grown (never shrunk); its files are kept."""
+    already there of a smaller size is grown (never shrunk); its files are kept. ``setting`` is the
+    variable a refusal tells the administrator to change."""
     have = image.stat().st_size if image.exists() else 0
     if have >= size:
         return
@@ -452,7 +454,7 @@ def make_home_image(image: Path, size: int, uid: int, gid: int, reserve: int = D
     free = st.f_bavail * st.f_frsize
     if free - (size - have) < reserve:
         raise OSError(errno.ENOSPC, f"a home of {size} bytes at {image} would leave {max(free - size + have, 0)} bytes free "
-                      f"on its file system (the hub keeps {reserve}); make MHA_HUB_HOME_SIZE smaller or free some space")
+                      f"on its file system (the hub keeps {reserve}); make {setting} smaller or free some space")
     fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
         os.posix_fallocate(fd, 0, size)
@@ -469,7 +471,7 @@ def make_home_image(image: Path, size: int, uid: int, gid: int, reserve: int = D
     try:
         # -m 0: no blocks kept for root (the learner gets the whole size); nodiscard: mkfs would punch
         # holes in the file and give the allocated blocks back.
-        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", f"nodiscard,root_owner={uid}:{gid}", "-L", "mha-home", str(image)])
+        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", f"nodiscard,root_owner={uid}:{gid}", "-L", label, str(image)])
     except OSError:
         os.unlink(image)
         raise
@@ -515,3 +517,63 @@ def unmount_home(image: Path, home: Path, timeout_s: float = 5.0) -> bool:
             break
         time.sleep(0.1)
     return unmounted
+
+
+def state_image(state: Path) -> Path:
+    """Where the hub's own file system for ``state`` lives: beside it, ``STATE.img`` (root's, 0600)."""
+    return state.parent / f"{state.name}.img"
+
+
+def reserve_state(state: Path, size: int) -> str | None:
+    """Give the hub's state folder (its database, cookie secret, the poll's database) a file system of
+    its own: an ext4 image of ``size`` bytes beside it, its blocks allocated now, mounted on ``state``
+    (loop, nosuid, nodev, noexec). A learner who fills the disk that holds their home (PAM accounts'
+    homes are plain folders) then cannot stop the hub from writing: its blocks were taken before.
+
+    The first time, what ``state`` already holds is moved into the image. Already mounted (the hub
+    was killed before it could unmount): nothing to do. ``state`` a mount point of something else (an
+    administrator gave it a disk of its own): left as it is; returns None. Else the loop device."""
+    state = Path(os.path.abspath(state))
+    image = state_image(state)
+    source = mount_source(state)
+    if source is not None:
+        return source if loop_backing_file(source) == str(image) else None
+    # The last hub's lazy unmount ends when its last open file does: never mount the image twice.
+    deadline = time.monotonic() + 10
+    while loops_of(image):
+        if time.monotonic() > deadline:
+            raise OSError(errno.EBUSY, f"{image} is still attached ({', '.join(loops_of(image))}) though not mounted on "
+                          f"{state}: a process of the last hub still has it open; end it, or losetup -d the device")
+        time.sleep(0.2)
+    fresh = not image.exists()
+    make_home_image(image, size, 0, 0, reserve=0, label="mha-hub-state", setting="MHA_HUB_STATE_SIZE")
+    if fresh and any(state.iterdir()):
+        import shutil
+        import tempfile
+
+        staging = Path(tempfile.mkdtemp(prefix=f".{state.name}.move-", dir=state.parent))
+        try:
+            _run(["mount", "-t", "ext4", "-o", "loop,nosuid,nodev,noexec", str(image), str(staging)])
+            try:
+                _run(["cp", "-a", "--", f"{state}/.", str(staging)])
+            finally:
+                _run(["umount", str(staging)])
+        finally:
+            staging.rmdir()
+        for entry in state.iterdir():  # now in the image: no stale copy left under the mount
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    _run(["mount", "-t", "ext4", "-o", "loop,nosuid,nodev,noexec", str(image), str(state)])
+    os.chmod(state, 0o711)  # as deploy/start.sh leaves the folder: each account may pass, none may list
+    return mount_source(state)
+
+
+def release_state(state: Path) -> None:
+    """Unmount the hub's state image from ``state`` when the hub ends (lazily: its database closes
+    after this runs); the loop device is freed with the last user (mount -o loop sets autoclear)."""
+    state = Path(os.path.abspath(state))
+    source = mount_source(state)
+    if source is not None and loop_backing_file(source) == str(state_image(state)):
+        _run(["umount", "-l", str(state)])

@@ -120,3 +120,32 @@ def _zombie(pid: int) -> bool:
 
 def as_user(name: str, script: str, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run(["runuser", "-u", name, "--", "sh", "-c", script], capture_output=True, text=True, timeout=timeout)
+
+
+# --------------------------------------------------------------------------- PAM mode: an account as an administrator makes it
+
+PAM_LEARNER, PAM_PASSWORD = "ht-pam", "pam-test-password-5k1"
+
+
+def make_pam_account(hub_cleanup, name: str, home, password: str = PAM_PASSWORD) -> str:
+    """A class member's own Unix account (useradd -m with ``home``, a password), removed by ``hub_cleanup``."""
+    hub_cleanup.accounts.add(name)
+    subprocess.run(["useradd", "-m", "-d", str(home), "-K", "HOME_MODE=0700", "-s", "/bin/bash", name],
+                   check=True, capture_output=True)
+    subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True, capture_output=True)
+    return name
+
+
+def pam_login_and_start(hub, name: str, password: str = PAM_PASSWORD) -> str:
+    """Log ``name`` in with their Unix password through the hub's form, make an API token from that
+    session and start their server; the token."""
+    resp = hub.login(name, password)
+    assert resp.status in (302, 303), f"PAM login of {name}: {resp.status}"
+    made = hub.request("POST", f"/hub/api/users/{name}/tokens", cookies_for=name,
+                       body=json.dumps({"note": "t", "expires_in": 3600}).encode(),
+                       headers={"X-XSRFToken": hub.xsrf(name), "Content-Type": "application/json",
+                                "Referer": hub.url("/hub/token"), "Origin": f"http://{hub.host()}"})
+    assert made.status == 201, made.text[:300]
+    token = made.json()["token"]
+    hub.start_server(name, token)
+    return token

@@ -12,16 +12,17 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from hubctl import mounts_under, new_hub, uid_of
-from shellctl import as_user, kernel_run
+from hubctl import mounts_under, new_hub, uid_of, unmount_under
+from shellctl import PAM_PASSWORD, as_user, kernel_run, make_pam_account, pam_login_and_start
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy"))
-from learner_limits import loops_of, mount_source  # noqa: E402
+from learner_limits import loops_of, mount_source, state_image  # noqa: E402
 
 pytestmark = pytest.mark.hub
 
@@ -34,15 +35,22 @@ SIZE = 64 * 1024**2
 FILL = r"""
 import errno, json, os
 def fill(path, limit=4 * 1024**3):
-    block, written, why = b"\0" * 1024**2, 0, "limit"
+    # 1 MiB blocks, then 4 KiB ones once a large block no longer fits: to the file system's last block.
+    written, why = 0, "limit"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        with open(path, "wb") as f:
-            while written < limit:
-                written += f.write(block)
-                f.flush()
-            os.fsync(f.fileno())
-    except OSError as exc:
-        why = errno.errorcode.get(exc.errno, str(exc.errno))
+        for block in (b"\0" * 1024**2, b"\0" * 4096):
+            try:
+                while written < limit:
+                    written += os.write(fd, block)
+            except OSError as exc:
+                why = errno.errorcode.get(exc.errno, str(exc.errno))
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            why = errno.errorcode.get(exc.errno, str(exc.errno))
+    finally:
+        os.close(fd)
     return {"bytes": os.path.getsize(path), "why": why}
 out = {"home": fill(os.path.expanduser("~/fill.bin")),
        "runtime": fill(os.path.join(os.environ["JUPYTER_RUNTIME_DIR"], "fill.bin"))}
@@ -140,3 +148,70 @@ def test_a_learner_who_fills_their_home_stops_at_its_size_and_the_hub_goes_on(hu
         time.sleep(0.2)
     assert not left(), f"left after the hub's second Ctrl-C: {left()}"
     print(json.dumps({"home_bytes_written": written, "size": SIZE}))
+
+
+# --------------------------------------------------------------------------- PAM mode: homes are plain folders
+
+PAM_FILLER = "ht-pamfill"
+
+
+def test_in_pam_mode_a_learner_who_fills_the_disk_their_home_is_on_does_not_stop_the_hub(hub_cleanup, hub_tmp):
+    """A PAM account's home is a plain folder the hub did not make, often on the disk that also holds
+    the hub's state (as /home and /srv on one root disk). Here one small disk, made for the test, holds
+    both; the learner fills it. The hub's state is on a file system of its own (MHA_HUB_STATE_SIZE,
+    allocated at start), so the hub still logs people in and the poll still stores answers."""
+    disk, disk_image = hub_tmp / "pam-disk", hub_tmp / "pam-disk.img"
+    disk.mkdir(mode=0o711)
+    with open(disk_image, "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, 192 * 1024**2)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "nodiscard", str(disk_image)], check=True, capture_output=True)
+    subprocess.run(["mount", "-o", "loop", str(disk_image), str(disk)], check=True, capture_output=True)
+    disk.chmod(0o711)
+    (disk / "home").mkdir(mode=0o711)
+    name = make_pam_account(hub_cleanup, PAM_FILLER, disk / "home" / PAM_FILLER)
+    try:
+        hub = new_hub(hub_cleanup, hub_tmp, "pam-disk", MHA_HUB_AUTH="pam", MHA_HUB_PASSWORD=None,
+                      MHA_HUB_STATE=str(disk / "state"), MHA_HUB_STATE_SIZE="48M")
+        hub.state = disk / "state"
+        hub.learners.add(name)
+        hub.start()
+        image = state_image(hub.state)
+        assert mount_source(hub.state) in loops_of(image), (mount_source(hub.state), loops_of(image))
+        assert image.stat().st_uid == 0 and image.stat().st_mode & 0o077 == 0, oct(image.stat().st_mode)
+        token = pam_login_and_start(hub, name)
+
+        out = kernel_run(hub, name, token, FILL)
+        left_on_disk = free_bytes(disk)
+        print(f"\n{name} wrote {out['home']['bytes']} bytes into their home before {out['home']['why']}; "
+              f"the disk their home is on has {left_on_disk} bytes left")
+        assert out["home"]["why"] == "ENOSPC" and left_on_disk < 1024**2, (out, left_on_disk)
+
+        # The disk is full. The hub still writes its database (a new login, a new token) and the
+        # poll its own (an answer from the same kernel).
+        answers_before = answers_stored(hub)
+        sent = kernel_run(hub, name, token, "import json\nfrom mha_core.quiz import poll\n"
+                          "print('__OUT__' + json.dumps({'sent': poll.send('03-what-is-a-head', [1])}))\n")
+        assert sent == {"sent": True}, sent
+        assert answers_stored(hub) == answers_before + 1, f"the answer was not stored with {name}'s disk full"
+        hub.cookies.pop(name, None)
+        assert hub.login(name, PAM_PASSWORD).status in (302, 303), "no login with the learner's disk full"
+        assert hub.request("GET", "/hub/health").status == 200
+        as_user(name, f"rm -f {disk / 'home' / name / 'fill.bin'}")
+
+        # The hub's Ctrl-C unmounts the state; a restart mounts the same image, its databases kept.
+        hub.ctrl_c()
+        deadline = time.monotonic() + 10
+        while (mount_source(hub.state) or loops_of(image)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert mount_source(hub.state) is None and not loops_of(image), (mount_source(hub.state), loops_of(image))
+        assert not any(hub.state.iterdir()), "the state's files were left on the disk under the mount"
+        hub.start()
+        assert mount_source(hub.state) in loops_of(image)
+        assert answers_stored(hub) == answers_before + 1, "the poll's answers did not survive the restart"
+        hub.ctrl_c()
+    finally:
+        for hub_ in hub_cleanup.hubs:
+            if hub_.root.name == "pam-disk" and hub_.proc and hub_.proc.poll() is None:
+                hub_.ctrl_c()
+        hub_cleanup.remove_account(name)
+        unmount_under(str(disk))

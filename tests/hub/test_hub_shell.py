@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from hubctl import ERIN, FINN, PASSWORD, TESS, new_hub, pids_of_uid, uid_of
-from shellctl import as_user, kernel_run, start_squatter_code, wait_no_processes
+from shellctl import PAM_LEARNER, as_user, kernel_run, make_pam_account, pam_login_and_start, start_squatter_code, wait_no_processes
 
 pytestmark = pytest.mark.hub
 
@@ -308,19 +308,12 @@ def test_plain_http_on_a_domain_is_refused_and_behind_tls_the_login_cookie_is_ho
 
 # --------------------------------------------------------------------------- leftovers, PAM mode
 
-PAM_LEARNER, PAM_PASSWORD = "ht-pam", "pam-test-password-5k1"
-
-
 @pytest.fixture
 def pam_account(hub_cleanup, hub_tmp):
     """A class member's own Unix account, as an administrator makes it (useradd -m, a password)."""
-    hub_cleanup.accounts.add(PAM_LEARNER)
     homes = hub_tmp / "pam-homes"
     homes.mkdir(mode=0o711, exist_ok=True)
-    subprocess.run(["useradd", "-m", "-d", str(homes / PAM_LEARNER), "-K", "HOME_MODE=0700", "-s", "/bin/bash", PAM_LEARNER],
-                   check=True, capture_output=True)
-    subprocess.run(["chpasswd"], input=f"{PAM_LEARNER}:{PAM_PASSWORD}\n", text=True, check=True, capture_output=True)
-    yield PAM_LEARNER
+    yield make_pam_account(hub_cleanup, PAM_LEARNER, homes / PAM_LEARNER)
     hub_cleanup.remove_account(PAM_LEARNER)
 
 
@@ -332,27 +325,13 @@ def test_in_pam_mode_a_new_session_sleep_dies_with_its_server_and_with_the_hub(h
              "p = subprocess.Popen(['sleep', '400'], start_new_session=True)\n"
              "print('__OUT__' + json.dumps({'pid': p.pid}))\n")
 
-    def login_and_start():
-        resp = hub.login(pam_account, PAM_PASSWORD)
-        assert resp.status in (302, 303), f"PAM login of {pam_account}: {resp.status}"
-        import json as _json
-
-        made = hub.request("POST", f"/hub/api/users/{pam_account}/tokens", cookies_for=pam_account,
-                           body=_json.dumps({"note": "t", "expires_in": 3600}).encode(),
-                           headers={"X-XSRFToken": hub.xsrf(pam_account), "Content-Type": "application/json",
-                                    "Referer": hub.url("/hub/token"), "Origin": f"http://{hub.host()}"})
-        assert made.status == 201, made.text[:300]
-        token = made.json()["token"]
-        hub.start_server(pam_account, token)
-        return token
-
-    token = login_and_start()
+    token = pam_login_and_start(hub, pam_account)
     pid = kernel_run(hub, pam_account, token, leave)["pid"]
     assert Path(f"/proc/{pid}").exists()
     hub.stop_server(pam_account, token)
     left = wait_no_processes(pam_account, timeout=5)
     assert not left, f"{pam_account}'s sleep outlived the server's stop: {left}"
-    token = login_and_start()
+    token = pam_login_and_start(hub, pam_account)
     pid = kernel_run(hub, pam_account, token, leave)["pid"]
     took = hub.ctrl_c()
     left = wait_no_processes(pam_account, timeout=3)

@@ -54,7 +54,7 @@ import tempfile
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
-from traitlets import Bool, Dict, Int, Unicode
+from traitlets import Bool, Dict, Float, Int, Unicode
 
 from learner_limits import (IMAGES_DIR, Groups, become_subreaper, kill_account, make_home_image, mount_home,  # noqa: F401
                             mount_source, reap_until_gone, unmount_home, zombie_children_of_uid)
@@ -483,6 +483,7 @@ class CourseSpawner(LocalProcessSpawner):
     learner_group = Unicode(LEARNER_GROUP, config=True, help="The group that marks the accounts the hub made")
     max_tasks = Int(512, config=True, help="Processes and threads per learner (control group pids.max and RLIMIT_NPROC); 0: no limit")
     memory_bytes = Int(2 * 1024**3, config=True, help="Memory per learner's control group (tmpfs scratch included); 0: no limit")
+    cpus = Float(0.0, config=True, help="Cores' time per learner's control group (cpu.max); 0: no cap (busy learners still share the cores equally)")
     home_bytes = Int(1024**3, config=True, help="Size of a hub-made account's home, a file system of its own (as root, local servers only: "
                      "a Slurm job's home is on the cluster's shared file system); 0: a plain folder")
     scratch_bytes = Dict(config=True, help="tmpfs sizes of the learner's own /tmp, /var/tmp, /dev/shm, /run/lock; empty: shared ones")
@@ -549,7 +550,7 @@ class CourseSpawner(LocalProcessSpawner):
 
         if self.port == 0:
             self.port = random_port()
-        procs = groups().make(self.user.name, max_tasks=self.max_tasks, memory_bytes=self.memory_bytes)
+        procs = groups().make(self.user.name, max_tasks=self.max_tasks, memory_bytes=self.memory_bytes, cpus=self.cpus)
         spec = {"uid": uid, "gid": gid, "home": str(home), "procs": [str(p) for p in procs],
                 "nproc": self.max_tasks, "tmpfs": {k: int(v) for k, v in self.scratch_bytes.items() if int(v) > 0},
                 "private": {str(self._runtime): RUNTIME_BYTES} if str(self._runtime).startswith(str(RUNTIME_ROOT) + "/") else {},

@@ -44,6 +44,7 @@ Settings come from the environment (deploy/start.sh passes them through):
     MHA_HUB_MAX_TASKS    processes and threads per learner (512; 0: no limit)
     MHA_HUB_MEM          memory per learner, scratch space included (2G; 0: no limit)
     MHA_HUB_SCRATCH      each learner's own tmpfs on /tmp, /var/tmp, /dev/shm (256M; 0: the shared ones)
+    MHA_HUB_CPU          cores' time each learner may use (0: no cap; busy learners share the cores equally)
     MHA_HUB_HOME_SIZE    each hub-made account's home, a file system of its own (1G; 0: plain folders)
     MHA_HUB_STATE_SIZE   pam only: the state's own file system, MHA_HUB_STATE.img (256M; 0: none)
     MHA_POLL_BURST / MHA_POLL_RATE   poll posts per learner: a burst, then per second (30 / 1)
@@ -347,6 +348,13 @@ c.CourseSpawner.allowed_group = GROUP
 # the other learners go on.
 c.CourseSpawner.max_tasks = int(os.environ.get("MHA_HUB_MAX_TASKS", "512"))
 c.CourseSpawner.memory_bytes = parse_size(os.environ.get("MHA_HUB_MEM", "2G"), "MHA_HUB_MEM")
+try:
+    c.CourseSpawner.cpus = float(os.environ.get("MHA_HUB_CPU", "0") or 0)
+except ValueError:
+    c.CourseSpawner.cpus = -1.0
+if not 0 <= c.CourseSpawner.cpus <= 1024:
+    raise ValueError(f"MHA_HUB_CPU={os.environ.get('MHA_HUB_CPU')!r} is not a number of cores; give e.g. 1 or 1.5 "
+                     "(each learner's cap), or 0 for none (busy learners then share the cores equally)")
 _scratch = parse_size(os.environ.get("MHA_HUB_SCRATCH", "256M"), "MHA_HUB_SCRATCH")
 c.CourseSpawner.scratch_bytes = ({"/tmp": _scratch, "/var/tmp": _scratch, "/dev/shm": _scratch,
                                   "/run/lock": min(_scratch, 16 * 1024**2)} if _scratch else {})

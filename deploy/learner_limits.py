@@ -34,7 +34,9 @@ from pathlib import Path
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: The folder under which each learner's group is made (beside the hub's own group).
 GROUP_PARENT = "mha-hub"
-V1_CONTROLLERS = ("pids", "memory", "freezer")
+V1_CONTROLLERS = ("pids", "memory", "freezer", "cpu")
+#: The scheduler's period for a CPU cap (cpu.cfs_period_us / cpu.max): 100 ms, the kernel's default.
+CPU_PERIOD_US = 100_000
 PR_SET_CHILD_SUBREAPER = 36
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 
@@ -100,7 +102,7 @@ class Groups:
         # other group must be empty to do so, so the learners' groups hang off the root.
         parent = root / GROUP_PARENT / self.hub_id
         parent.mkdir(parents=True, exist_ok=True)
-        wanted = [c for c in ("pids", "memory") if c in controllers]
+        wanted = [c for c in ("pids", "memory", "cpu") if c in controllers]
         for folder in (root, root / GROUP_PARENT, parent):
             for ctrl in wanted:
                 with contextlib.suppress(OSError):
@@ -114,15 +116,24 @@ class Groups:
     def folders(self, name: str) -> dict[str, Path]:
         return {ctrl: parent / name for ctrl, parent in self.parents.items()}
 
-    def make(self, name: str, *, max_tasks: int, memory_bytes: int) -> list[Path]:
-        """Make (or reuse) ``name``'s groups with their limits; the ``cgroup.procs`` files a process joins them by."""
+    def make(self, name: str, *, max_tasks: int, memory_bytes: int, cpus: float = 0.0) -> list[Path]:
+        """Make (or reuse) ``name``'s groups with their limits; the ``cgroup.procs`` files a process joins them by.
+
+        Each learner's processes are one group for the scheduler too: busy learners share the cores
+        equally, however many processes or threads each runs. ``cpus`` > 0 also caps the group at
+        that many cores' time (1.5: one and a half cores)."""
         procs = []
+        quota = int(cpus * CPU_PERIOD_US) if cpus > 0 else 0
         for ctrl, folder in self.folders(name).items():
             folder.mkdir(exist_ok=True)
             if self.version == 2:
                 _write_if(folder / "pids.max", str(max_tasks) if max_tasks else "max")
                 _write_if(folder / "memory.max", str(memory_bytes) if memory_bytes else "max")
                 _write_if(folder / "memory.swap.max", "0" if memory_bytes else "max")
+                _write_if(folder / "cpu.max", f"{quota if quota else 'max'} {CPU_PERIOD_US}")
+            elif ctrl == "cpu":
+                _write_if(folder / "cpu.cfs_period_us", str(CPU_PERIOD_US))
+                _write_if(folder / "cpu.cfs_quota_us", str(quota) if quota else "-1")
             elif ctrl == "pids":
                 _write_if(folder / "pids.max", str(max_tasks) if max_tasks else "max")
             elif ctrl == "memory":

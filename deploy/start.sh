@@ -18,7 +18,7 @@
 # MHA_HUB_AUTH (pam | dummy), MHA_HUB_PASSWORD (dummy only), MHA_HUB_INSTRUCTORS
 # (comma-separated user names who may read the poll), MHA_HUB_ADMINS, MHA_HUB_CULL_S
 # (idle timeout, default 3600), and per learner MHA_HUB_MAX_TASKS (512 processes and threads),
-# MHA_HUB_MEM (2G), MHA_HUB_SCRATCH (256M tmpfs /tmp, /var/tmp, /dev/shm) and MHA_HUB_HOME_SIZE
+# MHA_HUB_MEM (2G), MHA_HUB_CPU (0: no cap), MHA_HUB_SCRATCH (256M tmpfs /tmp, /var/tmp, /dev/shm) and MHA_HUB_HOME_SIZE
 # (1G: each hub-made home is an ext4 image of that size, mounted at the home); in PAM mode
 # MHA_HUB_STATE_SIZE (256M: the state on an ext4 image of its own, MHA_HUB_STATE.img). See deploy/README.md.
 set -euo pipefail

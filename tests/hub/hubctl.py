@@ -45,7 +45,7 @@ def learner_cgroup_parents() -> list[Path]:
     """The folders the hub makes its learners' control groups in (deploy/learner_limits.py)."""
     root = Path("/sys/fs/cgroup")
     found = []
-    for ctrl_dir in [root, *(root / c for c in ("pids", "memory", "freezer"))]:
+    for ctrl_dir in [root, *(root / c for c in ("pids", "memory", "freezer", "cpu"))]:
         with contextlib.suppress(OSError):
             found += [p for p in ctrl_dir.rglob("mha-hub") if p.is_dir()] if ctrl_dir != root else \
                 ([root / "mha-hub"] if (root / "mha-hub" / "cgroup.procs").exists() else [])

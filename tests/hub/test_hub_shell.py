@@ -113,8 +113,9 @@ def test_a_port_the_hub_needs_held_by_another_account_stops_it_with_the_holder_n
 
 @pytest.fixture(scope="module")
 def shell_hub(hub_cleanup, hub_tmp):
-    """A class hub with small limits, so that reaching them is quick: 128 tasks, 400 MB, 32 MB scratch."""
-    hub = new_hub(hub_cleanup, hub_tmp, "shell", MHA_HUB_MAX_TASKS="128", MHA_HUB_MEM="400M", MHA_HUB_SCRATCH="32M")
+    """A class hub with small limits, so that reaching them is quick: 128 tasks, 400 MB, 32 MB scratch, one core."""
+    hub = new_hub(hub_cleanup, hub_tmp, "shell", MHA_HUB_MAX_TASKS="128", MHA_HUB_MEM="400M", MHA_HUB_SCRATCH="32M",
+                  MHA_HUB_CPU="1")
     hub.start()
     tokens = {name: hub.token(name) for name in (FINN, TESS)}
     for name in (FINN, TESS):
@@ -226,6 +227,48 @@ def test_the_room_view_shows_a_hostile_polls_reply_as_text(shell_hub, hub_tmp):
     page = out["html"]
     assert "mha-room-table" in page, page[:500]  # the reply was shown, as data
     assert "<img" not in page, f"the poll's markup is in the instructor's page: {page[:800]}"
+
+
+#: Kernel code: N busy processes for SECONDS of wall time; the CPU seconds they got, and the wall time.
+#: Each in a session of its own: the kernel's autogroups share the cores by session, so a learner
+#: who starts many sessions would get many shares without a group of their own for the scheduler.
+BUSY = r"""
+import json, resource, subprocess, time
+spin = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < %(s)s: pass"
+t0 = time.monotonic()
+kids = [subprocess.Popen(["python3", "-c", spin % {"s": SECONDS}], start_new_session=True) for _ in range(N)]
+for k in kids:
+    k.wait()
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("__OUT__" + json.dumps({"cpu_s": used.ru_utime + used.ru_stime, "wall_s": time.monotonic() - t0}))
+"""
+
+
+def test_a_learner_with_many_busy_processes_gets_no_more_than_their_share_of_the_cores(shell_hub):
+    """Finn runs 12 busy processes while Tess runs 2, on a hub that caps each learner at one core
+    (MHA_HUB_CPU=1). Shared by process, Finn would get 6 times Tess's time (12 of 14 runnable
+    processes) and more than a core; shared by learner, they get the same, and Finn one core at most."""
+    hub, tokens = shell_hub
+    import threading
+
+    got = {}
+
+    def run(name, n):
+        got[name] = kernel_run(hub, name, tokens[name], f"N, SECONDS = {n}, 4\n" + BUSY)
+
+    threads = [threading.Thread(target=run, args=(FINN, 12)), threading.Thread(target=run, args=(TESS, 2))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    finn, tess = got[FINN], got[TESS]
+    print(f"\n{FINN}: 12 busy processes got {finn['cpu_s']:.2f} CPU-s in {finn['wall_s']:.2f} s; "
+          f"{TESS}: 2 got {tess['cpu_s']:.2f} CPU-s in {tess['wall_s']:.2f} s (load {os.getloadavg()[0]:.2f})")
+    # The cap: one core's time (the scheduler's 100 ms periods round up a little).
+    assert finn["cpu_s"] <= 1.15 * finn["wall_s"], f"{FINN} used more than one core: {finn}"
+    # The share: per learner, not per process.
+    assert tess["cpu_s"] >= 0.6 * finn["cpu_s"], f"{TESS} got much less of the cores than {FINN}: {tess} against {finn}"
+    assert hub.request("GET", "/hub/health").status == 200
 
 
 def test_a_learner_cannot_fork_fill_memory_or_scratch_past_their_limits(shell_hub):

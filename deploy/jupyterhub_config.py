@@ -53,7 +53,8 @@ Settings come from the environment (deploy/start.sh passes them through):
     MHA_HUB_TRIAL        dummy only: 1 to allow dummy mode bound beyond loopback (a trial, not a class)
     MHA_HUB_CREATE_USERS 1: make a Unix account for a learner at first start (as root; default 1 for dummy)
     MHA_HUB_UNIX_USERS   1 (default as root): run each learner as their Unix account; 0: everyone as the hub's user
-    MHA_HUB_GROUP        pam only: only members of this Unix group may log in
+    MHA_HUB_GROUP        pam only: only members of this Unix group may log in (needed: without it the hub
+                         refuses to start, unless MHA_HUB_ALL_ACCOUNTS=1 lets every normal account in)
     MHA_HUB_INSTRUCTORS / MHA_HUB_ADMINS   comma-separated user names
     MHA_HUB_CULL_S       idle seconds before a server is stopped (3600)
 """
@@ -300,8 +301,15 @@ elif AUTH == "pam":
     c.JupyterHub.authenticator_class = refusing_authenticator(PAMAuthenticator)
     if GROUP:
         c.PAMAuthenticator.allowed_groups = {GROUP}
-    else:
+    elif os.environ.get("MHA_HUB_ALL_ACCOUNTS") == "1":
         c.Authenticator.allow_all = True
+    else:
+        # Every normal account with a password would get a server: a staff member's, a former
+        # student's, an account made for something else. The class is a group; say which.
+        raise ValueError("MHA_HUB_AUTH=pam without MHA_HUB_GROUP: every normal account on this server could log in "
+                         "and get a server. Make the class a group and name it (groupadd learners; usermod -aG "
+                         "learners NAME; MHA_HUB_GROUP=learners), or set MHA_HUB_ALL_ACCOUNTS=1 if every account "
+                         "here is a member of the class")
 else:
     raise ValueError(f"MHA_HUB_AUTH={AUTH!r} is not valid; choose pam or dummy")
 c.Authenticator.create_users = CREATE_USERS

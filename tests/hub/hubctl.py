@@ -159,7 +159,7 @@ class Hub:
                         MHA_HUB_PROXY_API_PORT=str(self.proxy_api_port), MHA_POLL_PORT=str(self.poll_port),
                         MHA_HUB_INSTRUCTORS=TESS, MHA_HUB_CULL_S="3600", PYTHONUNBUFFERED="1")
         for key in ("MHA_HUB_SSL_CERT", "MHA_HUB_SSL_KEY", "MHA_HUB_TRIAL", "MHA_HUB_ALLOW_HTTP", "MHA_HUB_DOMAIN",
-                    "MHA_HUB_HOMES", "MHA_HUB_GROUP", "MHA_HUB_ADMINS", "MHA_HUB_UNIX_USERS", "MHA_HUB_CREATE_USERS"):
+                    "MHA_HUB_HOMES", "MHA_HUB_GROUP", "MHA_HUB_ALL_ACCOUNTS", "MHA_HUB_STATE_SIZE", "MHA_HUB_CPU", "MHA_HUB_ADMINS", "MHA_HUB_UNIX_USERS", "MHA_HUB_CREATE_USERS"):
             self.env.pop(key, None)
         if https:
             self.env.update(MHA_HUB_SSL_CERT=str(https[0]), MHA_HUB_SSL_KEY=str(https[1]))
@@ -531,6 +531,7 @@ class Cleanup:
         self.had_socket_dirs = {p for p in SOCKET_DIRS if p.exists()}
         self.had_cgroups = set(learner_cgroup_parents())
         self.accounts: set[str] = {ALICE, BOB, CAROL, TESS, ERIN, FINN}
+        self.groups: set[str] = set()  # Unix groups a test made (PAM mode's MHA_HUB_GROUP)
         self.hubs: list[Hub] = []
         self.paths: list[Path] = []
 
@@ -571,6 +572,9 @@ class Cleanup:
                     p.unlink()
                 elif p.is_dir():
                     shutil.rmtree(p)
+        for group in sorted(self.groups):
+            if group_exists(group):
+                subprocess.run(["groupdel", group], capture_output=True)
         if not self.had_service_user:
             self.remove_account(SERVICE_USER)
         if not self.had_group and group_exists(LEARNER_GROUP):

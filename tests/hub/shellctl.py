@@ -125,13 +125,19 @@ def as_user(name: str, script: str, timeout: float = 30) -> subprocess.Completed
 # --------------------------------------------------------------------------- PAM mode: an account as an administrator makes it
 
 PAM_LEARNER, PAM_PASSWORD = "ht-pam", "pam-test-password-5k1"
+#: The class's Unix group (MHA_HUB_GROUP): a PAM hub lets only its members in.
+PAM_GROUP = "ht-class"
 
 
-def make_pam_account(hub_cleanup, name: str, home, password: str = PAM_PASSWORD) -> str:
-    """A class member's own Unix account (useradd -m with ``home``, a password), removed by ``hub_cleanup``."""
+def make_pam_account(hub_cleanup, name: str, home, password: str = PAM_PASSWORD, group: str = PAM_GROUP) -> str:
+    """A class member's own Unix account (useradd -m with ``home``, a password, in the class's ``group``),
+    removed by ``hub_cleanup``, with the group if this made it."""
     hub_cleanup.accounts.add(name)
-    subprocess.run(["useradd", "-m", "-d", str(home), "-K", "HOME_MODE=0700", "-s", "/bin/bash", name],
-                   check=True, capture_output=True)
+    if group and subprocess.run(["getent", "group", group], capture_output=True).returncode != 0:
+        hub_cleanup.groups.add(group)
+        subprocess.run(["groupadd", group], check=True, capture_output=True)
+    subprocess.run(["useradd", "-m", "-d", str(home), "-K", "HOME_MODE=0700", "-s", "/bin/bash",
+                    *(["-G", group] if group else []), name], check=True, capture_output=True)
     subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True, capture_output=True)
     return name
 

@@ -59,8 +59,13 @@ def test_an_existing_account_the_hub_did_not_make_is_refused(class_hub, hub_clea
     ("no-password", {"MHA_HUB_PASSWORD": None}, ["MHA_HUB_PASSWORD"]),
     ("no-trial", {"MHA_HUB_IP": "0.0.0.0", "MHA_HUB_ALLOW_HTTP": "1"}, ["MHA_HUB_TRIAL"]),
     ("no-https", {"MHA_HUB_IP": "0.0.0.0", "MHA_HUB_TRIAL": "1"}, ["MHA_HUB_SSL_CERT", "MHA_HUB_ALLOW_HTTP"]),
+    ("pam-no-group", {"MHA_HUB_AUTH": "pam", "MHA_HUB_PASSWORD": None}, ["MHA_HUB_GROUP", "MHA_HUB_ALL_ACCOUNTS"]),
+    ("tiny-state", {"MHA_HUB_AUTH": "pam", "MHA_HUB_PASSWORD": None, "MHA_HUB_GROUP": "root", "MHA_HUB_STATE_SIZE": "1M"},
+     ["MHA_HUB_STATE_SIZE"]),
+    ("bad-cpu", {"MHA_HUB_CPU": "two"}, ["MHA_HUB_CPU"]),
 ], ids=["dummy mode without a password", "dummy mode beyond loopback without the trial setting",
-        "plain HTTP beyond loopback without the opt-in"])
+        "plain HTTP beyond loopback without the opt-in", "PAM mode without the class's group",
+        "PAM mode with a state too small for the databases", "a CPU cap that is not a number"])
 def test_an_unsafe_setting_refuses_to_start_and_names_the_fix(hub_cleanup, hub_tmp, case, env, named):
     hub = new_hub(hub_cleanup, hub_tmp, case, **env)
     done = hub.run_to_exit()

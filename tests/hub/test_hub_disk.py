@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from hubctl import mounts_under, new_hub, uid_of, unmount_under
-from shellctl import PAM_PASSWORD, as_user, kernel_run, make_pam_account, pam_login_and_start
+from shellctl import PAM_GROUP, PAM_PASSWORD, as_user, kernel_run, make_pam_account, pam_login_and_start
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy"))
 from learner_limits import loops_of, mount_source, state_image  # noqa: E402
@@ -170,7 +170,7 @@ def test_in_pam_mode_a_learner_who_fills_the_disk_their_home_is_on_does_not_stop
     (disk / "home").mkdir(mode=0o711)
     name = make_pam_account(hub_cleanup, PAM_FILLER, disk / "home" / PAM_FILLER)
     try:
-        hub = new_hub(hub_cleanup, hub_tmp, "pam-disk", MHA_HUB_AUTH="pam", MHA_HUB_PASSWORD=None,
+        hub = new_hub(hub_cleanup, hub_tmp, "pam-disk", MHA_HUB_AUTH="pam", MHA_HUB_PASSWORD=None, MHA_HUB_GROUP=PAM_GROUP,
                       MHA_HUB_STATE=str(disk / "state"), MHA_HUB_STATE_SIZE="48M")
         hub.state = disk / "state"
         hub.learners.add(name)

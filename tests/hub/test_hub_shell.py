@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from hubctl import ERIN, FINN, PASSWORD, TESS, new_hub, pids_of_uid, uid_of
-from shellctl import PAM_LEARNER, as_user, kernel_run, make_pam_account, pam_login_and_start, start_squatter_code, wait_no_processes
+from shellctl import PAM_GROUP, PAM_LEARNER, as_user, kernel_run, make_pam_account, pam_login_and_start, start_squatter_code, wait_no_processes
 
 pytestmark = pytest.mark.hub
 
@@ -361,7 +361,7 @@ def pam_account(hub_cleanup, hub_tmp):
 
 
 def test_in_pam_mode_a_new_session_sleep_dies_with_its_server_and_with_the_hub(hub_cleanup, hub_tmp, pam_account):
-    hub = new_hub(hub_cleanup, hub_tmp, "pam", MHA_HUB_AUTH="pam", MHA_HUB_PASSWORD=None)
+    hub = new_hub(hub_cleanup, hub_tmp, "pam", MHA_HUB_AUTH="pam", MHA_HUB_PASSWORD=None, MHA_HUB_GROUP=PAM_GROUP)
     hub.learners.add(pam_account)
     hub.start()
     leave = ("import subprocess, json\n"

@@ -46,6 +46,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -58,21 +59,13 @@ import requests
 from .cpu import cpu_seconds
 from .kernel_client import KernelClient
 
-_getaddrinfo = socket.getaddrinfo
-
-
-def _resolve_localhost_names(host, *args, **kwargs):
-    """NAME.localhost is loopback, as Chromium treats it (RFC 6761); glibc does not, so say it here."""
-    if isinstance(host, str) and host.endswith(".localhost"):
-        host = "127.0.0.1"
-    return _getaddrinfo(host, *args, **kwargs)
-
-
-# Each learner's server has its own origin, NAME.localhost:PORT (deploy/README.md, "Security").
-socket.getaddrinfo = _resolve_localhost_names
-
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+sys.path.insert(0, str(DEPLOY))
+from warm_start import localhost_resolver  # noqa: E402
+
+# Each learner's server has its own origin, NAME.localhost:PORT (deploy/README.md, "Security").
+socket.getaddrinfo = localhost_resolver(socket.getaddrinfo)
 WORK = Path(__file__).resolve().parent / "_work"
 NOTEBOOKS = ["01_queries_keys_values", "02_single_head_attention", "03_multiple_heads",
              "04_concat_and_output_projection", "05_head_sizing"]
@@ -162,7 +155,9 @@ class Hub:
         self.env = dict(os.environ, MHA_HUB_STATE=str(self.state), MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD=PASSWORD,
                         MHA_HUB_IP="127.0.0.1", MHA_HUB_PORT=str(self.port), MHA_HUB_API_PORT=str(free_port()),
                         MHA_HUB_PROXY_API_PORT=str(free_port()), MHA_POLL_PORT=str(free_port()),
-                        MHA_HUB_INSTRUCTORS=",".join(instructors), MHA_HUB_CREATE_USERS="1")
+                        MHA_HUB_INSTRUCTORS=",".join(instructors), MHA_HUB_CREATE_USERS="1",
+                        # The instructor is the hub's admin too: the warm start (--warm) is theirs to run.
+                        MHA_HUB_ADMINS=",".join(instructors))
         self.proc = None
 
     def server_url(self, name: str) -> str:
@@ -472,14 +467,33 @@ def hub_usage(hub: Hub) -> dict:
 # --------------------------------------------------------------------------- one class size
 
 
+def warm_class(hub: Hub, teacher: str, names: list[str], notebook: str, parallel: int = 4) -> dict:
+    """The instructor's warm start before the class (deploy/warm_start.py): every learner's server
+    started and ``notebook`` open with its imports run. Seconds it took, and what failed."""
+    import warm_start
+    from concurrent.futures import ThreadPoolExecutor
+
+    admin = warm_start.Hub(f"http://localhost:{hub.port}", login(hub, teacher))
+    code = warm_start.notebook_imports(notebook)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(parallel) as pool:
+        rows = list(pool.map(lambda name: warm_start.warm(admin, name, notebook, code), names))
+    return {"notebook": notebook, "parallel": parallel, "took_s": time.perf_counter() - t0,
+            "failures": [f"{r['name']}: {r['error']}" for r in rows if "error" in r]}
+
+
 def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagger_login_s: float, protocol: str = "v1",
-              hub_class: type = Hub) -> dict:
+              hub_class: type = Hub, warm: bool = False) -> dict:
     names = [f"mhalt{n:02d}x{i:02d}" for i in range(n)]
     teacher = f"mhalt{n:02d}teach"
     result = {"learners": n, "changes_per_learner": changes, "pace_s": pace, "failures": []}
     had_group, had_service_user = _exists(grp.getgrnam, LEARNER_GROUP), _exists(pwd.getpwnam, SERVICE_USER)
     with hub_class(f"n{n}", instructors=[teacher]) as hub:
         homes = hub.state / "homes"
+        if warm:
+            result["warm_start"] = warm_class(hub, teacher, names, notebooks[0])
+            result["failures"] += result["warm_start"]["failures"]
+            wait_until_quiet()  # the class comes in later: the warm start's CPU is not theirs
         learners = [Learner(hub, name, i, notebooks, protocol) for i, name in enumerate(names)]
         cpu0 = hub_usage(hub)["cpu_s"]
         t0 = time.perf_counter()
@@ -638,6 +652,8 @@ def summarise(run: dict) -> dict:
         s[mode] = {"n": len(lat), "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95), "max_ms": max(lat) if lat else None}
     firsts = [p["first_figure_s"] for p in per if "first_figure_s" in p]
     s["first_figure_s"] = {"median": statistics.median(firsts) if firsts else None, "max": max(firsts) if firsts else None}
+    if "warm_start" in run:
+        s["warm_start"] = {k: run["warm_start"][k] for k in ("notebook", "parallel", "took_s")}
     mem = list(run.get("memory_mib", {}).values())
     if mem:
         s["memory_mib"] = {k: statistics.mean(m[k] for m in mem) for k in ("server_rss", "server_pss", "kernel_rss", "kernel_pss")}
@@ -696,6 +712,9 @@ def main(argv=None) -> int:
     parser.add_argument("--protocol", choices=["v1", "legacy"], default="v1",
                         help="kernel websocket protocol: v1 (JupyterLab 4's, default) or legacy JSON")
     parser.add_argument("--no-profile", action="store_true", help="skip profiling one control change")
+    parser.add_argument("--warm", action="store_true",
+                        help="the instructor warms the class up first (deploy/warm_start.py: servers started, the "
+                             "first notebook open with its imports run); the first figure is then timed from login")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "report"), help="report path without suffix")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -711,7 +730,7 @@ def main(argv=None) -> int:
         print(f"loadtest: {n} learners; load average before {before} (waited {waited:.0f} s for it)", flush=True)
         try:
             run = run_class(n, changes=args.changes, pace=args.pace, notebooks=notebooks, stagger_login_s=args.login_stagger,
-                            protocol=args.protocol)
+                            protocol=args.protocol, warm=args.warm)
         except Exception:
             traceback.print_exc()
             run = {"learners": n, "per_learner": [], "failures": [traceback.format_exc(limit=3)], "all_ready_s": None}

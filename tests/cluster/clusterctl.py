@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -53,23 +51,6 @@ class ClusterHub(Hub):
 
     def start(self, timeout: float = 120) -> "ClusterHub":
         return super().start(timeout)  # Slurm's first job check makes the cluster's hub slower to answer
-
-
-@contextlib.contextmanager
-def learner_origins_resolve():
-    """NAME.localhost is loopback, as Chromium treats it; glibc does not, so say it here (for the kernel client)."""
-    original = socket.getaddrinfo
-
-    def resolve(host, *args, **kwargs):
-        if isinstance(host, str) and host.endswith(".localhost"):
-            host = "127.0.0.1"
-        return original(host, *args, **kwargs)
-
-    socket.getaddrinfo = resolve
-    try:
-        yield
-    finally:
-        socket.getaddrinfo = original
 
 
 def jobs(hub) -> dict[str, tuple[str, str, str]]:

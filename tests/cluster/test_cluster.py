@@ -33,10 +33,12 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl import LEARNERS, REPO, jobs, learner_origins_resolve
+from clusterctl import LEARNERS, REPO, jobs
 
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "deploy"))
 from benchmarks.loadtest.kernel_client import KernelClient  # noqa: E402
+from warm_start import localhost_subdomains  # noqa: E402
 
 pytestmark = pytest.mark.cluster
 QUESTION = "03-what-is-a-head"
@@ -78,7 +80,7 @@ def in_node(sim, node: str, name: str, *cmd: str) -> subprocess.CompletedProcess
 
 def kernel_run(hub, name: str, token: str, code: str) -> dict:
     """Run ``code`` in a fresh kernel of the learner's server; it prints one line __OUT__<json>."""
-    with learner_origins_resolve():
+    with localhost_subdomains():
         client = KernelClient(f"http://{name}.localhost:{hub.port}", name, token, "course/00_welcome.ipynb", timeout=120)
         try:
             out = client.execute(code)

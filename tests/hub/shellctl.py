@@ -14,6 +14,8 @@ import time
 from hubctl import REPO, pids_of_uid, uid_of
 
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "deploy"))
+from warm_start import localhost_subdomains  # noqa: E402
 
 #: A detached process that ignores SIGTERM, hops to a new pid every 0.3 s (fork, the parent exits),
 #: and listens on every port it is given as soon as it is free, writing what it is sent to LOG.
@@ -56,12 +58,13 @@ while True:
 """
 
 
-def kernel_run(hub, name: str, token: str, code: str) -> dict:
-    """Run ``code`` in a fresh kernel of the learner's server; it prints one line __OUT__<json>."""
+def kernel_run(hub, name: str, token: str, code: str, notebook: str = "00_welcome") -> dict:
+    """Run ``code`` in the kernel of the learner's ``course/NOTEBOOK.ipynb`` (a fresh one unless a session
+    on it is open); it prints one line __OUT__<json>."""
     from benchmarks.loadtest.kernel_client import KernelClient
 
-    with learner_origins_resolve():
-        client = KernelClient(f"http://{name}.localhost:{hub.port}", name, token, "course/00_welcome.ipynb", timeout=120)
+    with localhost_subdomains():
+        client = KernelClient(f"http://{name}.localhost:{hub.port}", name, token, f"course/{notebook}.ipynb", timeout=120)
         try:
             out = client.execute(code)
         finally:
@@ -71,23 +74,6 @@ def kernel_run(hub, name: str, token: str, code: str) -> dict:
     line = next((x for x in out["stdout"].splitlines() if x.startswith("__OUT__")), None)
     assert line, out["stdout"]
     return json.loads(line[len("__OUT__"):])
-
-
-@contextlib.contextmanager
-def learner_origins_resolve():
-    """NAME.localhost is loopback, as Chromium treats it; glibc does not, so say it here."""
-    original = socket.getaddrinfo
-
-    def resolve(host, *args, **kwargs):
-        if isinstance(host, str) and host.endswith(".localhost"):
-            host = "127.0.0.1"
-        return original(host, *args, **kwargs)
-
-    socket.getaddrinfo = resolve
-    try:
-        yield
-    finally:
-        socket.getaddrinfo = original
 
 
 def start_squatter_code(script_path: str, ports: list[int], log: str) -> str:

@@ -663,6 +663,11 @@ class CourseSpawner(LocalProcessSpawner):
         env["JUPYTER_RUNTIME_DIR"] = str(self._runtime)
         # Nothing from the learner's own site-packages reaches the server.
         env["PYTHONNOUSERSITE"] = "1"
+        # A control's change is not echoed back by the kernel (ipywidgets 8 sends every change
+        # back to the page that made it, for other pages on the same kernel): one message fewer
+        # through the kernel, the learner's server and the proxy for each change a class makes.
+        # Only a second browser tab on the same notebook misses the control's new position.
+        env["JUPYTER_WIDGETS_ECHO"] = "0"
         return env
 
 

@@ -1,8 +1,9 @@
-"""Warm start (deploy/warm_start.py, issue 38): an admin starts every learner's server before the
+"""A faster room (issue 38). Warm start (deploy/warm_start.py): an admin starts every learner's server before the
 class, with the day's notebook open and its imports run; the learner's first figure then needs
 no server start, no kernel start and no imports. Against the real hub: the command as an
 administrator runs it, then the learner logs in and runs the notebook's first cell in the kernel
-JupyterLab would join."""
+JupyterLab would join. And each change of a control costs one message fewer: the class's kernels
+do not echo changes back."""
 
 from __future__ import annotations
 
@@ -82,3 +83,19 @@ def test_a_warm_start_without_an_admin_token_or_with_a_wrong_notebook_says_what_
     learner = hub.token(HAL)
     done = warm_start(hub, learner, "--users", GWEN)
     assert done.returncode == 1 and "FAILED" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_class_kernels_do_not_echo_a_controls_change_back(warm_hub):
+    """ipywidgets 8 sends each change a page makes back to it (an echo_update); the class's
+    servers set JUPYTER_WIDGETS_ECHO=0, so a change is one message in and the figure out."""
+    hub, _ = warm_hub
+    token = hub.token(HAL)
+    hub.start_server(HAL, token)
+    out = kernel_run(hub, HAL, token, "import json, ipywidgets\n"
+                     "from ipywidgets.widgets import widget\n"
+                     "sent = []\n"
+                     "w = ipywidgets.IntSlider(value=1)\n"
+                     "w._send = lambda msg, buffers=None: sent.append(msg.get('method'))\n"
+                     "w.set_state({'value': 2})\n"
+                     "print('__OUT__' + json.dumps({'echo': widget.JUPYTER_WIDGETS_ECHO, 'sent': sent, 'value': w.value}))\n")
+    assert out == {"echo": False, "sent": [], "value": 2}, out

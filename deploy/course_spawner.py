@@ -35,7 +35,10 @@ the rules that keep one learner out of another's account:
   milliseconds, not at the hub's next poll.
 - Home size (``home_bytes``, as root, servers started here): a hub-made account's home is an
   ext4 image of that size (``homes_root/.images/NAME.img``, root's), mounted at the home
-  (loop, nosuid, nodev) while the server runs: a learner who fills it fills only it.
+  (loop, nosuid, nodev) while the server runs: a learner who fills it fills only it. For a PAM
+  account (``pam_home_bytes``) the same image, mounted at ``homes_root/NAME``, is the server's
+  home, and inside the server's mount namespace it is also bound over the account's login home:
+  nothing the server starts can write to the login home's disk.
 """
 
 from __future__ import annotations
@@ -486,6 +489,8 @@ class CourseSpawner(LocalProcessSpawner):
     cpus = Float(0.0, config=True, help="Cores' time per learner's control group (cpu.max); 0: no cap (busy learners still share the cores equally)")
     home_bytes = Int(1024**3, config=True, help="Size of a hub-made account's home, a file system of its own (as root, local servers only: "
                      "a Slurm job's home is on the cluster's shared file system); 0: a plain folder")
+    pam_home_bytes = Int(0, config=True, help="PAM accounts: the server's home is a file system of its own, this size "
+                         "(homes_root/NAME, bound over the login home inside the server); 0: the login home itself")
     scratch_bytes = Dict(config=True, help="tmpfs sizes of the learner's own /tmp, /var/tmp, /dev/shm, /run/lock; empty: shared ones")
     #: Start the server here through learner_launch.py (False for a spawner that runs it elsewhere, e.g. a Slurm job).
     local_launch = True
@@ -520,8 +525,16 @@ class CourseSpawner(LocalProcessSpawner):
         self._home = home
         self._uid = uid if self.unix_users else None
         self._made_by_hub = made_by_hub
+        self._login_home = None  # a PAM account's own home, hidden behind its image home in the server
+        local_root = os.geteuid() == 0 and self.local_launch
+        self._image_home = bool(made_by_hub and self.home_bytes and local_root)
         if not self.unix_users:
             self._progress = prepare_home(home, course, uid, gid)
+        elif not made_by_hub and self.pam_home_bytes and local_root:
+            self._login_home, self._image_home = home, True
+            self._progress = prepare_hub_made_home(Path(self.homes_root), self.user.name, course, uid, gid,
+                                                   home_bytes=self.pam_home_bytes)
+            self._home = home = Path(self.homes_root) / self.user.name
         elif made_by_hub:
             if Path(os.path.abspath(home)).parent != Path(os.path.abspath(self.homes_root)):
                 raise AccountRefused(f"{self.user.name!r}'s home {home} is not under {self.homes_root}; the hub did not make it")
@@ -539,7 +552,7 @@ class CourseSpawner(LocalProcessSpawner):
             return await super().start()
         except BaseException:
             # The start failed after the home was mounted: nothing runs in it, so it is released.
-            if made_by_hub and self.local_launch:
+            if self._image_home:
                 with contextlib.suppress(Exception):
                     release_home(self.homes_root, self.user.name)
             raise
@@ -554,9 +567,12 @@ class CourseSpawner(LocalProcessSpawner):
         spec = {"uid": uid, "gid": gid, "home": str(home), "procs": [str(p) for p in procs],
                 "nproc": self.max_tasks, "tmpfs": {k: int(v) for k, v in self.scratch_bytes.items() if int(v) > 0},
                 "private": {str(self._runtime): RUNTIME_BYTES} if str(self._runtime).startswith(str(RUNTIME_ROOT) + "/") else {},
-                "homes": os.path.abspath(self.homes_root) if self._made_by_hub and self.home_bytes else "",
+                "homes": os.path.abspath(self.homes_root) if self._image_home else "",
+                # a PAM account's login home, covered by its image home: the server writes only there
+                "bind": {str(self._login_home): str(home)} if self._login_home and self._login_home.is_dir() else {},
                 # what the server needs, which a scratch tmpfs must not hide (a home or checkout under /tmp)
                 "keep": sorted({str(home), str(self._runtime), str(Path(__file__).resolve().parent.parent),
+                                *([str(self._login_home)] if self._login_home else []),
                                 sys.prefix, *([self.course_dir] if self.course_dir else [])})}
         cmd = [sys.executable, "-I", str(LAUNCHER), json.dumps(spec), "--", *self.cmd, *self.get_args()]
         self.log.info("Spawning %s's server within its limits: %s", self.user.name, json.dumps(spec))
@@ -587,7 +603,7 @@ class CourseSpawner(LocalProcessSpawner):
             self.log.warning("%s's server (pid %s) exited on its own: ending its processes and its route now",
                              self.user.name, self.pid)
             end_learner(self.user.name, self._uid, keep=(self.pid,))
-            if self._made_by_hub:
+            if self._image_home:
                 loop.run_in_executor(None, release_home, self.homes_root, self.user.name)
             loop.add_callback(self.poll_and_notify)
 

@@ -31,7 +31,8 @@ Who may reach what (see deploy/README.md, "Security"):
 Settings come from the environment (deploy/start.sh passes them through):
 
     MHA_HUB_STATE        hub database, cookie secret, poll database (default deploy/.state)
-    MHA_HUB_HOMES        learners' homes when the hub makes the accounts (default $MHA_HUB_STATE/homes)
+    MHA_HUB_HOMES        learners' homes when the hub makes the accounts (default $MHA_HUB_STATE/homes), and
+                         the image homes of PAM accounts (default $MHA_HUB_STATE-homes)
     MHA_HUB_IP / MHA_HUB_PORT   where learners connect (127.0.0.1:8000; 0.0.0.0 when a certificate is given)
     MHA_HUB_DOMAIN       the host name learners type (default localhost); learners are at NAME.DOMAIN
     MHA_HUB_SSL_CERT / MHA_HUB_SSL_KEY   the certificate (wildcard: DOMAIN and *.DOMAIN) and its key
@@ -45,7 +46,8 @@ Settings come from the environment (deploy/start.sh passes them through):
     MHA_HUB_MEM          memory per learner, scratch space included (2G; 0: no limit)
     MHA_HUB_SCRATCH      each learner's own tmpfs on /tmp, /var/tmp, /dev/shm (256M; 0: the shared ones)
     MHA_HUB_CPU          cores' time each learner may use (0: no cap; busy learners share the cores equally)
-    MHA_HUB_HOME_SIZE    each hub-made account's home, a file system of its own (1G; 0: plain folders)
+    MHA_HUB_HOME_SIZE    each learner's home, a file system of its own (1G; 0: plain folders); in PAM mode the
+                         server's home, bound over the login home inside it (default 0: the login home)
     MHA_HUB_STATE_SIZE   pam only: the state's own file system, MHA_HUB_STATE.img (256M; 0: none)
     MHA_POLL_BURST / MHA_POLL_RATE   poll posts per learner: a burst, then per second (30 / 1)
     MHA_HUB_AUTH         pam (default: the server's Unix accounts) or dummy (trials, load tests)
@@ -344,7 +346,8 @@ c.Spawner.interrupt_timeout = 3
 c.Spawner.term_timeout = 2
 c.Spawner.kill_timeout = 2
 c.CourseSpawner.course_dir = str(HERE.parent / "notebooks")
-c.CourseSpawner.homes_root = os.environ.get("MHA_HUB_HOMES", str(STATE / "homes"))
+# Not inside the state in PAM mode: the state is a small file system of its own there (MHA_HUB_STATE_SIZE).
+c.CourseSpawner.homes_root = os.environ.get("MHA_HUB_HOMES", str(STATE / "homes") if AUTH != "pam" else str(STATE) + "-homes")
 c.CourseSpawner.unix_users = os.environ.get("MHA_HUB_UNIX_USERS", "1" if os.geteuid() == 0 else "0") == "1"
 c.CourseSpawner.create_users = CREATE_USERS
 c.CourseSpawner.allowed_group = GROUP
@@ -369,8 +372,13 @@ c.CourseSpawner.scratch_bytes = ({"/tmp": _scratch, "/var/tmp": _scratch, "/dev/
 # Each hub-made account's home is a file system of its own, this size (an ext4 image under
 # $MHA_HUB_HOMES/.images, allocated when the account is made, mounted while its server runs): a
 # learner who fills their home fills only it, never the disk with the hub's databases.
-c.CourseSpawner.home_bytes = parse_size(os.environ.get("MHA_HUB_HOME_SIZE", "1G"), "MHA_HUB_HOME_SIZE")
-if 0 < c.CourseSpawner.home_bytes < 16 * 1024**2:
+# In PAM mode (MHA_HUB_HOME_SIZE given, 0 by default) each server's home is such an image too,
+# $MHA_HUB_HOMES/NAME, bound over the account's login home inside the server: the server writes
+# nowhere else, and the login home (ssh, other logins) stays the administrator's, untouched.
+_home_size = parse_size(os.environ.get("MHA_HUB_HOME_SIZE", "1G" if AUTH != "pam" else "0"), "MHA_HUB_HOME_SIZE")
+c.CourseSpawner.home_bytes = _home_size if AUTH != "pam" else 0
+c.CourseSpawner.pam_home_bytes = _home_size if AUTH == "pam" else 0
+if 0 < _home_size < 16 * 1024**2:
     raise ValueError(f"MHA_HUB_HOME_SIZE={os.environ.get('MHA_HUB_HOME_SIZE')!r} is below 16M: too small for the course "
                      "and a server's files; give e.g. 1G, or 0 for plain folders")
 if c.CourseSpawner.max_tasks < 0:

@@ -4,7 +4,7 @@
 
 SPEC_JSON: {"uid", "gid", "home", "procs": [cgroup.procs files to join], "nproc": N,
 "tmpfs": {"/tmp": bytes, ...}, "keep": [folders a tmpfs must not hide], "private": {folder: bytes}, "homes": folder,
-"no_new_privs": true}. In order, still as root:
+"bind": {login home: home}, "no_new_privs": true}. In order, still as root:
 
 1. joins the learner's control groups (``learner_limits.Groups.make``): everything the
    server starts is counted, limited and ended with it;
@@ -13,6 +13,8 @@ SPEC_JSON: {"uid", "gid", "home", "procs": [cgroup.procs files to join], "nproc"
    size on each path (/tmp, /var/tmp, /dev/shm, /run/lock: the places every account may
    write), so a learner fills only their own small, memory-counted scratch space; and a tmpfs of
    the learner's own (0700) on each ``private`` folder (the kernels' sockets under /run/mha-hub);
+   and each ``bind`` target covered by its source (a PAM account's login home by its image home,
+   so nothing the server starts writes to the login home's disk);
 3. ``RLIMIT_NPROC`` (all the account's processes and threads) and no new privileges (no
    setuid program can give a process another account's rights);
 4. becomes the learner (their groups, gid, uid) in their home, and execs the server: the
@@ -74,7 +76,8 @@ def main(argv: list[str]) -> None:
     tmpfs = spec.get("tmpfs") or {}
     private = spec.get("private") or {}
     homes = spec.get("homes") or ""
-    if tmpfs or private or homes:
+    binds = spec.get("bind") or {}
+    if tmpfs or private or homes or binds:
         _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
         _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
         # Other learners' homes mounted now (each a file system of its own) are left out of this
@@ -99,6 +102,8 @@ def main(argv: list[str]) -> None:
                     os.umask(old_umask)
                 _check(libc.mount(f"/proc/self/fd/{fd}".encode(), k.encode(), None, MS_BIND | MS_REC, None), f"bind {k}")
                 os.close(fd)
+    for target, source in binds.items():
+        _check(libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"bind {source} on {target}")
     for path, size in private.items():
         # The learner's own folder outside their home (the kernels' sockets under /run): a tmpfs of
         # theirs, so filling it fills neither /run nor the disk.

@@ -252,7 +252,7 @@ def login(hub: Hub, name: str) -> str:
 def start_server(hub: Hub, name: str, token: str, timeout: float = 240) -> None:
     h = {"Authorization": f"token {token}"}
     r = requests.post(f"{hub.url}/hub/api/users/{name}/server", headers=h, timeout=timeout)
-    if r.status_code not in (201, 202):
+    if r.status_code not in (201, 202) and not (r.status_code == 400 and "already running" in r.text):  # 400: warm
         raise RuntimeError(f"starting {name}'s server gave {r.status_code}: {r.text[:200]}")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -215,3 +215,42 @@ def test_in_pam_mode_a_learner_who_fills_the_disk_their_home_is_on_does_not_stop
                 hub_.ctrl_c()
         hub_cleanup.remove_account(name)
         unmount_under(str(disk))
+
+
+PAM_SIZED = "ht-pamsized"
+
+
+def test_in_pam_mode_a_home_size_covers_the_login_home_inside_the_server(hub_cleanup, hub_tmp):
+    """With MHA_HUB_HOME_SIZE in PAM mode the server's home is an image of that size, bound over the
+    account's login home inside the server: the learner stops at that size whether they write to
+    ~ or to the login home's own path, and the login home (as ssh sees it) is left as it was."""
+    homes = hub_tmp / "pam-homes"
+    homes.mkdir(mode=0o711, exist_ok=True)
+    login_home = homes / PAM_SIZED
+    name = make_pam_account(hub_cleanup, PAM_SIZED, login_home)
+    (login_home / "mine.txt").write_text("the learner's own file, outside the course\n")
+    try:
+        hub = new_hub(hub_cleanup, hub_tmp, "pam-sized", MHA_HUB_AUTH="pam", MHA_HUB_PASSWORD=None, MHA_HUB_GROUP=PAM_GROUP,
+                      MHA_HUB_HOME_SIZE="64M")
+        hub.learners.add(name)
+        hub.start()
+        token = pam_login_and_start(hub, name)
+        image_home = Path(hub.env["MHA_HUB_HOMES"]) / name
+        image = Path(hub.env["MHA_HUB_HOMES"]) / ".images" / f"{name}.img"
+        assert mount_source(image_home) in loops_of(image), (mount_source(image_home), loops_of(image))
+        where = kernel_run(hub, name, token, "import json, os\n"
+                           f"st = os.statvfs({str(login_home)!r})\n"
+                           f"print('__OUT__' + json.dumps({{'home': os.path.expanduser('~'), 'course': os.path.isdir(os.path.expanduser('~/course')), "
+                           f"'login_home_size': st.f_blocks * st.f_frsize, 'sees_own_file': os.path.exists({str(login_home / 'mine.txt')!r})}}))\n")
+        assert where["home"] == str(image_home) and where["course"], where
+        assert where["login_home_size"] <= SIZE and not where["sees_own_file"], where
+        out = kernel_run(hub, name, token, FILL.replace('os.path.expanduser("~/fill.bin")', repr(str(login_home / "fill.bin"))))
+        print(f"\n{name} wrote {out['home']['bytes']} bytes to their login home's path before {out['home']['why']}")
+        assert out["home"]["why"] == "ENOSPC" and out["home"]["bytes"] <= SIZE, out
+        hub.stop_server(name, token)
+        # Outside the server the login home is the administrator's, as it was.
+        assert not (login_home / "fill.bin").exists() and (login_home / "mine.txt").exists()
+        assert mount_source(image_home) is None and not loops_of(image), (mount_source(image_home), loops_of(image))
+        hub.ctrl_c()
+    finally:
+        hub_cleanup.remove_account(name)

@@ -161,7 +161,17 @@ def test_only_the_instructor_role_holds_the_poll_read_scope(hub_modules, monkeyp
 
 def test_pam_is_the_default_and_an_unknown_authenticator_is_refused(hub_modules, monkeypatch, tmp_path):
     monkeypatch.delenv("MHA_HUB_AUTH", raising=False)
-    assert load_config(monkeypatch, tmp_path).JupyterHub.authenticator_class.__name__ == "CoursePAMAuthenticator"
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_GROUP="learners")
+    assert c.JupyterHub.authenticator_class.__name__ == "CoursePAMAuthenticator"
+    assert c.PAMAuthenticator.allowed_groups == {"learners"}
+    # PAM homes: the login home unless a size is given; then images beside the state, not in it.
+    assert c.CourseSpawner.pam_home_bytes == 0 and c.CourseSpawner.home_bytes == 0
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_GROUP="learners", MHA_HUB_HOME_SIZE="1G")
+    assert c.CourseSpawner.pam_home_bytes == 1024**3 and c.CourseSpawner.homes_root == str(tmp_path / "state") + "-homes"
+    # Without the class's group every normal account would get a server: refused, naming the fix.
+    with pytest.raises(ValueError, match="MHA_HUB_GROUP.*MHA_HUB_ALL_ACCOUNTS=1"):
+        load_config(monkeypatch, tmp_path)
+    assert load_config(monkeypatch, tmp_path, MHA_HUB_ALL_ACCOUNTS="1").Authenticator.allow_all is True
     with pytest.raises(ValueError, match="MHA_HUB_AUTH='ldap'.*pam or dummy"):
         load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="ldap")
 
@@ -194,7 +204,7 @@ def test_an_unsafe_setting_stops_the_hub_with_what_to_do(hub_modules, monkeypatc
 
 
 def test_plain_http_beyond_loopback_needs_the_explicit_opt_in(hub_modules, monkeypatch, tmp_path):
-    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_IP="0.0.0.0", MHA_HUB_ALLOW_HTTP="1")
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_GROUP="learners", MHA_HUB_IP="0.0.0.0", MHA_HUB_ALLOW_HTTP="1")
     assert c.JupyterHub.bind_url == "http://0.0.0.0:8000"
     # TLS ended in front: browsers see HTTPS, so the cookies are __Host- ones no subdomain can toss.
     assert c.JupyterHub.subdomain_host == "https://localhost"
@@ -204,8 +214,8 @@ def test_plain_http_beyond_loopback_needs_the_explicit_opt_in(hub_modules, monke
 def test_plain_http_on_a_domain_is_refused(hub_modules, monkeypatch, tmp_path):
     """Over plain HTTP a learner's page on NAME.DOMAIN could set the login cookie for DOMAIN (issue 37)."""
     with pytest.raises(ValueError, match="cookie"):
-        load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_DOMAIN="class.example.org")
-    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_DOMAIN="class.example.org", MHA_HUB_ALLOW_HTTP="1")
+        load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_GROUP="learners", MHA_HUB_DOMAIN="class.example.org")
+    c = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="pam", MHA_HUB_GROUP="learners", MHA_HUB_DOMAIN="class.example.org", MHA_HUB_ALLOW_HTTP="1")
     assert c.JupyterHub.subdomain_host == "https://class.example.org"
     assert c.JupyterHub.cookie_host_prefix_enabled is True
 

@@ -1,15 +1,15 @@
-"""mha_core._display: one answer to "am I in a notebook?" for everything that displays itself."""
+"""mha_classroom._display: one answer to "am I in a notebook?" for everything that displays itself."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from mha_core import _display
+from mha_classroom import _display
 
 
 def test_a_plain_python_process_is_not_ipython_and_ipython_is_not_imported_to_find_out():
-    probe = "import sys, mha_core._display as d; print(d.in_ipython(), 'IPython' in sys.modules)"
+    probe = "import sys, mha_classroom._display as d; print(d.in_ipython(), 'IPython' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
@@ -44,7 +44,7 @@ print(shown_with())
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["plotly", "mha_core.widgets._words"]
+    assert done.stdout.split() == ["plotly", "mha_classroom.widgets._words"]
 
 
 def test_static_mode_is_read_from_the_environment_each_time(monkeypatch):

@@ -100,7 +100,7 @@ def test_a_learner_who_fills_their_home_stops_at_its_size_and_the_hub_goes_on(hu
     gus_token = hub.token(GUS)
     hub.start_server(GUS, gus_token)
     answers_before = answers_stored(hub)
-    sent = kernel_run(hub, GUS, gus_token, "import json\nfrom mha_core.quiz import poll\n"
+    sent = kernel_run(hub, GUS, gus_token, "import json\nfrom mha_classroom.quiz import poll\n"
                       "print('__OUT__' + json.dumps({'sent': poll.send('03-what-is-a-head', [1])}))\n")
     assert sent == {"sent": True}, sent
     assert answers_stored(hub) == answers_before + 1, f"{GUS}'s answer was not stored while {DORA}'s home was full"

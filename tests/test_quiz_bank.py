@@ -426,7 +426,8 @@ def test_an_installed_copy_finds_its_bank_without_a_checkout(tmp_path):
     # The wheel layout: data/ ships as mha_core/data (pyproject maps it), with no data/ beside the package.
     root = Path(__file__).resolve().parents[1]
     site = tmp_path / "site-packages"
-    shutil.copytree(root / "mha_core", site / "mha_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("mha_core", "mha_classroom"):
+        shutil.copytree(root / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(root / "data", site / "mha_core" / "data")
     code = "from mha_classroom.quiz.bank import quizzes_dir, load_bank; print(quizzes_dir()); print(len(load_bank().all_questions()))"
     env = {**os.environ, "PYTHONPATH": str(site)}

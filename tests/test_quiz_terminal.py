@@ -212,7 +212,8 @@ def test_a_broken_set_file_costs_only_that_quiz(tmp_path, env, bank):
 
     site = tmp_path / "site"
     root = Path(__file__).resolve().parents[1]
-    shutil.copytree(root / "mha_core", site / "mha_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("mha_core", "mha_classroom"):
+        shutil.copytree(root / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(quizzes_dir(), site / "data" / "quizzes")
     (site / "data" / "quizzes" / "04.json").write_bytes(b'{"set": "04",\n "title": \xff}')
     env = {**env, "PYTHONPATH": str(site)}

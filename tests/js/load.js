@@ -9,7 +9,7 @@ const path = require("node:path");
 const { parseHTML } = require("linkedom");
 
 const REPO = path.resolve(__dirname, "..", "..");
-const WIDGET_JS = path.join(REPO, "mha_core", "widgets", "js");
+const WIDGET_JS = path.join(REPO, "mha_classroom", "widgets", "js");
 const HANDOUT_JS = path.join(REPO, "tools", "handout_assets");
 
 function widgetSource(name) {

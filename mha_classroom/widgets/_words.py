@@ -128,8 +128,9 @@ def show_figure(figure) -> None:
 def install() -> bool:
     """Have this kernel show every ``go.Figure`` with its words (``show_figure``); True if it now does.
 
-    Called when a figure is built (``figures._style.base_layout``: a notebook shows builders' figures
-    before it builds any control), never on import. Registered by type name, so plotly is not imported
+    Called by each notebook's first cell (``mha_classroom.show_figures_with_words``: a notebook shows builders'
+    figures before it builds any control) and whenever a control group is shown (``_keys.show_keyboard_ready``),
+    never on import, and never by ``mha_core``, which does not know this package. Registered by type name, so plotly is not imported
     for it; once per kernel, a second call changes nothing. Outside IPython (a script, the tests)
     nothing is registered.
     """

@@ -89,8 +89,8 @@ def _kv_cache_calculator():
 def _live_training():
     """Notebook 06's controls with seeds 0 and 1 trained beforehand: the events time the cached path
     and the messages (a retrain takes seconds; bench_training times it)."""
-    from mha_core.models.training import TrainConfig, trained
     from mha_classroom.widgets.toy import LiveTraining
+    from mha_core.models.training import TrainConfig, trained
 
     for seed in (0, 1):
         trained(TrainConfig(n_heads=3, seed=seed))
@@ -100,8 +100,8 @@ def _live_training():
 
 
 def _toy_head_switches():
-    from mha_core.models.training import TrainConfig, trained
     from mha_classroom.widgets.toy import head_switches
+    from mha_core.models.training import TrainConfig, trained
 
     return head_switches(trained(TrainConfig(n_heads=6, seed=0)))
 
@@ -109,8 +109,8 @@ def _toy_head_switches():
 def _induction_live():
     """Notebook 09's training controls with seed 0 and 1 (varying) trained beforehand: the events time the cached
     path and the messages (a retrain takes seconds; bench_induction times it)."""
-    from mha_core.models.induction import InductionConfig, trained_induction
     from mha_classroom.widgets.induction import LiveInduction
+    from mha_core.models.induction import InductionConfig, trained_induction
 
     for seed in (0, 1):
         trained_induction(InductionConfig(seed=seed))
@@ -120,15 +120,15 @@ def _induction_live():
 
 
 def _induction_head_off():
-    from mha_core.models.induction import InductionConfig, trained_induction
     from mha_classroom.widgets.induction import head_off
+    from mha_core.models.induction import InductionConfig, trained_induction
 
     return head_off(trained_induction(InductionConfig(seed=0)))
 
 
 def _minilm_explorer():
-    from mha_core.pretrained import load_minilm
     from mha_classroom.widgets.pretrained import layer_head_explorer
+    from mha_core.pretrained import load_minilm
 
     return layer_head_explorer(load_minilm(), layer=0, head=2)
 

@@ -13,8 +13,8 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-from mha_core.examples import TOKENS, demo_layer, token_vectors
 from mha_classroom.describe import MAX_CHARS, FigureWords, in_words, number, plain
+from mha_core.examples import TOKENS, demo_layer, token_vectors
 from mha_core.figures.heads import head_grid_figure
 from mha_core.figures.sizing import vaswani_figure
 from mha_core.figures.welcome import weights_bar_figure

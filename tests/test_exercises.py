@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mha_classroom import exercises
-from mha_core import attention, solutions, softmax
-from mha_classroom.exercises._tables import Mistake
 from mha_classroom.exercises._shared import SHARED
+from mha_classroom.exercises._tables import Mistake
+from mha_core import attention, solutions, softmax
 
 SOLUTIONS = {
     "scaled_dot_product_attention": solutions.my_attention,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha_core import circuits, solutions
 from mha_classroom import exercises
 from mha_classroom.exercises import induction
+from mha_core import circuits, solutions
 
 
 def loop_score(weights, repeat_length, *, shift=1, first_query=None):

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from mha_classroom.quiz import progress
-from mha_classroom.quiz.bank import load_bank
 from mha_classroom.quiz import _progress_file
+from mha_classroom.quiz.bank import load_bank
 from mha_classroom.quiz.progress import ProgressStore, default_store, progress_path
 from mha_classroom.quiz.summary import course_score, progress_summary, reset_progress
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from mha_core import costs
 from mha_classroom.quiz import bank as quiz_bank
 from mha_classroom.quiz import grading
 from mha_classroom.quiz.bank import COURSE_SET_IDS, SET_IDS, BankError, load_bank, normalise_set_id, quizzes_dir
 from mha_classroom.quiz.grading import answer_letters, grade_choice, grade_numeric, option_order, shuffled_order
 from mha_classroom.quiz.numbers import parse_number
+from mha_core import costs
 
 NOTEBOOK_SETS = [f"{n:02d}" for n in range(1, 11)]
 

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from mha_core.figures._style import WIDGET_WIDTH
 from mha_classroom.widgets._base import figure_widget, update_in_place
+from mha_core.figures._style import WIDGET_WIDTH
 
 
 def bars(y, title="t", x_type="category"):
@@ -197,8 +197,8 @@ def test_every_control_group_displays_its_box_sized_by_the_theme_it_was_built_wi
     import IPython.display
     import ipywidgets as widgets
 
-    from mha_core import projector
     from mha_classroom.widgets._base import THEMED_CLASS, ControlGroup, large_controls_box
+    from mha_core import projector
 
     shown = []
     # Each group is shown with its keyboard helper (mha_classroom.widgets._keys) as a second output; keep the boxes.
@@ -230,13 +230,13 @@ def test_every_control_group_displays_its_box_sized_by_the_theme_it_was_built_wi
 
 def every_control_group():
     """Each control group of notebooks 00-05, built as its notebook builds it, at its largest setting."""
-    from mha_core.examples import TOKENS, single_head_example
     from mha_classroom.widgets.heads import head_grid
     from mha_classroom.widgets.projection import head_switches
     from mha_classroom.widgets.qkv import token_explorer
     from mha_classroom.widgets.single_head import mask_explorer, scaling_explorer
     from mha_classroom.widgets.sizing import head_sizing
     from mha_classroom.widgets.welcome import smoke_check
+    from mha_core.examples import TOKENS, single_head_example
 
     x, (w_q, w_k, w_v), (q, k, v) = single_head_example()
     return {

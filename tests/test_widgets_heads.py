@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mha_classroom.widgets.heads import HeadGrid, head_grid
 from mha_core.examples import TOKENS, demo_layer, token_vectors
 from mha_core.figures.heads import head_tile
-from mha_classroom.widgets.heads import HeadGrid, head_grid
 
 T = len(TOKENS)
 

@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("torch")
 
+from mha_classroom.widgets.induction import MAX_BUDGET, HeadOff, LiveInduction, history_figure  # noqa: E402
 from mha_core.figures.induction import ablation_figure  # noqa: E402
 from mha_core.models import induction  # noqa: E402
 from mha_core.models.induction import InductionConfig, trained_induction  # noqa: E402
 from mha_core.models.induction_analysis import ablation_effects  # noqa: E402
-from mha_classroom.widgets.induction import MAX_BUDGET, HeadOff, LiveInduction, history_figure  # noqa: E402
 
 STEPS = 30  # short budgets: the wiring is under test here, not the training
 

@@ -78,7 +78,6 @@ def shown_by(group, monkeypatch) -> list:
 def course_groups():
     """One control group of each kind the notebooks 00-05 and 09 show (toggle buttons, sliders, drop-downs,
     checkboxes), built as the notebooks build them."""
-    from mha_core.examples import TOKENS, single_head_example
     from mha_classroom.widgets.heads import head_grid
     from mha_classroom.widgets.projection import head_switches
     from mha_classroom.widgets.qkv import token_explorer
@@ -86,6 +85,7 @@ def course_groups():
     from mha_classroom.widgets.single_head import mask_explorer, scaling_explorer
     from mha_classroom.widgets.sizing import head_sizing
     from mha_classroom.widgets.welcome import smoke_check
+    from mha_core.examples import TOKENS, single_head_example
 
     x, (w_q, w_k, w_v), (q, k, v) = single_head_example()
     return {

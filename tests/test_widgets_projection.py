@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mha_classroom.widgets.projection import HeadSwitches, head_switches
 from mha_core.attention import output_projection
 from mha_core.examples import TOKENS, demo_layer, token_vectors
-from mha_classroom.widgets.projection import HeadSwitches, head_switches
 
 T_CHANGED = TOKENS.index("changed")
 

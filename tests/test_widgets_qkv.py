@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mha_classroom.widgets.qkv import TokenExplorer, token_explorer
 from mha_core.examples import TOKENS, single_head_example
 from mha_core.figures.qkv import token_qkv_figure
-from mha_classroom.widgets.qkv import TokenExplorer, token_explorer
 
 D_MODEL, D_HEAD = 8, 4
 

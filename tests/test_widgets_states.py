@@ -12,10 +12,10 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from benchmarks.controls_registry import GROUPS
-from mha_core.costs import MODEL_SHAPES
 from mha_classroom.describe import in_words
-from mha_core.tables import kv_head_choices
 from mha_classroom.widgets import _states
+from mha_core.costs import MODEL_SHAPES
+from mha_core.tables import kv_head_choices
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import handout_controls  # noqa: E402

@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("torch")
 
+from mha_classroom.widgets.toy import HeadSwitches, LiveTraining, history_figure, parse_seed  # noqa: E402
 from mha_core.figures.toy import ablation_figure  # noqa: E402
 from mha_core.models import training  # noqa: E402
 from mha_core.models.analysis import ablation_accuracy  # noqa: E402
 from mha_core.models.training import TrainConfig, evaluation_batch, trained  # noqa: E402
-from mha_classroom.widgets.toy import HeadSwitches, LiveTraining, history_figure, parse_seed  # noqa: E402
 
 STEPS = 30  # short budgets: the widgets' wiring is under test here, not the training
 

@@ -290,10 +290,10 @@ def d_head_slider(page, lab) -> dict:
 
 def mask_buttons(page, lab) -> dict:
     """02: the mask buttons redraw the weights with no mask, a causal mask, and a padding mask."""
+    from mha_classroom.widgets.single_head import MASK_TITLES
     from mha_core.analysis import masked_attention
     from mha_core.examples import TOKENS
     from mha_core.figures.single_head import masked_weights_figure
-    from mha_classroom.widgets.single_head import MASK_TITLES
 
     x, (w_q, w_k, w_v), _ = sentence_qkv()
 
@@ -356,9 +356,9 @@ def head_switches(page, lab) -> dict:
 def sizing_controls(page, lab) -> dict:
     """05: head count (arrow keys, through an impossible split), d_model (dropdown) and T (arrow keys)
     redraw the cost bars; an impossible split shows the plain message with the nearest valid counts."""
+    from mha_classroom.widgets.sizing import impossible_split_message, shown_head_counts
     from mha_core.figures.sizing import sizing_figure
     from mha_core.tables import sizing_rows
-    from mha_classroom.widgets.sizing import impossible_split_message, shown_head_counts
 
     def build(D, H, T):
         return sizing_figure(sizing_rows(D, T, shown_head_counts(D)), n_heads=H)
@@ -478,9 +478,9 @@ def review_progress(page, lab) -> dict:
 
 def _toy_history(n_heads, seed):
     """The live figure of notebook 06 for one setting, trained here (deterministic: the kernel trains the same)."""
+    from mha_classroom.widgets.toy import history_figure
     from mha_core.models.tasks import RELATIONS
     from mha_core.models.training import TrainConfig, trained
-    from mha_classroom.widgets.toy import history_figure
 
     config = TrainConfig(n_heads=n_heads, seed=seed)
     return history_figure(trained(config), RELATIONS.relations, max_steps=config.max_steps)
@@ -620,9 +620,9 @@ def minilm_explorer(page, lab) -> dict:
 def minilm_pruning_slider(page, lab) -> dict:
     """08 (real half): the 'heads off' slider (arrow keys) redraws the held-out cosines for that many heads off,
     from data/models/minilm_pruning.json."""
+    from mha_classroom.widgets.pretrained import pruning_step
     from mha_core.pretrained.analysis import cosine_calibration
     from mha_core.pretrained.data import precomputed, sentence_set
-    from mha_classroom.widgets.pretrained import pruning_step
 
     record = precomputed("minilm_pruning")
     # The notebook marks what paraphrases and unrelated sentences score (notebook 07's calibration).

@@ -408,10 +408,10 @@ def _mask_explorer():
 
 
 def _pruning_explorer():
+    from mha_classroom.widgets.pretrained import pruning_explorer
     from mha_core import load_minilm
     from mha_core.pretrained import analysis
     from mha_core.pretrained.data import precomputed, sentence_set
-    from mha_classroom.widgets.pretrained import pruning_explorer
 
     calibration = analysis.cosine_calibration(load_minilm(), sentence_set("calibration")).as_dict()  # as notebook 08
     return pruning_explorer(precomputed("minilm_pruning"), calibration=calibration)

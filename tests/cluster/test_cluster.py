@@ -172,9 +172,9 @@ def test_a_learner_cannot_read_anothers_files(sim, cluster_hub):
     # and the poll service (on the hub's address on the cluster network) takes the answer.
     out = kernel_run(hub, a, tokens[a], f"""
 import json, os
+from mha_classroom.quiz import poll
 from mha_classroom.quiz.bank import default_bank
 from mha_classroom.quiz.progress import default_store
-from mha_classroom.quiz import poll
 bank = default_bank()
 set_id = next(s for s in bank.sets if {QUESTION!r} in (q.id for q in bank.questions(s)))
 store = default_store()

@@ -169,6 +169,10 @@ def imports_of_the_classroom(package: Path) -> dict[str, list[str]]:
                 named = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:
                 named = [node.module or ""]
+            elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                  and isinstance(node.args[0].value, str)
+                  and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__")):
+                named = [node.args[0].value]  # importlib.import_module("mha_classroom.quiz"), __import__(...)
             else:
                 continue  # a relative import stays inside its own package
             named = [n for n in named if n == "mha_classroom" or n.startswith("mha_classroom.")]
@@ -184,8 +188,11 @@ def test_the_reader_finds_a_classroom_import_in_a_function_body(tmp_path):
     (pkg / "a.py").write_text("import numpy\n")
     (pkg / "b.py").write_text("def late():\n    if True:\n        from mha_classroom.widgets import _words\n")
     (pkg / "c.py").write_text("def late():\n    import mha_classroom.quiz as quiz\n")
+    (pkg / "d.py").write_text("import importlib\n\ndef late():\n    return importlib.import_module('mha_classroom')\n")
+    (pkg / "e.py").write_text("import importlib\n\nimportlib.import_module('.attention', 'mha_core')\n")
     assert imports_of_the_classroom(pkg) == {"pkg.b": ["line 3: mha_classroom.widgets"],
-                                             "pkg.c": ["line 2: mha_classroom.quiz"]}
+                                             "pkg.c": ["line 2: mha_classroom.quiz"],
+                                             "pkg.d": ["line 4: mha_classroom"]}
 
 
 def test_no_module_of_mha_core_imports_mha_classroom_even_in_function_bodies():

@@ -8,7 +8,7 @@ group as a shown group has one (``_words.watch``), so the words' path runs too. 
 recorded (``sys.setprofile``); a file counts when one of its functions runs. Files of the environment
 (ipywidgets, traitlets, numpy) are left out. A file that only defines a class the change uses (the channel,
 ``widgets/_channel.py``) runs no function and does not count. A checkout from before the split into
-``mha_core`` and ``mha_classroom`` (the controls were ``mha_core.widgets``) is measured the same way.
+``mha_core`` and ``mha_classroom`` (its controls under mha_core/widgets/) is measured the same way.
 """
 
 from __future__ import annotations

@@ -96,8 +96,8 @@ def discover(registered_modules: set[str]) -> tuple[dict, list[dict]]:
     """
     import plotly.graph_objects as go
 
-    import mha_core.widgets as package
-    from mha_core.widgets._live_figure import LiveFigure
+    import mha_classroom.widgets as package
+    from mha_classroom.widgets._live_figure import LiveFigure
 
     found, skipped = {}, []
     for info in pkgutil.iter_modules(package.__path__):

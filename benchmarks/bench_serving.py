@@ -50,7 +50,7 @@ def measure_controls(events: int, out: str) -> None:
     import time
     import tracemalloc
 
-    from mha_core.widgets.serving import kv_cache_calculator
+    from mha_classroom.widgets.serving import kv_cache_calculator
 
     start = time.perf_counter()
     calc = kv_cache_calculator()

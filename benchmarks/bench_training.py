@@ -33,9 +33,9 @@ def _time(fn, repeats: int) -> list[float]:
 
 
 def run(quick: bool, log=print, **_) -> dict:
+    from mha_classroom.widgets.toy import LiveTraining
     from mha_core.models import training
     from mha_core.models.training import TrainConfig, train
-    from mha_core.widgets.toy import LiveTraining
 
     repeats = 1 if quick else 5
     train(TrainConfig(n_heads=3, seed=0, max_steps=5))  # warm-up: imports, first allocations

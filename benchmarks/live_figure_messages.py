@@ -31,8 +31,8 @@ def main() -> None:
             sent.append((msg_type, (data or {}).get("method"), size))
 
     comm.create_comm = lambda **kwargs: Recording(**kwargs)
-    from mha_core.widgets import _keys, _words
-    from mha_core.widgets.heads import head_grid
+    from mha_classroom.widgets import _keys, _words
+    from mha_classroom.widgets.heads import head_grid
 
     grid = head_grid(16, 4)
     helper = _keys.keyboard_helper()

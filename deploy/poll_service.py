@@ -14,7 +14,7 @@ asks the hub whose token it is and with which scopes.
         any other token gets 403
     POST {prefix}verdicts           {"exercise": "split_heads", "status": "mistake",
                                      "mistake": "reshape_without_transpose"}
-        what ``mha_core.exercises.check`` sends on the hub (the same tokens as answers)
+        what ``mha_classroom.exercises.check`` sends on the hub (the same tokens as answers)
     GET  {prefix}verdicts/<exercise>?window_s=600
         the instructor scope only (403 otherwise); answers {"exercise", "window_s",
         "present", "passed", "mistakes": {mistake: learners}, "other", "not_tried"}
@@ -31,19 +31,19 @@ every error body is JSON ``{"error": "..."}``, never a traceback):
   chunked body over it is cut off with Tornado's own 400 and the connection closed).
   The size is checked first, before the token: 413 whoever sends it.
 - ``question_id``: a question of the course's quiz bank (``data/quizzes/*.json``, read
-  once at start with ``mha_core.quiz.bank``, the loader the notebooks use; restart the
+  once at start with ``mha_classroom.quiz.bank``, the loader the notebooks use; restart the
   service after changing the bank). The same for ``counts/<question_id>``.
 - ``choices``, by the question's kind:
   ``single``: exactly one option id; ``multi``: one or more distinct option ids.
   Option ids are the options' data indices as text, ``"0"`` to ``"n-1"``.
   ``numeric``: exactly one number as text, as a learner types it (``"64"``,
-  ``"2,362,368"``, ``"1.26e7"``; read by ``mha_core.quiz.numbers.parse_number``), finite;
+  ``"2,362,368"``, ``"1.26e7"``; read by ``mha_classroom.quiz.numbers.parse_number``), finite;
   it is counted under one spelling (``format_number``), so ``"2362368"`` and
   ``"2,362,368"`` count as one answer.
 - ``window_s`` (counts, verdicts): a number of seconds in (0, 86400].
 - A verdict: the same body limits, an object with the keys ``exercise``, ``status`` and
   (optional, may be null) ``mistake``. ``exercise``: a name of the exercise catalogue
-  (``mha_core.exercises.catalogue()``, read once at start); ``status``: passed,
+  (``mha_classroom.exercises.catalogue()``, read once at start); ``status``: passed,
   not_attempted, mistake, wrong or error; ``mistake``: one of that exercise's mistake
   names, required for "mistake", allowed for "wrong" (``wrong_shape``), refused for the
   others. The learner's code is never sent.
@@ -278,9 +278,9 @@ class Questions:
 
     @classmethod
     def from_bank(cls, bank=None) -> "Questions":
-        """Every question of ``bank`` (default: the installed course bank, ``mha_core.quiz.bank``)."""
+        """Every question of ``bank`` (default: the installed course bank, ``mha_classroom.quiz.bank``)."""
         try:
-            from mha_core.quiz.bank import BankError, default_bank
+            from mha_classroom.quiz.bank import BankError, default_bank
         except ImportError as exc:
             raise StartupError(f"the poll service needs the course package mha_core ({exc}); "
                                "run it with the hub's environment (deploy/.venv-hub)") from None
@@ -308,7 +308,7 @@ class Questions:
 
     def check(self, question_id, choices) -> tuple[str, list[str]]:
         """(question_id, the choices as stored) for an answer the bank allows; PollError saying why not otherwise."""
-        from mha_core.quiz.numbers import format_number, parse_number
+        from mha_classroom.quiz.numbers import format_number, parse_number
 
         question = self.question(question_id)
         if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
@@ -347,9 +347,9 @@ class Exercises:
 
     @classmethod
     def from_catalogue(cls) -> "Exercises":
-        """Every exercise of the installed course package (``mha_core.exercises.catalogue()``)."""
+        """Every exercise of the installed course package (``mha_classroom.exercises.catalogue()``)."""
         try:
-            from mha_core.exercises import catalogue
+            from mha_classroom.exercises import catalogue
         except ImportError as exc:
             raise StartupError(f"the poll service needs the course package mha_core ({exc}); "
                                "run it with the hub's environment (deploy/.venv-hub)") from None

@@ -6,7 +6,7 @@
 #
 # What it builds (once; again only when a lock changes):
 #   deploy/.venv-hub     the course environment (requirements.lock) + the hub's packages
-#                        (deploy/requirements-hub.lock), both with --no-deps, + mha_core.
+#                        (deploy/requirements-hub.lock), both with --no-deps, + mha_core and mha_classroom.
 #                        Learners' servers and kernels run from it. The learner's own
 #                        .venv (make lab) is never touched.
 #   deploy/node_modules  configurable-http-proxy, pinned in package.json / package-lock.json

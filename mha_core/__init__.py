@@ -17,9 +17,12 @@ Modules:
     torch_convert     the one place that converts between torch layers and the NumPy reference
     blocks      layer norm and GELU, the rest of a transformer block
     pretrained  all-MiniLM-L6-v2 in NumPy on this package's attention (load_minilm)
-    figures, widgets, exercises, quiz   the course's figures, controls, checks, quizzes
+    figures     the course's figures: pure builders, data in, a plotly figure out
     models      torch toy models: tasks, training, head roles (imports torch; loaded lazily)
     projector   the projector theme: ``mha_core.presenter(True)`` for a room
+
+The classroom around it (controls, checks, quizzes, the instructor's view) is the package
+``mha_classroom``; this package never imports it.
 
 ``import mha_core`` is light: torch, plotly and ipywidgets load only when a feature
 that needs them is used.
@@ -49,7 +52,7 @@ __all__ = [
 
 
 #: Every public name, loaded on first use: name -> (module, attribute). Even NumPy waits until
-#: a name is asked for, so ``python -m mha_core.quiz`` can start (and be interrupted) without it,
+#: a name is asked for, so ``python -m mha_classroom.quiz`` can start (and be interrupted) without it,
 #: and torch, plotly or the model files load only with the feature that needs them.
 #: A new public name adds one row here, not another ``if``.
 _LAZY = {

@@ -2,7 +2,7 @@
 
 Each function below is what a learner's cell should end up holding. The lines
 between the markers ``# --- your code starts here ---`` and
-``# --- your code ends here ---`` are the answer. ``mha_core.exercises`` builds a
+``# --- your code ends here ---`` are the answer. ``mha_classroom.exercises`` builds a
 learner's stub from this same text: it keeps the signature, the docstring and the
 comment lines between the markers (the hints), drops the code lines and puts
 ``raise NotImplementedError("your turn")`` in their place. So the stub and the

@@ -35,7 +35,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 @pytest.fixture
 def isolated_progress(tmp_path, monkeypatch):
     """Quiz progress goes under tmp_path, never to the real home folder; stores are closed after."""
-    from mha_core.quiz import progress
+    from mha_classroom.quiz import progress
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("MHA_COURSE_PROGRESS", str(tmp_path / "progress.sqlite3"))

@@ -128,7 +128,7 @@ def python_for(user: int | None) -> tuple[str, dict]:
 
     import pytest
 
-    probe = f"import tornado, mha_core.quiz.bank; open({str(SERVICE_PATH)!r}).close()"
+    probe = f"import tornado, mha_classroom.quiz.bank; open({str(SERVICE_PATH)!r}).close()"
     system = "/usr/bin/python%d.%d" % sys.version_info[:2]
     extra = {"PYTHONPATH": os.pathsep.join(site.getsitepackages() + [str(ROOT)])}
     for python, env in ((sys.executable, {}), (system, extra)):
@@ -201,7 +201,7 @@ def wait_until(predicate, timeout_s: float = 10.0) -> bool:
 @pytest.fixture
 def store(tmp_path):
     """A poll store on the course's quiz bank, in a throwaway file."""
-    from mha_core.quiz.bank import default_bank
+    from mha_classroom.quiz.bank import default_bank
 
     s = service.PollStore(tmp_path / "poll.sqlite3", b"k" * 32, service.Questions.from_bank(default_bank()))
     yield s
@@ -217,7 +217,7 @@ def poll_url(store):
 
 def as_learner(monkeypatch, url, token):
     """This process's kernel, as the hub starts it: the poll's URL and the server's token in the environment."""
-    from mha_core.quiz import poll
+    from mha_classroom.quiz import poll
 
     monkeypatch.setenv(poll.URL_VAR, url)
     monkeypatch.setenv(poll.TOKEN_VAR, token)

@@ -106,3 +106,14 @@ def test_cached_decoding_is_measured_once_in_the_serving_section():
         assert row["cached_s"] > 0 and row["uncached_s"] > 0
     goals = bench_serving.goals({"decoding": result})
     assert [g["goal"] for g in goals] == [f"cached decoding faster than uncached, N = {n}" for n in (64, 256)]
+
+
+def test_files_per_change_names_the_files_a_head_count_change_runs_code_in():
+    # In a fresh Python: the count sets the profiler and imports the widgets of whichever checkout it is given.
+    done = subprocess.run([sys.executable, "-m", "benchmarks.files_per_change"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = [line.split()[0] for line in done.stdout.splitlines()[:-1]]
+    assert "mha_classroom/widgets/heads.py" in files and "mha_core/figures/heads.py" in files
+    assert all(f.startswith(("mha_core/", "mha_classroom/")) for f in files), files
+    assert done.stdout.splitlines()[-1].startswith(f"{len(files)} files: ")

@@ -1,4 +1,4 @@
-"""mha_core.figures.describe: a figure's name and its key numbers in words, read from the figure's own data.
+"""mha_classroom.describe: a figure's name and its key numbers in words, read from the figure's own data.
 
 Each test builds a figure with the package's own builders and checks the words against the
 numbers computed here from the same inputs (not against the figure), so a description that
@@ -13,8 +13,8 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
+from mha_classroom.describe import MAX_CHARS, FigureWords, in_words, number, plain
 from mha_core.examples import TOKENS, demo_layer, token_vectors
-from mha_core.figures.describe import MAX_CHARS, FigureWords, in_words, number, plain
 from mha_core.figures.heads import head_grid_figure
 from mha_core.figures.sizing import vaswani_figure
 from mha_core.figures.welcome import weights_bar_figure
@@ -147,7 +147,7 @@ def test_bars_of_one_value_and_a_flat_line_are_said_in_one_phrase():
 
 
 def test_words_read_aloud_quote_what_the_text_marks_as_code():
-    from mha_core.figures.describe import spoken
+    from mha_classroom.describe import spoken
 
     assert spoken("largest 0.61 on `key`, then 0.22 on `cache`.") == "largest 0.61 on \u2018key\u2019, then 0.22 on \u2018cache\u2019."
     assert spoken("no marks") == "no marks"

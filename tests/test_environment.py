@@ -507,7 +507,7 @@ def test_ci_runs_the_readme_test_command():
 
 def test_quiz_bank_is_found_from_an_installed_copy(tmp_path):
     """`pip install .` (not editable) puts the data inside the package, found without a checkout, and the
-    widgets' JavaScript (mha_core/widgets/js) beside their modules."""
+    widgets' JavaScript (mha_classroom/widgets/js) beside their modules."""
     target = tmp_path / "site"
     source = copy_of_the_tree(tmp_path / "src")
     before = sorted(p.name for p in ROOT.iterdir())
@@ -522,7 +522,7 @@ def test_quiz_bank_is_found_from_an_installed_copy(tmp_path):
     shipped = sorted(p.name for p in (target / "mha_core" / "widgets" / "js").glob("*.js"))
     assert shipped == sorted(p.name for p in (ROOT / "mha_core" / "widgets" / "js").glob("*.js")), shipped
     probe = (
-        "import mha_core, mha_core.quiz.bank as bank, sys;"
+        "import mha_core, mha_classroom.quiz.bank as bank, sys;"
         "assert 'site' in mha_core.__file__, mha_core.__file__;"
         "print(len(bank.load_bank().all_questions()))"
     )

@@ -1,4 +1,4 @@
-"""Tests for mha_core.exercises: stubs, checks that name mistakes, hidden solutions.
+"""Tests for mha_classroom.exercises: stubs, checks that name mistakes, hidden solutions.
 
 Every row of the mistake tables is planted and must get its own message; mistakes
 written the way a learner writes them must be named too.
@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mha_core import attention, exercises, solutions, softmax
-from mha_core.exercises._tables import Mistake
-from mha_core.exercises._shared import SHARED
+from mha_classroom import exercises
+from mha_classroom.exercises._shared import SHARED
+from mha_classroom.exercises._tables import Mistake
+from mha_core import attention, solutions, softmax
 
 SOLUTIONS = {
     "scaled_dot_product_attention": solutions.my_attention,
@@ -44,7 +45,7 @@ def stub_function(name):
 
 # --- every row of the mistake tables, planted ---------------------------------------------
 #
-# The tables in mha_core/exercises/{single_head,heads,projection}.py hold each mistake as a
+# The tables in mha_classroom/exercises/{single_head,heads,projection}.py hold each mistake as a
 # function; planting it must give that row's message and no other (an earlier row must not
 # shadow it). Below them, mistakes written the way a learner writes them.
 
@@ -690,7 +691,7 @@ def test_solution_is_behind_a_disclosure_in_ipython(monkeypatch):
 
 def test_importing_exercises_loads_no_torch_plotly_or_widgets():
     code = (
-        "import sys, mha_core.exercises; "
+        "import sys, mha_classroom.exercises; "
         "print(sorted(m for m in ('torch', 'plotly', 'ipywidgets', 'IPython') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

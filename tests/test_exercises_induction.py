@@ -1,4 +1,4 @@
-"""Tests for mha_core.exercises.induction: the induction-score exercise names each classic mistake.
+"""Tests for mha_classroom.exercises.induction: the induction-score exercise names each classic mistake.
 
 tests/test_exercises.py plants every row of the table (and runs the stub, the solution
 and the reference through the shared checks); here the mistakes are written the way a
@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha_core import circuits, exercises, solutions
-from mha_core.exercises import induction
+from mha_classroom import exercises
+from mha_classroom.exercises import induction
+from mha_core import circuits, solutions
 
 
 def loop_score(weights, repeat_length, *, shift=1, first_query=None):

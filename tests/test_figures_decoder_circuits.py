@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mha_classroom.describe import in_words
 from mha_core.figures.decoder_circuits import head_scores_scatter_figure
-from mha_core.figures.describe import in_words
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mha_core.quiz.bank import SET_IDS, default_bank
+from mha_classroom.quiz.bank import SET_IDS, default_bank
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "instructor_guide.md"

@@ -1,6 +1,6 @@
 """The course's JavaScript: its unit tests under node's own test runner, its lint, and its place in the package.
 
-The ``.js`` files are ``mha_core/widgets/js`` (the widgets' modules, joined by ``mha_core.widgets._js``; two of
+The ``.js`` files are ``mha_classroom/widgets/js`` (the widgets' modules, joined by ``mha_classroom.widgets._js``; two of
 them shared with the handouts) and ``tools/handout_assets`` (the handouts' scripts). Their unit tests are
 ``tests/js/*.test.js`` and ``*.test.mjs`` (``node --test``, a small DOM from linkedom), their lint eslint's
 recommended rules (``tests/js/eslint.config.js``); both come pinned in ``tests/js/package-lock.json``:
@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from mha_core.widgets import _js
+from mha_classroom.widgets import _js
 
 REPO = Path(__file__).resolve().parents[1]
 JS_TESTS = REPO / "tests" / "js"
 WIDGET_JS = sorted(_js.JS_DIR.glob("*.js"))
 HANDOUT_JS = sorted((REPO / "tools" / "handout_assets").glob("*.js"))
-LINTED = ("mha_core/widgets/js", "tools/handout_assets", "tests/js")
+LINTED = ("mha_classroom/widgets/js", "tools/handout_assets", "tests/js")
 
 
 def _node_or_skip() -> str:
@@ -77,8 +77,8 @@ def test_every_javascript_file_has_unit_tests_that_load_it():
 
 
 def test_the_widget_javascript_ships_with_the_package():
-    """``pip install .`` takes every file of ``mha_core/widgets/js`` (pyproject's package-data)."""
-    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["mha_core.widgets"]
+    """``pip install .`` takes every file of ``mha_classroom/widgets/js`` (pyproject's package-data)."""
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["mha_classroom.widgets"]
     missing = [p.name for p in WIDGET_JS if not any(fnmatch.fnmatch(f"js/{p.name}", pattern) for pattern in data)]
     assert WIDGET_JS and not missing, f"not package data: {missing}"
 

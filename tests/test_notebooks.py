@@ -91,7 +91,7 @@ def report_timings(request):
 
 def test_every_exercise_cell_holds_the_current_stub():
     """A notebook's exercise cell is the stub that exercises.stub_source makes, so it cannot drift."""
-    from mha_core import exercises
+    from mha_classroom import exercises
 
     found = {}
     for path in NOTEBOOKS:

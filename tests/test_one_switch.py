@@ -21,8 +21,8 @@ IPython.display.display = lambda *objs, **kw: shown.extend(objs)
 import mha_core
 if SWITCH == "call":
     mha_core.presenter(True)
-from mha_core.widgets.heads import head_grid
-from mha_core.quiz import _widget_parts
+from mha_classroom.quiz import _widget_parts
+from mha_classroom.widgets.heads import head_grid
 group = head_grid()
 group._ipython_display_()
 outer = next(o for o in shown if 'mha-large-controls' in getattr(o, '_dom_classes', ()))  # not the keyboard helper

@@ -1,4 +1,5 @@
-"""How the modules of ``mha_core`` import each other: no ring, even through function bodies, and no side effect.
+"""How the modules of ``mha_core`` and ``mha_classroom`` import each other: no ring, even through function bodies,
+no side effect, and the teaching library never reaching the classroom.
 
 Every ``import`` and ``from ... import`` in every module is read with ``ast`` (at the top, inside a
 function, under ``if TYPE_CHECKING``: all alike), and so is what Python runs on the way: importing
@@ -8,6 +9,10 @@ when every edge but one sits in a function body: it holds only as long as nobody
 Importing a module must change nothing in the process that imports it: each module is imported in
 a fresh Python with an IPython shell running, and the shell's display formatters (what IPython shows
 for a ``go.Figure``, for example) and plotly's renderer and template must be as they were.
+
+``mha_core`` (what a learner reads to learn) never imports ``mha_classroom`` (the course platform beside it):
+no import statement of any of its modules names it, function bodies included, and importing every module of
+``mha_core`` leaves no module of ``mha_classroom`` in ``sys.modules``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mha_core"
+CLASSROOM = ROOT / "mha_classroom"
 
 
 def module_files(package: Path = PACKAGE) -> dict[str, Path]:
@@ -138,14 +144,83 @@ def test_the_reader_sees_imports_in_function_bodies_and_the_packages_they_run(tm
     assert cycles(import_graph(module_files(pkg))) == []
 
 
-def test_no_module_of_mha_core_reaches_itself_through_imports_even_in_function_bodies():
-    modules = module_files()
-    assert len(modules) > 40, sorted(modules)
+def all_modules() -> dict[str, Path]:
+    """Every module of both packages: a ring may run through both."""
+    return {**module_files(PACKAGE), **module_files(CLASSROOM)}
+
+
+def test_no_module_of_either_package_reaches_itself_through_imports_even_in_function_bodies():
+    modules = all_modules()
+    assert len(module_files(PACKAGE)) > 40 and len(module_files(CLASSROOM)) > 30, sorted(modules)
     graph = import_graph(modules)
-    assert "mha_core.widgets._words" in graph["mha_core.widgets._base"]  # the reader sees the imports at all
+    assert "mha_classroom.widgets._words" in graph["mha_classroom.widgets._base"]  # the reader sees the imports at all
+    assert "mha_core.figures._style" in graph["mha_classroom.widgets._base"]  # and the ones across the packages
     rings = cycles(graph)
-    assert not rings, "rings of imports in mha_core (each module -> the modules of its ring it imports):\n" + \
+    assert not rings, "rings of imports (each module -> the modules of its ring it imports):\n" + \
         "\n\n".join(ring_text(group, graph) for group in rings)
+
+
+def imports_of_the_classroom(package: Path) -> dict[str, list[str]]:
+    """Module of ``package`` -> each ``mha_classroom`` import in its text (anywhere: function bodies too), as written."""
+    found = {}
+    for module, path in module_files(package).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                named = [node.module or ""]
+            elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                  and isinstance(node.args[0].value, str)
+                  and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__")):
+                named = [node.args[0].value]  # importlib.import_module("mha_classroom.quiz"), __import__(...)
+            else:
+                continue  # a relative import stays inside its own package
+            named = [n for n in named if n == "mha_classroom" or n.startswith("mha_classroom.")]
+            if named:
+                found.setdefault(module, []).extend(f"line {node.lineno}: {n}" for n in named)
+    return found
+
+
+def test_the_reader_finds_a_classroom_import_in_a_function_body(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("import numpy\n")
+    (pkg / "b.py").write_text("def late():\n    if True:\n        from mha_classroom.widgets import _words\n")
+    (pkg / "c.py").write_text("def late():\n    import mha_classroom.quiz as quiz\n")
+    (pkg / "d.py").write_text("import importlib\n\ndef late():\n    return importlib.import_module('mha_classroom')\n")
+    (pkg / "e.py").write_text("import importlib\n\nimportlib.import_module('.attention', 'mha_core')\n")
+    assert imports_of_the_classroom(pkg) == {"pkg.b": ["line 3: mha_classroom.widgets"],
+                                             "pkg.c": ["line 2: mha_classroom.quiz"],
+                                             "pkg.d": ["line 4: mha_classroom"]}
+
+
+def test_no_module_of_mha_core_imports_mha_classroom_even_in_function_bodies():
+    found = imports_of_the_classroom(PACKAGE)
+    assert found == {}, "mha_core is the teaching library; these modules import the classroom:\n" + \
+        "\n".join(f"  {module}: {', '.join(lines)}" for module, lines in sorted(found.items()))
+
+
+#: Imports every module named on the command line, then prints the modules of mha_classroom it then holds.
+_CLASSROOM_PROBE = r"""
+import importlib, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(json.dumps(sorted(m for m in sys.modules if m == "mha_classroom" or m.startswith("mha_classroom."))))
+"""
+
+
+def classroom_modules_after_importing(names: list[str]) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", _CLASSROOM_PROBE, *names], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_every_module_of_mha_core_loads_nothing_of_mha_classroom():
+    assert classroom_modules_after_importing(sorted(module_files(PACKAGE))) == []
+    # the probe sees the classroom when it is imported
+    assert "mha_classroom.widgets._words" in classroom_modules_after_importing(["mha_classroom.widgets._base"])
 
 
 #: Run in one fresh Python: an IPython shell, then each module named on the command line imported in turn;
@@ -190,8 +265,8 @@ for name in sys.argv[1:]:
 print(json.dumps(changes))
 """
 
-#: A module a learner never imports in a kernel: ``python -m mha_core.quiz`` runs it, and it runs the quiz.
-NOT_IMPORTED_IN_A_KERNEL = {"mha_core.quiz.__main__"}
+#: A module a learner never imports in a kernel: ``python -m mha_classroom.quiz`` runs it, and it runs the quiz.
+NOT_IMPORTED_IN_A_KERNEL = {"mha_classroom.quiz.__main__"}
 
 
 def import_changes(names: list[str]) -> dict:
@@ -201,7 +276,7 @@ def import_changes(names: list[str]) -> dict:
 
 
 def test_importing_any_module_changes_nothing_in_ipython_or_plotly():
-    modules = sorted(set(module_files()) - NOT_IMPORTED_IN_A_KERNEL)
+    modules = sorted(set(all_modules()) - NOT_IMPORTED_IN_A_KERNEL)
     changes = import_changes(modules)
     assert changes == {}, "importing these modules changed IPython's formatters or plotly's defaults " \
         "(before, after):\n" + json.dumps(changes, indent=1)[:4000]

@@ -1,4 +1,4 @@
-"""The kernel's side of the class poll (mha_core/quiz/poll.py): against the real service, and against servers that misbehave.
+"""The kernel's side of the class poll (mha_classroom/quiz/poll.py): against the real service, and against servers that misbehave.
 
 The service (deploy/poll_service.py, tested in tests/test_poll_service.py) runs in-process
 on a loopback port with a stand-in for the hub's auth (tests/poll_server.py). The
@@ -19,8 +19,8 @@ import time
 import pytest
 from poll_server import ROOT, as_learner, poll_url, service, store, wait_until  # noqa: F401 (poll_url, store: fixtures)
 
-from mha_core.quiz import poll
-from mha_core.quiz.bank import default_bank
+from mha_classroom.quiz import poll
+from mha_classroom.quiz.bank import default_bank
 
 BANK = default_bank()
 SINGLE = next(q for q in BANK.all_questions() if q.kind == "single" and len(q.options) == 4)
@@ -112,7 +112,7 @@ def test_an_unreachable_service_is_the_same_as_none(monkeypatch):
 
 
 def test_the_poll_client_keeps_a_kernel_light():
-    code = ("import sys; import mha_core.quiz.poll; print(sorted(m for m in ('requests', 'tornado', 'jupyterhub', "
+    code = ("import sys; import mha_classroom.quiz.poll; print(sorted(m for m in ('requests', 'tornado', 'jupyterhub', "
             "'ipywidgets', 'plotly', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
@@ -346,12 +346,12 @@ def test_hub_variables_that_make_no_sense_are_no_hub(monkeypatch, url, token):
 
 
 def _patched_widget():
-    return pytest.importorskip("mha_core.quiz.widget")
+    return pytest.importorskip("mha_classroom.quiz.widget")
 
 
 def test_a_learners_check_reaches_the_instructors_classroom_view(poll_url, monkeypatch, tmp_path):
     widget = _patched_widget()
-    from mha_core.quiz.progress import ProgressStore
+    from mha_classroom.quiz.progress import ProgressStore
 
     as_learner(monkeypatch, poll_url, "learner-ada")
     quiz = widget.quick_check("03", show=False, store=ProgressStore(tmp_path / "p.sqlite3"))
@@ -383,8 +383,8 @@ def test_the_classroom_view_has_no_room_button_without_a_hub(monkeypatch):
 
 def _stub_of(name):
     """The stub of an exercise, as the learner's cell starts."""
-    from mha_core import exercises
-    from mha_core.exercises import _EXERCISES
+    from mha_classroom import exercises
+    from mha_classroom.exercises import _EXERCISES
 
     namespace: dict = {}
     exec(compile(exercises.stub_source(name), f"<stub {name}>", "exec"), namespace)
@@ -392,13 +392,13 @@ def _stub_of(name):
 
 
 def _planted(name, mistake):
-    from mha_core.exercises import _EXERCISES
+    from mha_classroom.exercises import _EXERCISES
 
     return next(m.planted for m in _EXERCISES[name].mistakes if m.name == mistake)
 
 
 def test_checks_on_the_hub_reach_the_instructors_view_with_their_named_mistakes(poll_url, monkeypatch):
-    from mha_core import exercises
+    from mha_classroom import exercises
 
     # ada passes, bob reshapes without the transpose, cy has not started
     for token, fn in (("learner-ada", exercises.reference("split_heads")),
@@ -418,7 +418,7 @@ def test_checks_on_the_hub_reach_the_instructors_view_with_their_named_mistakes(
 
 
 def test_a_check_never_waits_for_a_slow_poll(stub, monkeypatch, capsys):
-    from mha_core import exercises
+    from mha_classroom import exercises
 
     server = stub(http_reply(b'{"stored": true}'), trickle=True, token="learner-ada")
     started = time.monotonic()
@@ -468,6 +468,6 @@ def test_a_verdict_the_service_refuses_makes_send_verdict_say_false(poll_url, mo
 
 
 def test_the_clients_statuses_are_the_checkers():
-    from mha_core import exercises
+    from mha_classroom import exercises
 
     assert poll.STATUSES == exercises.STATUSES == service.STATUSES

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from poll_server import (ACCESS, READ, ROOT, SERVICE_PATH, memory_kib, python_for, serve_in_thread, service,
                          start_child)
 
-from mha_core.quiz.bank import default_bank
+from mha_classroom.quiz.bank import default_bank
 
 BANK = default_bank()
 SINGLE = next(q for q in BANK.all_questions() if q.kind == "single" and len(q.options) == 4)
@@ -520,7 +520,7 @@ def test_the_service_module_still_imports_for_the_hub_config_without_mha_core_or
 
 # --------------------------------------------------------------------------- exercise verdicts
 
-from mha_core.exercises import catalogue  # noqa: E402
+from mha_classroom.exercises import catalogue  # noqa: E402
 
 CATALOGUE = catalogue()
 SPLIT = "split_heads"
@@ -667,7 +667,7 @@ def test_a_database_that_fails_gets_503_for_verdicts_too(poll_url, store):
 def test_the_catalogue_holds_every_mistake_name_the_checks_can_give():
     import re
 
-    from mha_core.exercises import _runner
+    from mha_classroom.exercises import _runner
 
     source = Path(_runner.__file__).read_text()
     literal = set(re.findall(r'"(?:mistake|wrong)", "([a-z_]+)"', source))

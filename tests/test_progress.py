@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from mha_core.quiz import progress
-from mha_core.quiz.bank import load_bank
-from mha_core.quiz import _progress_file
-from mha_core.quiz.progress import ProgressStore, default_store, progress_path
-from mha_core.quiz.summary import course_score, progress_summary, reset_progress
+from mha_classroom.quiz import progress
+from mha_classroom.quiz import _progress_file
+from mha_classroom.quiz.bank import load_bank
+from mha_classroom.quiz.progress import ProgressStore, default_store, progress_path
+from mha_classroom.quiz.summary import course_score, progress_summary, reset_progress
 
 
 pytestmark = pytest.mark.usefixtures("isolated_progress")
@@ -118,7 +118,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from mha_core.quiz.progress import ProgressStore
+    from mha_classroom.quiz.progress import ProgressStore
     path, gate, name = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     store = ProgressStore(path)
     deadline = time.time() + 30

@@ -119,7 +119,7 @@ def test_a_wrapped_title_takes_the_themes_line_height_from_the_top_margin():
 
 def test_a_live_control_built_under_the_projector_theme_draws_projector_sizes():
     pytest.importorskip("ipywidgets")
-    from mha_core.widgets.heads import head_grid
+    from mha_classroom.widgets.heads import head_grid
 
     mha_core.presenter(True)
     grid = head_grid(d_model=16, n_heads=4, seed=0)
@@ -132,7 +132,7 @@ def test_a_live_control_built_under_the_projector_theme_draws_projector_sizes():
 
 def test_messages_beside_a_control_use_the_control_font_size():
     pytest.importorskip("ipywidgets")
-    from mha_core.widgets._base import message_box, show_message
+    from mha_classroom.widgets._base import message_box, show_message
 
     box = message_box()
     show_message(box, "n_heads=5 does not divide d_model=16")

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from mha_classroom.quiz import bank as quiz_bank
+from mha_classroom.quiz import grading
+from mha_classroom.quiz.bank import COURSE_SET_IDS, SET_IDS, BankError, load_bank, normalise_set_id, quizzes_dir
+from mha_classroom.quiz.grading import answer_letters, grade_choice, grade_numeric, option_order, shuffled_order
+from mha_classroom.quiz.numbers import parse_number
 from mha_core import costs
-from mha_core.quiz import bank as quiz_bank
-from mha_core.quiz import grading
-from mha_core.quiz.bank import COURSE_SET_IDS, SET_IDS, BankError, load_bank, normalise_set_id, quizzes_dir
-from mha_core.quiz.grading import answer_letters, grade_choice, grade_numeric, option_order, shuffled_order
-from mha_core.quiz.numbers import parse_number
 
 NOTEBOOK_SETS = [f"{n:02d}" for n in range(1, 11)]
 
@@ -426,9 +426,10 @@ def test_an_installed_copy_finds_its_bank_without_a_checkout(tmp_path):
     # The wheel layout: data/ ships as mha_core/data (pyproject maps it), with no data/ beside the package.
     root = Path(__file__).resolve().parents[1]
     site = tmp_path / "site-packages"
-    shutil.copytree(root / "mha_core", site / "mha_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("mha_core", "mha_classroom"):
+        shutil.copytree(root / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(root / "data", site / "mha_core" / "data")
-    code = "from mha_core.quiz.bank import quizzes_dir, load_bank; print(quizzes_dir()); print(len(load_bank().all_questions()))"
+    code = "from mha_classroom.quiz.bank import quizzes_dir, load_bank; print(quizzes_dir()); print(len(load_bank().all_questions()))"
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -764,13 +765,13 @@ def test_the_review_asks_nothing_the_core_notebooks_did_not_teach(bank):
 
 @pytest.mark.parametrize("typed", ["2 x 10^a5", "1 x 10^400", "2 x 10^0005", "1e999", "2 x 10^5a"])
 def test_a_malformed_or_overflowing_power_of_ten_is_no_number_never_an_error(typed):
-    from mha_core.quiz.numbers import parse_number
+    from mha_classroom.quiz.numbers import parse_number
 
     assert parse_number(typed) is None
 
 
 @pytest.mark.parametrize("typed, value", [("3 x 10^-2", 0.03), ("3 x 10^−2", 0.03), ("3 x 10^+2", 300.0), ("1.26 × 10^7", 1.26e7)])
 def test_a_power_of_ten_takes_a_plus_a_minus_or_a_true_minus_sign(typed, value):
-    from mha_core.quiz.numbers import parse_number
+    from mha_classroom.quiz.numbers import parse_number
 
     assert parse_number(typed) == pytest.approx(value)

@@ -1,4 +1,4 @@
-"""The instructor's side (mha_core/quiz/instructor.py): the room on exercises, the lesson plans, the panel's clock.
+"""The instructor's side (mha_classroom/quiz/instructor.py): the room on exercises, the lesson plans, the panel's clock.
 
 The room's counts come from the real poll service on a loopback port with a stand-in for
 the hub's auth (tests/poll_server.py); the real hub drives it in tests/hub/test_hub_exercises.py.
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from poll_server import as_learner, poll_url, store  # noqa: F401 (poll_url, store: fixtures)
 
-from mha_core.quiz import instructor, poll
-from mha_core.quiz.bank import default_bank
+from mha_classroom.quiz import instructor, poll
+from mha_classroom.quiz.bank import default_bank
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "instructor_guide.md"
@@ -161,7 +161,7 @@ def test_a_learners_account_gets_the_sentence_not_the_counts(poll_url, monkeypat
 
 
 def test_the_panel_shows_the_room_for_the_current_parts_question_and_exercises(poll_url, monkeypatch, store):
-    from mha_core.quiz.grading import option_labels, option_order
+    from mha_classroom.quiz.grading import option_labels, option_order
 
     question = next(q for q in default_bank().all_questions() if q.id == "03-what-is-a-head")
     right = question.correct_indices[0]

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from mha_core.quiz.bank import LETTERS, load_bank
-from mha_core.quiz.grading import option_order
-from mha_core.quiz.numbers import format_number
-from mha_core.quiz.progress import ProgressStore
+from mha_classroom.quiz.bank import LETTERS, load_bank
+from mha_classroom.quiz.grading import option_order
+from mha_classroom.quiz.numbers import format_number
+from mha_classroom.quiz.progress import ProgressStore
 
 RUN_TIMEOUT_S = 60
 
@@ -36,7 +36,7 @@ def env(tmp_path):
 
 def run_quiz(args, env, stdin=""):
     return subprocess.run(
-        [sys.executable, "-m", "mha_core.quiz", *args],
+        [sys.executable, "-m", "mha_classroom.quiz", *args],
         input=stdin, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
     )
 
@@ -107,7 +107,7 @@ def test_end_of_input_midway_ends_cleanly_with_the_score_so_far(bank, env):
 
 def test_ctrl_c_ends_cleanly_with_the_score_so_far(bank, env):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mha_core.quiz", "01"], env=env, text=True,
+        [sys.executable, "-m", "mha_classroom.quiz", "01"], env=env, text=True,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     proc.stdin.write(answer_for(bank.questions("01")[0]) + "\n")
@@ -177,7 +177,7 @@ def test_a_corrupt_progress_file_does_not_stop_the_terminal_quiz(bank, env):
 
 def test_the_terminal_runner_does_not_import_ipywidgets_or_plotly(env):
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "mha_core.quiz", "03", "--answers"],
+        [sys.executable, "-X", "importtime", "-m", "mha_classroom.quiz", "03", "--answers"],
         env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
     )
     assert result.returncode == 0
@@ -187,7 +187,7 @@ def test_the_terminal_runner_does_not_import_ipywidgets_or_plotly(env):
 
 
 def test_import_mha_core_does_not_import_the_quiz(env):
-    code = "import sys, mha_core; print('mha_core.quiz' in sys.modules, 'ipywidgets' in sys.modules)"
+    code = "import sys, mha_core; print('mha_classroom.quiz' in sys.modules, 'ipywidgets' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert result.stdout.split() == ["False", "False"]
 
@@ -208,19 +208,20 @@ def test_a_bad_quiz_id_of_any_kind_lists_the_valid_ones(env, quiz_id):
 def test_a_broken_set_file_costs_only_that_quiz(tmp_path, env, bank):
     import shutil
 
-    from mha_core.quiz.bank import quizzes_dir
+    from mha_classroom.quiz.bank import quizzes_dir
 
     site = tmp_path / "site"
     root = Path(__file__).resolve().parents[1]
-    shutil.copytree(root / "mha_core", site / "mha_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("mha_core", "mha_classroom"):
+        shutil.copytree(root / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(quizzes_dir(), site / "data" / "quizzes")
     (site / "data" / "quizzes" / "04.json").write_bytes(b'{"set": "04",\n "title": \xff}')
     env = {**env, "PYTHONPATH": str(site)}
-    broken = subprocess.run([sys.executable, "-m", "mha_core.quiz", "04"], env=env, capture_output=True, text=True,
+    broken = subprocess.run([sys.executable, "-m", "mha_classroom.quiz", "04"], env=env, capture_output=True, text=True,
                             timeout=RUN_TIMEOUT_S, cwd=tmp_path)
     assert broken.returncode == 2 and "04.json line 2: not UTF-8 text" in broken.stderr, broken.stderr
     assert "Traceback" not in broken.stderr
-    fine = subprocess.run([sys.executable, "-m", "mha_core.quiz", "03", "--no-record"], env=env, capture_output=True,
+    fine = subprocess.run([sys.executable, "-m", "mha_classroom.quiz", "03", "--no-record"], env=env, capture_output=True,
                           text=True, timeout=RUN_TIMEOUT_S, cwd=tmp_path, input="")
     assert fine.returncode == 0 and "Quick check 03" in fine.stdout
 
@@ -232,7 +233,7 @@ def test_a_broken_set_file_costs_only_that_quiz(tmp_path, env, bank):
 )
 def test_junk_input_is_asked_again_never_a_traceback(env, junk):
     result = subprocess.run(
-        [sys.executable, "-m", "mha_core.quiz", "03", "--no-record"], env=env, capture_output=True, timeout=RUN_TIMEOUT_S,
+        [sys.executable, "-m", "mha_classroom.quiz", "03", "--no-record"], env=env, capture_output=True, timeout=RUN_TIMEOUT_S,
         input=junk.encode("utf-8", "surrogateescape"),
     )
     assert result.returncode == 0 and b"Traceback" not in result.stderr, result.stderr[-500:]
@@ -275,7 +276,7 @@ def spawn(args, env):
         try:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.execve(sys.executable, [sys.executable, "-m", "mha_core.quiz", *args], env)
+            os.execve(sys.executable, [sys.executable, "-m", "mha_classroom.quiz", *args], env)
         finally:
             os._exit(127)
     return pid, fd
@@ -296,7 +297,7 @@ def wait_for_exec(pid):
     while time.time() < deadline:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"mha_core.quiz" in f.read():
+                if b"mha_classroom.quiz" in f.read():
                     return
         except OSError:
             return
@@ -404,7 +405,7 @@ def test_pty_ctrl_c_while_starting_up_exits_130_quietly(env, delay_s, request):
     time.sleep(delay_s)
     os.kill(pid, signal.SIGINT)
     status, out = finish(pid, fd)
-    if status != 130 and "mha_core/quiz" not in out and "Quick check" not in out:
+    if status != 130 and "mha_classroom/quiz" not in out and "Quick check" not in out:
         # Python's own start-up or runpy ran when the signal came: no code of ours had run yet, so nothing
         # of ours can catch it (``import mha_core`` itself loads nothing heavy).
         request.applymarker(pytest.mark.xfail(
@@ -448,7 +449,7 @@ def _letters_printed(stdout: str, question) -> dict[str, str]:
 def test_the_same_question_shows_the_same_letters_in_all_four_places(bank, env):
     import importlib.util
 
-    from mha_core.quiz.widget import classroom, quick_check
+    from mha_classroom.quiz.widget import classroom, quick_check
 
     spec = importlib.util.spec_from_file_location("handouts", Path(__file__).resolve().parents[1] / "tools" / "handouts.py")
     handouts = importlib.util.module_from_spec(spec)

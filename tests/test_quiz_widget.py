@@ -8,12 +8,12 @@ import re
 import ipywidgets as widgets
 import pytest
 
-from mha_core.quiz import grading, progress
-from mha_core.quiz import summary as quiz_summary
-from mha_core.quiz.bank import load_bank
-from mha_core.quiz.grading import option_order
-from mha_core.quiz.progress import ProgressStore
-from mha_core.quiz.widget import ProgressView, QuickCheck, classroom, quick_check, show_progress
+from mha_classroom.quiz import grading, progress
+from mha_classroom.quiz import summary as quiz_summary
+from mha_classroom.quiz.bank import load_bank
+from mha_classroom.quiz.grading import option_order
+from mha_classroom.quiz.progress import ProgressStore
+from mha_classroom.quiz.widget import ProgressView, QuickCheck, classroom, quick_check, show_progress
 
 
 pytestmark = pytest.mark.usefixtures("isolated_progress")
@@ -173,8 +173,8 @@ def test_numeric_text_that_is_not_a_number_is_not_counted():
 
 def test_the_numeric_hints_suggest_no_number_that_a_question_takes_or_refuses():
     # "e.g. 64" was 07-minilm-d-head's wrong answer (BERT's d_head) and 03-d-head's right one.
-    from mha_core.quiz.bank import default_bank
-    from mha_core.quiz.widget import QuestionView
+    from mha_classroom.quiz.bank import default_bank
+    from mha_classroom.quiz.widget import QuestionView
 
     for question in (q for q in default_bank().all_questions() if q.kind == "numeric"):
         view = QuestionView(question, 1, 1, on_check=lambda *a: None)
@@ -371,7 +371,7 @@ def test_quick_check_with_a_bad_id_lists_the_valid_ones(set_id):
 def test_a_broken_set_shows_its_file_and_line_and_the_others_still_work(tmp_path):
     import json
 
-    from mha_core.quiz.bank import load_bank as load, quizzes_dir
+    from mha_classroom.quiz.bank import load_bank as load, quizzes_dir
 
     folder = tmp_path / "quizzes"
     folder.mkdir()
@@ -417,8 +417,8 @@ def test_a_busy_file_note_clears_once_the_answers_are_saved(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("answer", [5, None, 2.5, ["a", 1]])
 def test_choose_with_a_non_letter_names_the_answer_and_the_valid_letters(answer):
-    from mha_core.quiz.bank import default_bank
-    from mha_core.quiz.widget import QuestionView
+    from mha_classroom.quiz.bank import default_bank
+    from mha_classroom.quiz.widget import QuestionView
 
     question = next(q for q in default_bank().all_questions() if q.kind == "single")
     view = QuestionView(question, 1, 1, on_check=lambda *a: None)

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+from mha_classroom.widgets._base import figure_widget, update_in_place
 from mha_core.figures._style import WIDGET_WIDTH
-from mha_core.widgets._base import figure_widget, update_in_place
 
 
 def bars(y, title="t", x_type="category"):
@@ -31,7 +31,7 @@ class Page:
     message the kernel sends on the channel (``apply_diff``, as ``js/diff.js`` does), as plain JSON."""
 
     def __init__(self, target):
-        from mha_core.widgets._live_figure import jsonable
+        from mha_classroom.widgets._live_figure import jsonable
 
         self.messages, self.n = [], 0
         self.figure = jsonable(target._channel.figure)
@@ -39,7 +39,7 @@ class Page:
         target._channel.send = lambda content, buffers=None: (self.heard(content), original(content, buffers))
 
     def heard(self, content):
-        from mha_core.widgets._plain import apply_diff
+        from mha_classroom.widgets._plain import apply_diff
 
         self.messages.append(content)
         content = json.loads(json.dumps(content, allow_nan=False))  # strict JSON, as it travels
@@ -93,7 +93,7 @@ def test_a_view_that_asks_gets_the_whole_figure_and_one_that_saw_every_change_ge
 
 def test_a_fast_change_shows_in_the_page_what_the_checked_path_gives():
     # show_change skips plotly's validators; the page must still get what plotly's checked objects hold.
-    from mha_core.widgets._plain import _plain
+    from mha_classroom.widgets._plain import _plain
 
     def spec(y, title, extra=None):
         return {"data": [{"type": "bar", "x": [1, 2, 4], "y": np.asarray(y, dtype=float)}],
@@ -138,7 +138,7 @@ def test_the_python_figure_catches_up_when_read_and_a_later_python_change_keeps_
 
 
 def test_a_fast_change_never_changes_the_spec_it_came_from():
-    from mha_core.widgets._plain import _plain
+    from mha_classroom.widgets._plain import _plain
 
     target = figure_widget(bars([1, 2, 3], title="a"))
     page = Page(target)
@@ -155,7 +155,7 @@ def test_a_figure_travels_on_a_channel_opened_before_it_and_closed_with_it(monke
     # anywidget drops every message to a model that missed its two-second start; ipywidgets' base model never does.
     import comm
 
-    from mha_core.widgets._channel import Channel
+    from mha_classroom.widgets._channel import Channel
 
     opened = []
     real = comm.create_comm
@@ -174,7 +174,7 @@ def test_a_figure_travels_on_a_channel_opened_before_it_and_closed_with_it(monke
 
 
 def test_one_plotly_js_per_kernel_for_every_live_figure():
-    from mha_core.widgets._live_figure import PLOTLY_JS, plotly_library
+    from mha_classroom.widgets._live_figure import PLOTLY_JS, plotly_library
 
     first, second = figure_widget(bars([1])), figure_widget(bars([2]))
     assert first._esm == second._esm and len(first._esm) < 20_000  # the course's small view (js/live_figure.js with its save buttons), not plotly's 5 MB bundle
@@ -197,11 +197,11 @@ def test_every_control_group_displays_its_box_sized_by_the_theme_it_was_built_wi
     import IPython.display
     import ipywidgets as widgets
 
+    from mha_classroom.widgets._base import THEMED_CLASS, ControlGroup, large_controls_box
     from mha_core import projector
-    from mha_core.widgets._base import THEMED_CLASS, ControlGroup, large_controls_box
 
     shown = []
-    # Each group is shown with its keyboard helper (mha_core.widgets._keys) as a second output; keep the boxes.
+    # Each group is shown with its keyboard helper (mha_classroom.widgets._keys) as a second output; keep the boxes.
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(
         o for o in objs if "mha-keys-helper" not in getattr(o, "_dom_classes", ())))
     inner = widgets.VBox([widgets.IntSlider()])
@@ -230,13 +230,13 @@ def test_every_control_group_displays_its_box_sized_by_the_theme_it_was_built_wi
 
 def every_control_group():
     """Each control group of notebooks 00-05, built as its notebook builds it, at its largest setting."""
+    from mha_classroom.widgets.heads import head_grid
+    from mha_classroom.widgets.projection import head_switches
+    from mha_classroom.widgets.qkv import token_explorer
+    from mha_classroom.widgets.single_head import mask_explorer, scaling_explorer
+    from mha_classroom.widgets.sizing import head_sizing
+    from mha_classroom.widgets.welcome import smoke_check
     from mha_core.examples import TOKENS, single_head_example
-    from mha_core.widgets.heads import head_grid
-    from mha_core.widgets.projection import head_switches
-    from mha_core.widgets.qkv import token_explorer
-    from mha_core.widgets.single_head import mask_explorer, scaling_explorer
-    from mha_core.widgets.sizing import head_sizing
-    from mha_core.widgets.welcome import smoke_check
 
     x, (w_q, w_k, w_v), (q, k, v) = single_head_example()
     return {
@@ -270,7 +270,7 @@ def test_a_spec_with_plotlys_shorthand_changes_only_what_differs_and_never_drops
         return {"data": [{"type": "bar", "x": [1, 2, 3], "y": y}],
                 "layout": base_layout("t", theme=LAPTOP, xaxis={"title_text": "key token", "type": "category"})}
 
-    from mha_core.widgets._plain import _plain, figure_diff
+    from mha_classroom.widgets._plain import _plain, figure_diff
 
     target = figure_widget(spec([1, 2, 3]))
     page = Page(target)
@@ -305,7 +305,7 @@ def test_an_unvalidated_figure_with_plotlys_shorthand_never_drops_a_title():
 
 
 def test_a_remembered_builder_builds_each_setting_once_and_shows_it_again_as_a_fresh_build_would(monkeypatch):
-    from mha_core.widgets import heads
+    from mha_classroom.widgets import heads
 
     built = []
     real = heads.head_grid_spec

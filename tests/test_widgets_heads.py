@@ -1,13 +1,13 @@
-"""Tests for mha_core.widgets.heads: the head-count control redraws the grid in place."""
+"""Tests for mha_classroom.widgets.heads: the head-count control redraws the grid in place."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from mha_classroom.widgets.heads import HeadGrid, head_grid
 from mha_core.examples import TOKENS, demo_layer, token_vectors
 from mha_core.figures.heads import head_tile
-from mha_core.widgets.heads import HeadGrid, head_grid
 
 T = len(TOKENS)
 

@@ -1,4 +1,4 @@
-"""Tests for mha_core.widgets.induction, headless: set a control, the figure equals what the package computes."""
+"""Tests for mha_classroom.widgets.induction, headless: set a control, the figure equals what the package computes."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("torch")
 
+from mha_classroom.widgets.induction import MAX_BUDGET, HeadOff, LiveInduction, history_figure  # noqa: E402
 from mha_core.figures.induction import ablation_figure  # noqa: E402
 from mha_core.models import induction  # noqa: E402
 from mha_core.models.induction import InductionConfig, trained_induction  # noqa: E402
 from mha_core.models.induction_analysis import ablation_effects  # noqa: E402
-from mha_core.widgets.induction import MAX_BUDGET, HeadOff, LiveInduction, history_figure  # noqa: E402
 
 STEPS = 30  # short budgets: the wiring is under test here, not the training
 
@@ -102,7 +102,7 @@ def test_the_head_off_buttons_show_what_the_package_measures(switch, head, ablat
 
 
 def test_the_head_off_group_records_every_setting_for_a_handout(switch):
-    from mha_core.widgets import _states
+    from mha_classroom.widgets import _states
 
     before = (switch.head.value, switch.ablation.value)
     data = _states.record(switch)
@@ -137,7 +137,7 @@ def test_under_the_projector_theme_no_text_is_below_20_px():
 
 def test_an_interrupt_stops_training_and_keeps_what_was_trained(monkeypatch):
     """Kernel > Interrupt during a run: the group keeps the model so far, draws it and says where it stopped."""
-    import mha_core.widgets.induction as module
+    import mha_classroom.widgets.induction as module
 
     group = LiveInduction(seed=3, max_steps=200)
     original = module.history_figure

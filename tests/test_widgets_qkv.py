@@ -1,13 +1,13 @@
-"""Tests for mha_core.widgets.qkv: pressing a token button redraws the one figure in place."""
+"""Tests for mha_classroom.widgets.qkv: pressing a token button redraws the one figure in place."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from mha_classroom.widgets.qkv import TokenExplorer, token_explorer
 from mha_core.examples import TOKENS, single_head_example
 from mha_core.figures.qkv import token_qkv_figure
-from mha_core.widgets.qkv import TokenExplorer, token_explorer
 
 D_MODEL, D_HEAD = 8, 4
 
@@ -69,7 +69,7 @@ def test_the_figure_travels_in_the_widgets_first_message(monkeypatch):
 
 
 def test_a_token_that_is_not_an_index_is_refused_with_the_valid_indices():
-    from mha_core.widgets.qkv import token_explorer
+    from mha_classroom.widgets.qkv import token_explorer
 
     with pytest.raises(TypeError, match=r"token must be a whole number from 0 to 5; got 'cache' \(str\)"):
         token_explorer(Q, K, V, TOKENS, token="cache")

@@ -1,14 +1,14 @@
-"""Tests for mha_core.widgets.serving: each control redraws the calculator in place with costs' numbers."""
+"""Tests for mha_classroom.widgets.serving: each control redraws the calculator in place with costs' numbers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from mha_classroom.widgets.serving import CALCULATOR_MODELS, KVCacheCalculator, kv_cache_calculator
 from mha_core import costs
 from mha_core.figures.serving import calculator_figure
 from mha_core.tables import calculator_rows
-from mha_core.widgets.serving import CALCULATOR_MODELS, KVCacheCalculator, kv_cache_calculator
 
 GiB = 2**30
 
@@ -205,10 +205,10 @@ def test_controls_carry_the_css_classes_the_browser_test_finds(calc):
 
 
 def test_at_projector_sizes_the_readout_keeps_the_per_token_line_and_the_window():
+    from mha_classroom.widgets.serving import calculator_readout
     from mha_core import projector
     from mha_core.figures.serving import calculator_height
     from mha_core.tables import calculator_rows as rows_of
-    from mha_core.widgets.serving import calculator_readout
 
     rows = rows_of(costs.MODEL_SHAPES["Mistral-7B v0.1"], n_tokens=32768, batch=1, bytes_per_value=2,
                    memory_bytes=80 * GiB)

@@ -1,14 +1,14 @@
-"""Tests for mha_core.widgets.single_head: the d_head slider and the mask buttons redraw in place."""
+"""Tests for mha_classroom.widgets.single_head: the d_head slider and the mask buttons redraw in place."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from mha_classroom.widgets.single_head import MaskExplorer, ScalingExplorer, mask_explorer, scaling_explorer
+from mha_core.analysis import D_HEAD_VALUES, PAD_TOKEN as PAD
 from mha_core.attention import causal_mask, scaled_dot_product_attention, softmax
 from mha_core.examples import TOKENS, single_head_example
-from mha_core.analysis import D_HEAD_VALUES, PAD_TOKEN as PAD
-from mha_core.widgets.single_head import MaskExplorer, ScalingExplorer, mask_explorer, scaling_explorer
 
 D_MODEL, D_HEAD = 8, 4
 T = len(TOKENS)

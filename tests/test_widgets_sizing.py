@@ -1,12 +1,12 @@
-"""Tests for mha_core.widgets.sizing: d_model, head count and T redraw the costs in place."""
+"""Tests for mha_classroom.widgets.sizing: d_model, head count and T redraw the costs in place."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from mha_classroom.widgets.sizing import HeadSizing, head_sizing, impossible_split_message, shown_head_counts
 from mha_core import costs
-from mha_core.widgets.sizing import HeadSizing, head_sizing, impossible_split_message, shown_head_counts
 
 
 @pytest.fixture()
@@ -128,9 +128,9 @@ def test_the_readout_sits_between_the_controls_and_the_figure_and_the_message_ta
 
 @pytest.mark.parametrize("theme_name, visible", [("LAPTOP", 680), ("PROJECTOR", 599)])
 def test_controls_readout_and_figure_fit_the_visible_notebook(theme_name, visible):
+    from mha_classroom.widgets.sizing import READOUT_LINE_HEIGHT
     from mha_core import projector
     from mha_core.figures.sizing import sizing_height
-    from mha_core.widgets.sizing import READOUT_LINE_HEIGHT
 
     theme = getattr(projector, theme_name)
     readout = 4 * READOUT_LINE_HEIGHT * theme.control_font_size

@@ -12,10 +12,10 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from benchmarks.controls_registry import GROUPS
+from mha_classroom.describe import in_words
+from mha_classroom.widgets import _states
 from mha_core.costs import MODEL_SHAPES
-from mha_core.figures.describe import in_words
 from mha_core.tables import kv_head_choices
-from mha_core.widgets import _states
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import handout_controls  # noqa: E402
@@ -184,7 +184,7 @@ def test_the_page_keeps_each_figure_as_a_change_that_rebuilds_it_exactly():
 def test_the_reviews_progress_shows_the_sections_in_a_handout(monkeypatch):
     import IPython.display
 
-    from mha_core.quiz.progress_view import STATIC_PROGRESS_NOTE, show_progress
+    from mha_classroom.quiz.progress_view import STATIC_PROGRESS_NOTE, show_progress
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.append(objs))

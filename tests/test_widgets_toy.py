@@ -1,4 +1,4 @@
-"""Tests for mha_core.widgets.toy, headless: set a control, the figure equals the builder's output."""
+"""Tests for mha_classroom.widgets.toy, headless: set a control, the figure equals the builder's output."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("torch")
 
+from mha_classroom.widgets.toy import HeadSwitches, LiveTraining, history_figure, parse_seed  # noqa: E402
 from mha_core.figures.toy import ablation_figure  # noqa: E402
 from mha_core.models import training  # noqa: E402
 from mha_core.models.analysis import ablation_accuracy  # noqa: E402
 from mha_core.models.training import TrainConfig, evaluation_batch, trained  # noqa: E402
-from mha_core.widgets.toy import HeadSwitches, LiveTraining, history_figure, parse_seed  # noqa: E402
 
 STEPS = 30  # short budgets: the widgets' wiring is under test here, not the training
 
@@ -134,7 +134,7 @@ def test_head_switches_keep_the_accuracy_title_after_a_click():
 
 
 def test_the_step_budget_has_a_maximum_and_says_so(group, monkeypatch):
-    from mha_core.widgets.toy import MAX_BUDGET
+    from mha_classroom.widgets.toy import MAX_BUDGET
 
     assert f"{MAX_BUDGET:,}" in group.max_steps.description
     monkeypatch.setattr(training, "train", lambda *a, **k: pytest.fail("an over-budget setting trained"))
@@ -147,7 +147,7 @@ def test_the_step_budget_has_a_maximum_and_says_so(group, monkeypatch):
 def test_training_frames_are_drawn_without_their_words_and_the_finished_run_with_them(monkeypatch):
     # A screen reader announces the figure's words whenever they change: on every frame of a run it read about
     # 1,000 characters every few tenths of a second, and the learner's next key went unheard.
-    import mha_core.widgets.toy as toy
+    import mha_classroom.widgets.toy as toy
 
     real_update, words = toy.update_in_place, []
 
@@ -164,7 +164,7 @@ def test_an_interrupt_stops_training_and_keeps_what_was_trained(monkeypatch):
     import os
     import signal
 
-    import mha_core.widgets.toy as toy
+    import mha_classroom.widgets.toy as toy
 
     real_update = toy.update_in_place
     sent = []
@@ -213,7 +213,7 @@ def test_interrupting_a_widget_callback_in_a_real_kernel_keeps_the_model():
                 elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                     return "".join(out)
 
-        comm_id = run("from mha_core.widgets.toy import LiveTraining\n"
+        comm_id = run("from mha_classroom.widgets.toy import LiveTraining\n"
                       "g = LiveTraining(n_heads=1, seed=0, max_steps=20); g.train()\n"
                       "print(g.max_steps.comm.comm_id)").strip()
         assert "ERROR" not in comm_id

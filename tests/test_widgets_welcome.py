@@ -5,9 +5,9 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+from mha_classroom.widgets.welcome import smoke_check, static_figure
 from mha_core.attention import softmax
 from mha_core.examples import welcome_scores
-from mha_core.widgets.welcome import smoke_check, static_figure
 
 
 def test_slider_updates_the_same_figure_with_softmax_of_scaled_scores():

@@ -8,8 +8,8 @@ import pytest
 widgets = pytest.importorskip("ipywidgets")
 go = pytest.importorskip("plotly.graph_objects")
 
-from mha_core.figures.describe import in_words, spoken  # noqa: E402
-from mha_core.widgets import _keys, _words  # noqa: E402
+from mha_classroom.describe import in_words, spoken  # noqa: E402
+from mha_classroom.widgets import _keys, _words  # noqa: E402
 
 
 def shown_by(group, monkeypatch) -> list:
@@ -22,7 +22,7 @@ def shown_by(group, monkeypatch) -> list:
 
 
 def test_a_shown_head_grid_gives_its_helper_the_words_of_its_figure(monkeypatch):
-    from mha_core.widgets.heads import head_grid
+    from mha_classroom.widgets.heads import head_grid
 
     monkeypatch.delenv("MHA_COURSE_STATIC", raising=False)
     group = head_grid(16, 4)
@@ -34,7 +34,7 @@ def test_a_shown_head_grid_gives_its_helper_the_words_of_its_figure(monkeypatch)
 
 
 def test_a_control_change_rewrites_the_words_from_the_new_figure(monkeypatch):
-    from mha_core.widgets.heads import head_grid
+    from mha_classroom.widgets.heads import head_grid
 
     monkeypatch.delenv("MHA_COURSE_STATIC", raising=False)
     group = head_grid(16, 4)
@@ -52,7 +52,7 @@ def test_a_control_change_rewrites_the_words_from_the_new_figure(monkeypatch):
 
 
 def test_an_unshown_group_computes_no_words():
-    from mha_core.widgets.heads import head_grid
+    from mha_classroom.widgets.heads import head_grid
 
     group = head_grid(16, 4)
     calls = []

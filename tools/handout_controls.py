@@ -1,6 +1,6 @@
 """A control group's recorded settings as part of a handout page (``tools/handouts.py``).
 
-``mha_core.widgets._states`` records, while the notebook runs in static mode, every
+``mha_classroom.widgets._states`` records, while the notebook runs in static mode, every
 setting a control group declares: per setting, the option of each control, the figure's
 plotly JSON, its words and the lines shown beside it. Here that record becomes HTML:
 native, keyboard-usable controls (radio buttons in a fieldset named by its legend, a
@@ -18,7 +18,7 @@ import html
 import json
 import re
 
-from mha_core.widgets._plain import apply_diff, figure_diff  # the course's one figure diff, shared with JupyterLab
+from mha_classroom.widgets._plain import apply_diff, figure_diff  # the course's one figure diff, shared with JupyterLab
 
 
 def _json_in_script(data) -> str:
@@ -28,7 +28,7 @@ def _json_in_script(data) -> str:
 
 def _figure_markup(spec: dict, figure_id: str, *, live: bool = False) -> str:
     """The ``<figure>`` for ``spec``; ``live``: its words are announced when a control changes them."""
-    from mha_core.figures.describe import in_words
+    from mha_classroom.describe import in_words
 
     words = in_words(spec)
     name, text = html.escape(words.name), html.escape(words_text(words.description))

@@ -5,7 +5,7 @@
 What a handout page holds, and why:
 
 - Each notebook runs top to bottom in a fresh kernel with ``MHA_COURSE_STATIC=1``. A control
-  group then records every setting it declares (``mha_core.widgets._states``: the real
+  group then records every setting it declares (``mha_classroom.widgets._states``: the real
   controls are moved and its own callbacks redraw its figure) and shows them as one output;
   the page offers the same controls as native, keyboard-usable inputs and switches between
   the settings (``handout_assets/states.js``), with no kernel and no network. What needs
@@ -15,7 +15,7 @@ What a handout page holds, and why:
 - Maths is typeset by MathJax 2.7 copied from the ``jupyter_server_mathjax`` package into
   the output folder; nbconvert's default would load it from a CDN and, offline, show raw TeX.
 - Each figure is drawn at the page's width (plotly's responsive mode, no fixed width), and
-  carries a text alternative written by ``mha_core.figures.describe`` from the figure's own
+  carries a text alternative written by ``mha_classroom.describe`` from the figure's own
   numbers: the plot is ``role="img"`` named by its title and described by that text, shown
   under it (``handout_assets/figures.js``, with the package's labelling module ``label.js``).
   Two buttons under each figure save it, as drawn, as PNG or SVG, in the page (the package's
@@ -48,7 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mha_core.widgets._states import LIVE_NOTE, STATES_MIME
+from mha_classroom.widgets._states import LIVE_NOTE, STATES_MIME
 
 _TOOLS = str(Path(__file__).resolve().parent)
 if _TOOLS not in sys.path:
@@ -62,7 +62,7 @@ DEFAULT_OUT = ROOT / "handouts"
 ASSET_SOURCE = Path(__file__).resolve().parent / "handout_assets"
 ASSETS_DIR = "handout"
 ASSET_FILES = ("handout.css", "narrow_layout.js", "narrow.js", "figures.js", "states.js", "quiz.js")
-#: The package's own modules the pages share with JupyterLab (``mha_core/widgets/js``): every plot an image
+#: The package's own modules the pages share with JupyterLab (``mha_classroom/widgets/js``): every plot an image
 #: for a screen reader (label.js), and its PNG and SVG buttons (save.js). Copied beside the others.
 PACKAGE_JS = ("label.js", "save.js", "diff.js")
 #: The one font MathJax asks for that jupyter_server_mathjax does not ship: a double-struck
@@ -131,7 +131,7 @@ def copy_assets(out: Path) -> None:
     (out / ASSETS_DIR).mkdir(exist_ok=True)
     for name in ASSET_FILES:
         shutil.copyfile(ASSET_SOURCE / name, out / ASSETS_DIR / name)
-    from mha_core.widgets._js import JS_DIR
+    from mha_classroom.widgets._js import JS_DIR
 
     for name in PACKAGE_JS:
         shutil.copyfile(JS_DIR / name, out / ASSETS_DIR / name)
@@ -179,14 +179,14 @@ def figure_html(figure_json: dict, figure_id: str) -> str:
 
 def _rich(text: str) -> str:
     """Plain text to HTML, `backticks` as code: the quiz widget's own rule."""
-    from mha_core.quiz._widget_parts import rich
+    from mha_classroom.quiz._widget_parts import rich
 
     return rich(text)
 
 
 def quiz_data(question) -> dict:
     """What ``quiz.js`` needs to grade ``question`` as the package does (data only, no rules)."""
-    from mha_core.quiz.grading import option_order
+    from mha_classroom.quiz.grading import option_order
 
     data = {"id": question.id, "kind": question.kind}
     if question.kind == "numeric":
@@ -202,8 +202,8 @@ def quiz_data(question) -> dict:
 
 def question_html(q, number: int) -> str:
     """One question as a form ``quiz.js`` brings to life; without scripts it still reads, key folded away."""
-    from mha_core.quiz.grading import answer_letters, option_labels, option_order
-    from mha_core.quiz.numbers import format_number
+    from mha_classroom.quiz.grading import answer_letters, option_labels, option_order
+    from mha_classroom.quiz.numbers import format_number
 
     name = f"q-{q.id}"
     parts = [f'<fieldset class="mha-quiz-question" id="{name}"><legend><b>{number}.</b> {_rich(q.text)}</legend>']
@@ -243,7 +243,7 @@ def question_html(q, number: int) -> str:
 
 def quick_check_html(set_id: str) -> str:
     """The set's questions as forms that grade in the page, each answer folded away until asked."""
-    from mha_core.quiz.bank import default_bank
+    from mha_classroom.quiz.bank import default_bank
 
     bank = default_bank()
     quiz_set = bank.get_set(set_id)

@@ -1,5 +1,5 @@
 """Does a live figure still redraw when the browser is slow? plotly's own FigureWidget view against the
-course's ``LiveFigure`` (``mha_core.widgets._live_figure``), in JupyterLab in Chromium with its CPU slowed.
+course's ``LiveFigure`` (``mha_classroom.widgets._live_figure``), in JupyterLab in Chromium with its CPU slowed.
 
 anywidget rejects a model that has not loaded its front-end module within two seconds, and then drops
 every message to it: plotly's view evaluates a 5 MB module per figure, so on a busy machine a figure is
@@ -29,7 +29,7 @@ TITLE = ("() => [...document.querySelectorAll('.js-plotly-plot')].map(p => (p.la
          "p.layout.title.text) || '').filter(t => t.includes('KV heads'))")
 #: What makes the control groups use plotly's own view: the figure class before ``LiveFigure``.
 PLOTLY_VIEW = """import plotly.graph_objects as go
-from mha_core.widgets import _base
+from mha_classroom.widgets import _base
 _base.LiveFigure = go.FigureWidget  # this run only: plotly's own view, its 5 MB module per figure"""
 
 

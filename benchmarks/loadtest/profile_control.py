@@ -22,7 +22,7 @@ import tempfile
 
 CODE = r"""
 import cProfile, io, json, pstats, time
-from mha_core.widgets.heads import HeadGrid, head_grid, head_weights
+from mha_classroom.widgets.heads import HeadGrid, head_grid, head_weights
 warm = head_grid(d_model=16, n_heads=4, seed=0)
 for h in (1, 2, 8, 16, 4):
     warm.head_count.value = h      # warm-up in another group: first calls import and fill plotly's caches
@@ -85,7 +85,7 @@ print("__RESULT__" + json.dumps({
 PATH_SETUP = r"""
 import ipywidgets as widgets, json
 from IPython.display import display
-from mha_core.widgets.heads import head_grid
+from mha_classroom.widgets.heads import head_grid
 bare = widgets.IntSlider(value=0, min=0, max=100)
 shown = head_grid(d_model=16, n_heads=4, seed=0)
 display(shown)

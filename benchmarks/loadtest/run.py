@@ -11,10 +11,10 @@ ports, state under benchmarks/loadtest/_work), then N learner threads each:
 2. run notebooks 01-05 cell by cell through the kernel websocket, each in a fresh kernel
    (03's kernel stays open); after each notebook a probe reads the kernel's CPU time,
    resident memory and whether ``torch`` is in ``sys.modules``;
-3. answer a poll question from their kernel (``mha_core.quiz.poll.send``), check that
+3. answer a poll question from their kernel (``mha_classroom.quiz.poll.send``), check that
    their own token cannot read the counts (403), and that another learner's progress
    file cannot be opened; then check exercise ``split_heads`` from the kernel with
-   ``mha_core.exercises.check`` (learner i: the reference, the planted mistake
+   ``mha_classroom.exercises.check`` (learner i: the reference, the planted mistake
    ``reshape_without_transpose`` or the untouched stub, by i mod 3), which sends the
    verdict to the poll in the background (notebooks 02-04 already sent "not attempted"
    for each stub they checked);
@@ -24,7 +24,7 @@ ports, state under benchmarks/loadtest/_work), then N learner threads each:
 
 Then an instructor (role ``instructor``) reads the counts from their kernel, which
 must equal what the learners sent, and opens the room view on notebook 03's exercises
-(``mha_core.quiz.instructor.room_view("03")``), whose split_heads counts must equal
+(``mha_classroom.quiz.instructor.room_view("03")``), whose split_heads counts must equal
 the learners' checks; its Refresh is timed in the instructor's kernel, once with the
 class idle and again while every learner moves the control in lock-step. Memory (RSS and PSS) of each learner's server and
 kernel is read with psutil, by the learner's Unix account; the hub's processes (hub,
@@ -79,8 +79,8 @@ EXERCISE_FUNCTIONS = [("reference", "passed"), ("reshape_without_transpose", "re
                       ("stub", "not_tried")]
 EXERCISE_CHECK = """
 import threading as _t
-from mha_core import exercises as _ex
-from mha_core.exercises import _EXERCISES
+from mha_classroom import exercises as _ex
+from mha_classroom.exercises import _EXERCISES
 _name, _what = {name!r}, {what!r}
 if _what == "reference":
     _fn = _ex.reference(_name)
@@ -98,7 +98,7 @@ print("__EXERCISE__ checked")
 """
 ROOM_VIEW = """
 import json as _j, time as _time
-from mha_core.quiz import instructor as _ins
+from mha_classroom.quiz import instructor as _ins
 _view = _ins.room_view("03", show=False)
 _times = []
 for _ in range({repeats}):
@@ -318,7 +318,7 @@ class Learner:
             return
         try:
             self.client.reconnect()  # left unread while the other notebooks ran
-            code = (f"from mha_core.quiz import poll\n"
+            code = (f"from mha_classroom.quiz import poll\n"
                     f"print('__POLL__', poll.available(), poll.send({POLL_QUESTION!r}, [{self.choice!r}]), poll.counts({POLL_QUESTION!r}) is None)\n"
                     # The counts asked for directly, with the learner's own token: the status the service answers
                     # (the kernels reach the poll on its Unix socket, through the poll module's own connection).
@@ -537,7 +537,7 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
             token = login(hub, teacher)
             start_server(hub, teacher, token)
             teacher_client = KernelClient(hub.server_url(teacher), teacher, token, "course/11_mental_model_review.ipynb")
-            out = teacher_client.execute(f"from mha_core.quiz import poll\nimport json\nprint('__COUNTS__' + json.dumps(poll.counts({POLL_QUESTION!r})))")["stdout"]
+            out = teacher_client.execute(f"from mha_classroom.quiz import poll\nimport json\nprint('__COUNTS__' + json.dumps(poll.counts({POLL_QUESTION!r})))")["stdout"]
             got = json.loads(out.split("__COUNTS__", 1)[1])
             result["poll"] = {"sent": dict(expected), "instructor_counts": got and got["counts"],
                               "answered": got and got["answered"], "equal": bool(got) and got["counts"] == dict(expected)}

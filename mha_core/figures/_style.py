@@ -115,18 +115,6 @@ def title_chars(theme: Theme) -> int:
     return TITLE_CHARS * projector.LAPTOP.title_size // theme.title_size
 
 
-def show_with_words() -> bool:
-    """In a kernel, have every ``go.Figure`` shown with its words for a screen reader; True if it now is.
-
-    Every builder starts from ``base_layout``, which calls this: a notebook shows builders' figures before
-    it builds any control, and importing a module must change nothing. Once per kernel
-    (``mha_core.widgets._words.install``); outside IPython nothing happens.
-    """
-    from ..widgets._words import install
-
-    return install()
-
-
 def base_layout(title: str, *, theme: Theme, fit_title: bool = True, **extra) -> dict:
     """Layout every figure starts from: the theme's fonts, a title that says what is shown.
 
@@ -136,10 +124,7 @@ def base_layout(title: str, *, theme: Theme, fit_title: bool = True, **extra) ->
     inside the figure (``fit_title=False``: the caller's top margin already holds every line, for a
     builder that lays its figure out in pixels with ``title_bottom_px``). Every size comes from ``theme``: 16 px text on a laptop,
     20 px with the projector theme. The hover labels use the theme's base font too.
-
-    In a kernel, the first call has the kernel show every figure with its words (``show_with_words``).
     """
-    show_with_words()
     wrapped = wrap_title(title, title_chars(theme))
     layout = dict(
         # From the top of the figure down, so a title of two lines grows into the margin, not onto the plot.

@@ -2,7 +2,7 @@
 ``test_browser.py`` makes in each notebook's laptop run, after its other checks (one Run All for both).
 
 In the notebook's page (1280 x 800, file browser open, every cell run), for every control group (a box that
-``mha_core.widgets._keys.keyboard_ready`` marks, and whose ``KeyboardHelper`` found it; any
+``mha_classroom.widgets._keys.keyboard_ready`` marks, and whose ``KeyboardHelper`` found it; any
 output with a control and a figure but no such mark fails the test):
 
 1. reach it from the notebook with the keyboard only: Escape, ArrowUp/ArrowDown (command
@@ -23,7 +23,7 @@ output with a control and a figure but no such mark fails the test):
 A figure that does not redraw fails the test. When the control moved, JupyterLab stayed
 put and the kernel sent the figure its update, the failure says the figure's view in the
 page is dead (``DeadFigureView``: what anywidget did to a figure whose model missed its
-two-second start, before ``mha_core.widgets._channel``). The per-control keys and times go
+two-second start, before ``mha_classroom.widgets._channel``). The per-control keys and times go
 to ``artifacts/browser/keyboard.json``.
 """
 
@@ -35,11 +35,11 @@ import time
 from browser_config import ARTIFACTS
 from lab_page import parse_kernel_frame, poll_until, wait_kernel_idle
 
-#: A control group in the page: the box ``mha_core.widgets._keys.keyboard_ready`` marks.
+#: A control group in the page: the box ``mha_classroom.widgets._keys.keyboard_ready`` marks.
 KEY_GROUP = ".mha-keys"
 #: Every element a keyboard user can stop on inside a control group (one stop per radio group, on its chosen button).
 #: A slider's readout is a tab stop of its own: a box to type the value into (``kind`` 'readout').
-#: A figure's save buttons (``mha_core/widgets/js/save.js``) are Tab stops too, but not controls: the walk passes them.
+#: A figure's save buttons (``mha_classroom/widgets/js/save.js``) are Tab stops too, but not controls: the walk passes them.
 SAVE_BUTTON = "button.mha-save-button"
 KEY_STOPS = ("button.widget-toggle-button[tabindex='0'], .noUi-handle, .widget-readout[contenteditable='true'], select, "
              "input, textarea, button:not(.widget-toggle-button):not(.mha-save-button)")
@@ -185,7 +185,7 @@ class DeadFigureView(AssertionError):
 
 class FigureUpdates:
     """When the kernel sent a figure an update (a custom comm_msg holding a figure's diff or the whole figure:
-    ``mha_core.widgets._live_figure``): so a
+    ``mha_classroom.widgets._live_figure``): so a
     figure that did not redraw tells "the key did nothing" apart from "the page's view of the figure is dead"."""
 
     def __init__(self):
@@ -213,7 +213,7 @@ class FigureUpdates:
 
 # --------------------------------------------------------------------------- the keys each control answers to
 
-#: What to type into a text box, by the box's CSS class (``add_class`` in mha_core.widgets); then Enter.
+#: What to type into a text box, by the box's CSS class (``add_class`` in mha_classroom.widgets); then Enter.
 TEXT_TO_TYPE = {
     "mha-minilm-text": "we rotated the api key, again?",  # 07: a sentence of your own
     "mha-toy-seed": "2",  # 06: a seed the checks before the walk never choose, so the figure must change (a few s of training)

@@ -6,7 +6,7 @@
   JupyterLab's own menus and editors), with the WCAG 2.1 A and AA rules, as
   ``test_handouts.py`` runs it on the handouts. One readable line per element that fails.
 - ``figure_words(page)``: every figure in the outputs as Chromium's accessibility tree gives it
-  (role, name, description), beside the words ``mha_core.figures.describe`` reads from the
+  (role, name, description), beside the words ``mha_classroom.describe`` reads from the
   figure's own data in the page; ``words_problems`` turns that into one line per figure that
   is not an image named by its title and described by those words.
 - ``check_outputs(page, notebook, result)``: both, asserted; for the notebooks in
@@ -23,7 +23,7 @@ import json
 import re
 from pathlib import Path
 
-from mha_core.figures.describe import in_words, spoken
+from mha_classroom.describe import in_words, spoken
 from lab_page import PLAIN_JS
 
 HERE = Path(__file__).resolve().parent

@@ -567,7 +567,7 @@ def fit_problems(page) -> dict:
 
 def keyboard_radio_button(group, label: str, key: str = "ArrowRight") -> str:
     """Choose the toggle button ``label`` as a keyboard user does in a row of toggle buttons, which
-    ``mha_core.widgets._keys`` makes a radio group (one Tab stop, on the chosen button): focus the chosen
+    ``mha_classroom.widgets._keys`` makes a radio group (one Tab stop, on the chosen button): focus the chosen
     button, then press ``key`` (ArrowRight or ArrowLeft) until ``label`` is chosen. Returns the keys pressed."""
     page = group.page
     chosen = group.locator(".widget-toggle-button[aria-checked='true']").first

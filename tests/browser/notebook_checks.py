@@ -290,10 +290,10 @@ def d_head_slider(page, lab) -> dict:
 
 def mask_buttons(page, lab) -> dict:
     """02: the mask buttons redraw the weights with no mask, a causal mask, and a padding mask."""
+    from mha_classroom.widgets.single_head import MASK_TITLES
     from mha_core.analysis import masked_attention
     from mha_core.examples import TOKENS
     from mha_core.figures.single_head import masked_weights_figure
-    from mha_core.widgets.single_head import MASK_TITLES
 
     x, (w_q, w_k, w_v), _ = sentence_qkv()
 
@@ -318,7 +318,7 @@ def head_count(page, lab) -> dict:
 
     # The widget writes its own title; the tiles (z), their labels and the head titles are compared.
     # First by keyboard, as the notebook tells you: the row of buttons is one Tab stop (a radio group,
-    # mha_core.widgets._keys), and the arrow keys move the choice.
+    # mha_classroom.widgets._keys), and the arrow keys move the choice.
     keys = {"8": "ArrowRight", "2": "ArrowLeft"}
     by_keys = _choices_check(page, ".mha-head-count", build, lambda g, label: keyboard_radio_button(g, label, keys[label]),
                              "pressed the arrow keys to", labels=["8", "2"], initial="4",
@@ -356,9 +356,9 @@ def head_switches(page, lab) -> dict:
 def sizing_controls(page, lab) -> dict:
     """05: head count (arrow keys, through an impossible split), d_model (dropdown) and T (arrow keys)
     redraw the cost bars; an impossible split shows the plain message with the nearest valid counts."""
+    from mha_classroom.widgets.sizing import impossible_split_message, shown_head_counts
     from mha_core.figures.sizing import sizing_figure
     from mha_core.tables import sizing_rows
-    from mha_core.widgets.sizing import impossible_split_message, shown_head_counts
 
     def build(D, H, T):
         return sizing_figure(sizing_rows(D, T, shown_head_counts(D)), n_heads=H)
@@ -434,14 +434,14 @@ def serving_calculator(page, lab) -> dict:
 
 
 def _progress_store(lab):
-    from mha_core.quiz.progress import DEFAULT_PATH, ProgressStore
+    from mha_classroom.quiz.progress import DEFAULT_PATH, ProgressStore
 
     return ProgressStore(lab.home / DEFAULT_PATH.relative_to("~"))
 
 
 def review_progress(page, lab) -> dict:
     """11: the progress table matches the progress file; 'Reset progress…' asks first, Cancel erases nothing."""
-    from mha_core.quiz.summary import progress_summary
+    from mha_classroom.quiz.summary import progress_summary
 
     store = _progress_store(lab)
     try:
@@ -478,9 +478,9 @@ def review_progress(page, lab) -> dict:
 
 def _toy_history(n_heads, seed):
     """The live figure of notebook 06 for one setting, trained here (deterministic: the kernel trains the same)."""
+    from mha_classroom.widgets.toy import history_figure
     from mha_core.models.tasks import RELATIONS
     from mha_core.models.training import TrainConfig, trained
-    from mha_core.widgets.toy import history_figure
 
     config = TrainConfig(n_heads=n_heads, seed=seed)
     return history_figure(trained(config), RELATIONS.relations, max_steps=config.max_steps)
@@ -620,9 +620,9 @@ def minilm_explorer(page, lab) -> dict:
 def minilm_pruning_slider(page, lab) -> dict:
     """08 (real half): the 'heads off' slider (arrow keys) redraws the held-out cosines for that many heads off,
     from data/models/minilm_pruning.json."""
+    from mha_classroom.widgets.pretrained import pruning_step
     from mha_core.pretrained.analysis import cosine_calibration
     from mha_core.pretrained.data import precomputed, sentence_set
-    from mha_core.widgets.pretrained import pruning_step
 
     record = precomputed("minilm_pruning")
     # The notebook marks what paraphrases and unrelated sentences score (notebook 07's calibration).
@@ -695,11 +695,11 @@ def _option_text(label: str) -> str:
 def answer_quiz(page, set_id: str) -> dict:
     """Choose the first shown option of the set's first question, press Check, assert the feedback.
 
-    The expected feedback is graded in this process by ``mha_core.quiz.grading.grade_choice``,
+    The expected feedback is graded in this process by ``mha_classroom.quiz.grading.grade_choice``,
     with the display order read back from the page (options are shuffled per learner).
     """
-    from mha_core.quiz.bank import default_bank
-    from mha_core.quiz.grading import grade_choice
+    from mha_classroom.quiz.bank import default_bank
+    from mha_classroom.quiz.grading import grade_choice
 
     question = default_bank().questions(set_id)[0]
     texts = [o.text.replace("`", "") for o in question.options]

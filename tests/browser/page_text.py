@@ -11,7 +11,7 @@ it at (an SVG inside a scaled group reports its own size, not the one on screen)
 text smaller than ``min_px``, and two texts of the same output whose boxes overlap (one
 prints over the other). Hidden text (``display: none``, ``visibility: hidden``, opacity
 0, zero size, clipped away by an ancestor's overflow) is skipped; so is plotly's mode bar,
-which is hidden (see ``mha_core.widgets._base``), and the hover layer, drawn only under the pointer.
+which is hidden (see ``mha_classroom.widgets._base``), and the hover layer, drawn only under the pointer.
 
 ``standalone_figure(context, figure, width)`` draws one figure spec in a bare page with
 plotly.js from the installed plotly package (no JupyterLab, no network), so a test can

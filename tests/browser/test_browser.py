@@ -11,7 +11,7 @@ each control and the figure it moves must fit on the screen together, and no tex
 the laptop theme's 14 px, print over another or run past its figure (``page_text``); then the
 window is widened to 1920 x 1080 and nothing may stick out there either. Back at 1280 x 800,
 axe-core finds no WCAG 2.1 A/AA violation in the outputs and every figure is an image named
-by its title and described by the words ``mha_core.figures.describe`` reads from its data
+by its title and described by the words ``mha_classroom.describe`` reads from its data
 (``lab_axe``; in 03 also after a head-count change). Last, every control group is walked
 with the keyboard alone (``keyboard_walk``: reached with Tab, every control moved by its keys,
 JupyterLab never moving; a figure the kernel sent an update that did not redraw is named as a dead view), and

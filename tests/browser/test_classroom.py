@@ -21,12 +21,12 @@ import pytest
 from browser_config import ARTIFACTS, SERVER_ROOT
 from lab_page import OUTPUT, open_notebook, output_problems, run_all, save_screenshot, wait_kernel_idle, wait_run_finished
 
-from mha_core.quiz.bank import load_bank
-from mha_core.quiz.grading import option_labels, option_order
+from mha_classroom.quiz.bank import load_bank
+from mha_classroom.quiz.grading import option_labels, option_order
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-CELL = 'from mha_core.quiz import quick_check\n\nquick_check("03", classroom=True)'
+CELL = 'from mha_classroom.quiz import quick_check\n\nquick_check("03", classroom=True)'
 QUIZ = f"{OUTPUT} .mha-quiz"
 
 

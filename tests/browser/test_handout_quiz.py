@@ -4,7 +4,7 @@ One table of cases (every option of every choice question, sets of options for t
 select-all ones on a first and a later try, and typed numbers: right, wrong, known
 mistakes, malformed, out of range) goes to the page's grader (``tools/handout_assets/quiz.js``,
 run in Chromium) and to the package (the notebook's own ``QuestionView.check``, which grades
-with ``mha_core.quiz.grading`` and reads numbers with ``mha_core.quiz.numbers``). Every
+with ``mha_classroom.quiz.grading`` and reads numbers with ``mha_classroom.quiz.numbers``). Every
 verdict must be the same, word for word, so the two cannot drift.
 
 Then a page is driven as a learner would: choose, Check, read the feedback; the key stays
@@ -31,9 +31,9 @@ from lab_page import chromium
 sys.path.insert(0, str(REPO / "tools"))
 import handouts  # noqa: E402
 
-from mha_core.quiz._widget_parts import rich  # noqa: E402
-from mha_core.quiz.bank import LETTERS, default_bank  # noqa: E402
-from mha_core.quiz.numbers import format_number  # noqa: E402
+from mha_classroom.quiz._widget_parts import rich  # noqa: E402
+from mha_classroom.quiz.bank import LETTERS, default_bank  # noqa: E402
+from mha_classroom.quiz.numbers import format_number  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("isolated_progress")]
 QUIZ_JS = REPO / "tools" / "handout_assets" / "quiz.js"
@@ -75,7 +75,7 @@ def cases() -> list[dict]:
 
 def package_verdict(case: dict) -> dict:
     """What the notebook widget shows for ``case``: its verdict, or its message when nothing can be graded."""
-    from mha_core.quiz.question_view import QuestionView
+    from mha_classroom.quiz.question_view import QuestionView
 
     q = default_bank().question(case["question"])
     view = QuestionView(q, 1, 1, on_check=lambda _view, _verdict: 0)
@@ -161,7 +161,7 @@ def test_code_marks_become_code_alike(grader_page):
 # them; 10.0 ** 400 raised): both graders read these as no number.
 @pytest.mark.parametrize("typed", ["2 x 10^a5", "1 x 10^400", "2 x 10^0005"])
 def test_exponents_are_read_alike(typed, grader_page):
-    from mha_core.quiz.numbers import parse_number
+    from mha_classroom.quiz.numbers import parse_number
 
     assert grader_page.evaluate("t => MhaQuiz.parseNumber(t)", typed) == parse_number(typed)
 
@@ -176,7 +176,7 @@ def quiz_page_file(tmp_path_factory):
     handouts.copy_assets(out)
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# 03 · a quick check"),
-                nbformat.v4.new_code_cell('from mha_core.quiz import quick_check\nquick_check("03")')]
+                nbformat.v4.new_code_cell('from mha_classroom.quiz import quick_check\nquick_check("03")')]
     handouts.make_static(nb, "03")
     page = out / "03_quiz.html"
     page.write_text(handouts.to_html(nb, "03 · a quick check"))

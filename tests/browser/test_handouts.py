@@ -5,7 +5,7 @@ opened from disk with every request that is not a local file aborted, and the te
 from the page: every figure drawn by plotly.js, every formula typeset by MathJax (no raw
 TeX left), no request that left the machine or missed a file (the AMS font of 03 among
 them); every figure named and described in Chromium's accessibility tree with the numbers
-``mha_core.figures.describe`` reads from it; one quick-check question answered wrong and
+``mha_classroom.describe`` reads from it; one quick-check question answered wrong and
 then right, with the package's feedback; links to the neighbouring pages; axe-core's WCAG
 2.1 A/AA rules with no violation; every figure saved as PNG and SVG from its buttons; the summary
 on at most two A4 pages; and the layout at a
@@ -173,7 +173,7 @@ def _flat(text: str) -> str:
 
 @pytest.mark.parametrize("stem", PAGES)
 def test_every_figure_has_a_name_and_its_numbers_in_the_accessibility_tree(stem, built, offline_browser):
-    from mha_core.figures.describe import in_words
+    from mha_classroom.describe import in_words
 
     out, pages = built
     context, _ = offline_browser
@@ -209,7 +209,7 @@ def test_every_figure_has_a_name_and_its_numbers_in_the_accessibility_tree(stem,
 def test_every_figure_saves_as_png_and_svg_offline(stem, built, offline_browser, tmp_path):
     """Each figure has its two buttons (``save.js``), under the plot and outside its image; the first
     figure's buttons download a real PNG and SVG with the network cut off, named after the figure."""
-    from mha_core.figures.describe import in_words
+    from mha_classroom.describe import in_words
 
     out, pages = built
     context, outside = offline_browser
@@ -252,7 +252,7 @@ def test_every_figure_saves_as_png_and_svg_offline(stem, built, offline_browser,
 
 @pytest.mark.parametrize("stem", PAGES)
 def test_one_question_per_page_answered_wrong_then_right(stem, built, offline_browser):
-    from mha_core.quiz.bank import default_bank
+    from mha_classroom.quiz.bank import default_bank
 
     out, _ = built
     context, _ = offline_browser
@@ -394,24 +394,24 @@ def _notebook_01_02_example():
 
 
 def _token_explorer():
-    from mha_core.widgets.qkv import token_explorer
+    from mha_classroom.widgets.qkv import token_explorer
 
     _, _, (q, k, v), tokens = _notebook_01_02_example()
     return token_explorer(q, k, v, tokens)
 
 
 def _mask_explorer():
-    from mha_core.widgets.single_head import mask_explorer
+    from mha_classroom.widgets.single_head import mask_explorer
 
     x, (w_q, w_k, w_v), _, tokens = _notebook_01_02_example()
     return mask_explorer(x, w_q, w_k, w_v, tokens)
 
 
 def _pruning_explorer():
+    from mha_classroom.widgets.pretrained import pruning_explorer
     from mha_core import load_minilm
     from mha_core.pretrained import analysis
     from mha_core.pretrained.data import precomputed, sentence_set
-    from mha_core.widgets.pretrained import pruning_explorer
 
     calibration = analysis.cosine_calibration(load_minilm(), sentence_set("calibration")).as_dict()  # as notebook 08
     return pruning_explorer(precomputed("minilm_pruning"), calibration=calibration)
@@ -445,7 +445,7 @@ STATES_KNOWN: dict[str, str] = {}
 
 
 def _live_induction():
-    from mha_core.widgets.induction import LiveInduction
+    from mha_classroom.widgets.induction import LiveInduction
 
     group = LiveInduction(seed=0)  # as live_induction(seed=0, repeat="varying") in notebook 09
     group.train()
@@ -453,7 +453,7 @@ def _live_induction():
 
 
 def _live_training():
-    from mha_core.widgets.toy import LiveTraining
+    from mha_classroom.widgets.toy import LiveTraining
 
     group = LiveTraining(n_heads=3, seed=0)  # as live_training(n_heads=3, seed=0) in notebook 06
     group.train()
@@ -495,7 +495,7 @@ DRIVE = """async ({box: index, targets}) => {
 
 
 def _numbers(value):
-    from mha_core.figures.describe import _array
+    from mha_classroom.describe import _array
 
     try:
         return _array(value)
@@ -534,8 +534,8 @@ def _title(text: str) -> str:
                                                 if stem in STATES_KNOWN else []) for stem in sorted(PAGE_GROUPS)])
 def test_every_precomputed_setting_shows_what_the_package_computes(stem, built, offline_browser):
     """Every setting of every control group, moved in the page, is checked against the group built here."""
-    from mha_core.figures.describe import in_words
-    from mha_core.widgets import _states
+    from mha_classroom.describe import in_words
+    from mha_classroom.widgets import _states
 
     out, _ = built
     context, outside = offline_browser
@@ -596,7 +596,7 @@ def _keyboard_moves_the_figure(page) -> dict:
 def test_the_review_shows_the_course_sections_where_progress_would_be(built):
     out, _ = built
     text = (out / "11_mental_model_review.html").read_text()
-    from mha_core.quiz.progress_view import STATIC_PROGRESS_NOTE
+    from mha_classroom.quiz.progress_view import STATIC_PROGRESS_NOTE
 
     assert STATIC_PROGRESS_NOTE in html_unescape(text)
     table = re.search(r"The course.s quick checks</caption>.*?</table>", text, re.S)

@@ -1,7 +1,7 @@
 """A figure whose widget missed anywidget's two-second start still redraws, and its words still change.
 
 anywidget gives each of its models two seconds from creation to load its module; a model
-that misses it never hears from the kernel again (``mha_core.widgets._channel``). On a busy
+that misses it never hears from the kernel again (``mha_classroom.widgets._channel``). On a busy
 page that happened to 02's mask figure: drawn once, deaf to every click. Here every anywidget
 model misses its start on purpose (the page's ``AbortSignal.timeout`` fires at once, before any
 module can load), so the failure no longer depends on how busy the machine is. Then 02's mask
@@ -18,7 +18,7 @@ from browser_config import ARTIFACTS, NOTEBOOK_DIR, SERVER_ROOT
 from lab_page import OUTPUT, open_notebook, output_problems, run_all, save_screenshot, wait_kernel_idle, wait_run_finished
 from notebook_checks import mask_buttons
 
-from mha_core.widgets._words import WORDS_CLASS
+from mha_classroom.widgets._words import WORDS_CLASS
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 

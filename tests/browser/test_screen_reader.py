@@ -429,7 +429,7 @@ def lab_move(sr: ScreenReader, page, listening: Listening, cell: int, control: d
     """One control of a notebook's group: its name spoken on Tab; moved; its new value and the figure's new words
     spoken; the focus, the active cell and command mode where they were (the keys stayed in the group)."""
     from keyboard_walk import group_figures, notebook_state
-    from mha_core.widgets._words import WORDS_CLASS
+    from mha_classroom.widgets._words import WORDS_CLASS
 
     where = f"cell {cell + 1} {control['kind']} {control['name']!r}"
     if control["name"]:

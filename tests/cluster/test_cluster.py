@@ -174,9 +174,9 @@ def test_a_learner_cannot_read_anothers_files(sim, cluster_hub):
     # and the poll service (on the hub's address on the cluster network) takes the answer.
     out = kernel_run(hub, a, tokens[a], f"""
 import json, os
-from mha_core.quiz.bank import default_bank
-from mha_core.quiz.progress import default_store
-from mha_core.quiz import poll
+from mha_classroom.quiz import poll
+from mha_classroom.quiz.bank import default_bank
+from mha_classroom.quiz.progress import default_store
 bank = default_bank()
 set_id = next(s for s in bank.sets if {QUESTION!r} in (q.id for q in bank.questions(s)))
 store = default_store()
@@ -251,7 +251,7 @@ def test_a_node_dies_and_its_learners_carry_on_elsewhere(sim, cluster_hub):
         assert hub.server_request(name, "GET", "/api/contents/course/00_welcome.ipynb", tokens[name]).status == 200
     out = kernel_run(hub, LEARNERS[0], tokens[LEARNERS[0]], """
 import json, os
-from mha_core.quiz.progress import default_store
+from mha_classroom.quiz.progress import default_store
 print("__OUT__" + json.dumps({"count": default_store().count(), "node": os.environ.get("SLURMD_NODENAME")}))
 """)
     assert out["count"] == CLASS["progress_count"], "the quiz progress from before the node died is there"

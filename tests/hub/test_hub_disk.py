@@ -108,7 +108,7 @@ def test_a_learner_who_fills_their_home_stops_at_its_size_and_the_hub_goes_on(hu
     gus_token = hub.token(GUS)
     hub.start_server(GUS, gus_token)
     answers_before = answers_stored(hub)
-    sent = kernel_run(hub, GUS, gus_token, "import json\nfrom mha_core.quiz import poll\n"
+    sent = kernel_run(hub, GUS, gus_token, "import json\nfrom mha_classroom.quiz import poll\n"
                       "print('__OUT__' + json.dumps({'sent': poll.send('03-what-is-a-head', [1])}))\n")
     assert sent == {"sent": True}, sent
     assert answers_stored(hub) == answers_before + 1, f"{GUS}'s answer was not stored while {DORA}'s home was full"
@@ -189,7 +189,7 @@ def test_in_pam_mode_a_learner_who_fills_the_disk_their_home_is_on_does_not_stop
         # The disk is full. The hub still writes its database (a new login, a new token) and the
         # poll its own (an answer from the same kernel).
         answers_before = answers_stored(hub)
-        sent = kernel_run(hub, name, token, "import json\nfrom mha_core.quiz import poll\n"
+        sent = kernel_run(hub, name, token, "import json\nfrom mha_classroom.quiz import poll\n"
                           "print('__OUT__' + json.dumps({'sent': poll.send('03-what-is-a-head', [1])}))\n")
         assert sent == {"sent": True}, sent
         assert answers_stored(hub) == answers_before + 1, f"the answer was not stored with {name}'s disk full"

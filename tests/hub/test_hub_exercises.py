@@ -1,7 +1,7 @@
 """Exercise results for the instructor, through the real hub: learners' checks reach the poll, the
 instructor's view shows exactly those counts, a learner's token gets 403, and no user name is stored.
 
-Each simulated learner runs ``mha_core.exercises.check`` in a Python process of its own with
+Each simulated learner runs ``mha_classroom.exercises.check`` in a Python process of its own with
 the two variables the hub gives every learner's server (``MHA_POLL_URL`` and a hub token of
 theirs, made through the login form): what their kernel does when they press Check. No
 learner's server is started, to keep the test short.
@@ -25,8 +25,8 @@ pytestmark = pytest.mark.hub
 # reference, or the untouched stub).
 CHECK = r"""
 import sys, time, threading
-from mha_core import exercises
-from mha_core.exercises import _EXERCISES
+from mha_classroom import exercises
+from mha_classroom.exercises import _EXERCISES
 name, what = sys.argv[1], sys.argv[2]
 ex = _EXERCISES[name]
 if what == "reference":
@@ -45,7 +45,7 @@ for t in threading.enumerate():  # the verdict goes in the background; wait for 
 
 VIEW = r"""
 import json
-from mha_core.quiz import instructor
+from mha_classroom.quiz import instructor
 view = instructor.room_view(["split_heads", "merge_heads"], show=False)
 print(json.dumps(view.results))
 """

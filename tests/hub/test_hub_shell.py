@@ -40,7 +40,7 @@ def hub_ports(hub) -> list[int]:
 
 def assert_poll_is_real(hub, name: str, token: str) -> None:
     """The learner's kernel reaches the real poll (it stores an answer) through MHA_POLL_URL."""
-    out = kernel_run(hub, name, token, "import os, json\nfrom mha_core.quiz import poll\n"
+    out = kernel_run(hub, name, token, "import os, json\nfrom mha_classroom.quiz import poll\n"
                      "print('__OUT__' + json.dumps({'url': os.environ.get('MHA_POLL_URL'), "
                      "'sent': poll.send('03-what-is-a-head', [1])}))\n")
     assert out["url"].startswith("http+unix://%2Frun%2Fmha-hub-poll%2F"), out
@@ -132,7 +132,7 @@ def test_no_learner_can_listen_where_the_poll_listens(shell_hub):
     assert hub.poll_socket.is_socket()
     # A socket of the learner's own, anywhere, is refused by the kernel's side (not the poll's owner).
     out = kernel_run(hub, FINN, tokens[FINN], (
-        "import json, os, socket, threading\nfrom mha_core.quiz import poll\n"
+        "import json, os, socket, threading\nfrom mha_classroom.quiz import poll\n"
         "d = os.path.expanduser('~/fake'); os.makedirs(d, exist_ok=True); p = d + '/poll.sock'\n"
         "os.path.exists(p) and os.unlink(p)\n"
         "s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(4); got = []\n"
@@ -220,7 +220,7 @@ def test_the_room_view_shows_a_hostile_polls_reply_as_text(shell_hub, hub_tmp):
         "srv = HTTPServer(('127.0.0.1', 0), H)\n"
         "threading.Thread(target=srv.serve_forever, daemon=True).start()\n"
         "os.environ['MHA_POLL_URL'] = f'http://127.0.0.1:{srv.server_port}/services/mha-poll/'\n"
-        "from mha_core.quiz.instructor import room_view\n"
+        "from mha_classroom.quiz.instructor import room_view\n"
         "view = room_view('03', show=False)\n"
         "print('__OUT__' + json.dumps({'html': view.output.value}))\n")
     out = kernel_run(hub, TESS, tokens[TESS], code)
@@ -306,7 +306,7 @@ def test_a_learner_cannot_fork_fill_memory_or_scratch_past_their_limits(shell_hu
 def test_poll_posts_are_rate_limited_and_capped_per_learner(shell_hub):
     hub, tokens = shell_hub
     code = (
-        "import json\nfrom mha_core.quiz import poll\n"
+        "import json\nfrom mha_classroom.quiz import poll\n"
         "sent = [poll.send('03-what-is-a-head', [i % 3]) for i in range(300)]\n"
         "print('__OUT__' + json.dumps({'stored': sum(sent)}))\n")
     out = kernel_run(hub, FINN, tokens[FINN], code)

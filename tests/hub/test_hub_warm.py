@@ -62,7 +62,7 @@ def test_a_warm_start_leaves_each_learners_notebook_open_with_its_imports_done(w
     # modules were loaded before the cell ran), and the cell takes no import time.
     token = hub.token(GWEN)
     out = kernel_run(hub, GWEN, token, "import json, sys, time\n"
-                     "warm = {m: m in sys.modules for m in ('mha_core.figures.heads', 'mha_core.quiz')}\n"
+                     "warm = {m: m in sys.modules for m in ('mha_core.figures.heads', 'mha_classroom.quiz')}\n"
                      "t = time.perf_counter()\n"
                      "from mha_core.figures.heads import hand_set_figure\n"
                      "from mha_core.examples import HAND_SET_HEADS, TOKENS, hand_set_weights\n"

@@ -1,7 +1,7 @@
 // channel.js: an anywidget's channel, the plain ipywidgets model the kernel talks to after the widget is shown.
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const { channel_of } = require("../../mha_core/widgets/js/channel.js");
+const { channel_of } = require("../../mha_classroom/widgets/js/channel.js");
 
 // A model whose manager has the channel after ``late`` failed look-ups.
 function model(ref, late = 0) {

@@ -1,10 +1,10 @@
-// diff.js: the page's inverse of the course's one figure diff (mha_core/widgets/_plain.py figure_diff), on the
+// diff.js: the page's inverse of the course's one figure diff (mha_classroom/widgets/_plain.py figure_diff), on the
 // cases Python checks too (tests/diff_cases.json, tests/test_widgets_plain.py).
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
-const mhaDiff = require("../../mha_core/widgets/js/diff.js");  // loads "diff.js"
+const mhaDiff = require("../../mha_classroom/widgets/js/diff.js");  // loads "diff.js"
 
 const { cases } = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "diff_cases.json"), "utf8"));
 

@@ -17,14 +17,14 @@ module.exports = [
   },
   // The shared scripts (classic: one name each, module.exports under node) and the handouts' scripts.
   {
-    files: ["mha_core/widgets/js/label.js", "mha_core/widgets/js/save.js", "mha_core/widgets/js/channel.js", "mha_core/widgets/js/diff.js",
-            "mha_core/widgets/js/plotly_shared.js", "mha_core/widgets/js/static_words.js", "tools/handout_assets/*.js"],
+    files: ["mha_classroom/widgets/js/label.js", "mha_classroom/widgets/js/save.js", "mha_classroom/widgets/js/channel.js", "mha_classroom/widgets/js/diff.js",
+            "mha_classroom/widgets/js/plotly_shared.js", "mha_classroom/widgets/js/static_words.js", "tools/handout_assets/*.js"],
     languageOptions: {sourceType: "script", globals: {...globals.browser, module: "readonly"}},
   },
   // The anywidget modules: ES modules, joined after the shared scripts (each names what it takes from
   // them, and from the constants Python puts in front, in a /* global */ comment).
   {
-    files: ["mha_core/widgets/js/keys.js", "mha_core/widgets/js/live_figure.js", "mha_core/widgets/js/plotly_library.js"],
+    files: ["mha_classroom/widgets/js/keys.js", "mha_classroom/widgets/js/live_figure.js", "mha_classroom/widgets/js/plotly_library.js"],
     languageOptions: {sourceType: "module", globals: {...globals.browser}},
   },
   // The unit tests and this file: node.

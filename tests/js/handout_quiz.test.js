@@ -1,4 +1,4 @@
-// quiz.js: the handouts' quick checks read numbers and grade answers as mha_core.quiz does.
+// quiz.js: the handouts' quick checks read numbers and grade answers as mha_classroom.quiz does.
 // (tests/browser/test_handout_quiz.py holds the whole table of cases to the package, in Chromium.)
 const test = require("node:test");
 const assert = require("node:assert/strict");

@@ -3,7 +3,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import load from "./load.js";
 
-// The constants mha_core/widgets/_keys.py puts in front (tests/test_widgets_keys.py holds Python to them).
+// The constants mha_classroom/widgets/_keys.py puts in front (tests/test_widgets_keys.py holds Python to them).
 const VALUES = {
   GROUP: "mha-keys", HELPER: "mha-keys-helper",
   ROVING: { ArrowLeft: -1, ArrowUp: -1, ArrowRight: 1, ArrowDown: 1, Home: "first", End: "last" },

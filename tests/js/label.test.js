@@ -2,7 +2,7 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const { page } = require("./load.js");
-const mhaLabel = require("../../mha_core/widgets/js/label.js");
+const mhaLabel = require("../../mha_classroom/widgets/js/label.js");
 
 function plotPage() {
   return page(`<div class="js-plotly-plot"><div class="svg-container"><svg class="main-svg"></svg><svg class="main-svg">

@@ -1,7 +1,7 @@
 // How the unit tests load the course's JavaScript as the page does (module docstring of tests/test_js.py).
 //
 // - shared scripts (label.js, save.js, channel.js, ...): require()d, they set module.exports under node;
-// - an anywidget module: joined with the scripts it uses, as mha_core/widgets/_js.py joins them, and
+// - an anywidget module: joined with the scripts it uses, as mha_classroom/widgets/_js.py joins them, and
 //   imported from a data: URL, as anywidget imports a string;
 // - a handout script: run with a window and a document of our own (linkedom's, a small DOM in node).
 const fs = require("node:fs");
@@ -9,7 +9,7 @@ const path = require("node:path");
 const { parseHTML } = require("linkedom");
 
 const REPO = path.resolve(__dirname, "..", "..");
-const WIDGET_JS = path.join(REPO, "mha_core", "widgets", "js");
+const WIDGET_JS = path.join(REPO, "mha_classroom", "widgets", "js");
 const HANDOUT_JS = path.join(REPO, "tools", "handout_assets");
 
 function widgetSource(name) {

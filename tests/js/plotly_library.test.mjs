@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import load from "./load.js";
 
 const lib = await load.widgetModule(["plotly_shared.js", "plotly_library.js"]);
-const { shared } = (await import("node:module")).createRequire(import.meta.url)("../../mha_core/widgets/js/plotly_shared.js");
+const { shared } = (await import("node:module")).createRequire(import.meta.url)("../../mha_classroom/widgets/js/plotly_shared.js");
 
 test("one promise per page, made by whichever module asks first", () => {
   const root = {};

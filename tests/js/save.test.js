@@ -2,7 +2,7 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const { page, settle } = require("./load.js");
-const mhaSave = require("../../mha_core/widgets/js/save.js");
+const mhaSave = require("../../mha_classroom/widgets/js/save.js");
 
 test("a file name keeps the figure's words, in lower case, joined by dashes", () => {
   assert.equal(mhaSave.fileName("Weights of `key` — head 1 of 4"), "weights-of-key-head-1-of-4");

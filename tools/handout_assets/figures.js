@@ -3,14 +3,14 @@
    Each figure is a <figure class="mha-figure"> holding its plotly JSON in a
    <script type="application/json" class="mha-figure-data">, a <div class="mha-plot">
    to draw into (role="img", named by the figure's title, described by the text below it:
-   tools/handouts.py writes both from mha_core.figures.describe), and that description.
+   tools/handouts.py writes both from mha_classroom.describe), and that description.
 
    The figure takes the width of the page (no fixed width, plotly's responsive mode), so
    it reflows on a phone or a tablet instead of shrinking; the mode bar stays hidden
    (it covered titles on a narrow screen, and its buttons cannot sit inside an image).
    Under the plot, two buttons save the figure as drawn, as PNG or SVG (save.js, mhaSave);
    its drawing is hidden from a screen reader by the course's labelling module (label.js,
-   mhaLabel). Both come from mha_core/widgets/js, shared with JupyterLab, loaded before this file.
+   mhaLabel). Both come from mha_classroom/widgets/js, shared with JupyterLab, loaded before this file.
 */
 (function () {
   "use strict";

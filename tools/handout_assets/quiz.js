@@ -1,7 +1,7 @@
 /* Quick checks in a handout page: the same questions, grading and feedback as the notebook widget.
 
-   The rules are a port of mha_core/quiz/numbers.py (reading a typed number, writing one),
-   mha_core/quiz/grading.py (grade_choice, grade_numeric) and QuestionView.check (the
+   The rules are a port of mha_classroom/quiz/numbers.py (reading a typed number, writing one),
+   mha_classroom/quiz/grading.py (grade_choice, grade_numeric) and QuestionView.check (the
    messages for an empty or unreadable answer). tests/browser/test_handout_quiz.py feeds
    one table of cases to this file in Chromium and to the package, and requires the same
    verdicts, so the two cannot drift.

@@ -4,7 +4,7 @@
    native controls (radio buttons, a slider, a list, checkboxes), the lines the group shows
    (messages, readouts), its <figure> (drawn by figures.js) and, in a
    <script type="application/json" class="mha-states-data">, every setting recorded by
-   mha_core.widgets._states: per setting, the option chosen on each control, the figure as
+   mha_classroom.widgets._states: per setting, the option chosen on each control, the figure as
    its change from an earlier setting, the figure's name and words, and the lines shown.
 
    A change of control picks the recorded setting with that option that keeps as many of the
@@ -18,7 +18,7 @@
 
   function clone(x) { return JSON.parse(JSON.stringify(x)); }
 
-  // The course's one figure diff (diff.js, the inverse of mha_core/widgets/_plain.py figure_diff).
+  // The course's one figure diff (diff.js, the inverse of mha_classroom/widgets/_plain.py figure_diff).
   function applyDiff(node, diff) { return window.mhaDiff.applyDiff(node, diff); }
 
   function whenDrawn(plot) {

@@ -200,6 +200,19 @@ class Hub:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         self.log.close()
+        self.remove_state()
+
+    def remove_state(self) -> None:
+        """The class's state removed (its log is kept): each learner's home is an image of
+        MHA_HUB_HOME_SIZE (1 GB, allocated), so 32 learners leave 32 GB. Anything still mounted
+        under it (a hub that was killed) is unmounted first."""
+        prefix = str(self.state) + "/"
+        with open("/proc/self/mountinfo") as f:
+            points = [line.split()[4] for line in f if line.split()[4].startswith(prefix)]
+        for point in sorted(points, key=len, reverse=True):
+            if subprocess.run(["umount", point], capture_output=True).returncode != 0:
+                subprocess.run(["umount", "-l", point], capture_output=True)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(self.state)], capture_output=True)
 
 
 # --------------------------------------------------------------------------- one learner

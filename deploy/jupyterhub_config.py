@@ -80,6 +80,18 @@ from poll_service import READ_SCOPE, SERVICE_NAME  # noqa: E402
 
 c = get_config()  # noqa: F821 (JupyterHub provides get_config)
 
+# A hub started in the background of a script (`... &` with no job control, a CI runner) inherits
+# SIGINT and SIGQUIT ignored, and so would every service and server it starts: each stop (SIGINT
+# first) would wait out its timeout, and a hub's Ctrl-C took 61 s. What Ctrl-C means is put back
+# before anything is started (a caught signal is the default again in each child).
+if os.environ.get("MHA_HUB_RUN") == "1":
+    import signal as _signal
+
+    if _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    if _signal.getsignal(_signal.SIGQUIT) == _signal.SIG_IGN:
+        _signal.signal(_signal.SIGQUIT, _signal.SIG_DFL)
+
 STATE = Path(os.environ.get("MHA_HUB_STATE", HERE / ".state")).resolve()
 STATE.mkdir(parents=True, exist_ok=True)
 BIN = Path(sys.executable).parent

@@ -183,12 +183,20 @@ class Hub:
     #: What starts the hub (tests/cluster's hub starts deploy/cluster/start.sh).
     start_script = START
 
-    def start(self, timeout: float = 90) -> "Hub":
+    def start(self, timeout: float = 90, *, sigint_ignored: bool = False) -> "Hub":
+        """Start the hub; ``sigint_ignored``: as a script's background job (``... &``) starts it, with
+        SIGINT and SIGQUIT ignored from the start."""
         self.root.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
+
+        def ignore_interrupts():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+
         # Its own process group, which it leads: ctrl_c() signals that group, as a terminal does.
         self.proc = subprocess.Popen([str(self.start_script)], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, process_group=0)
+                                     stdin=subprocess.DEVNULL, process_group=0,
+                                     preexec_fn=ignore_interrupts if sigint_ignored else None)
         log.close()
         started = len(self.log())  # a restarted hub appends to the same log: read only what this start wrote
         deadline = time.monotonic() + timeout

@@ -55,6 +55,31 @@ def test_ctrl_c_after_a_proxy_restart_stops_every_process_within_10_s(hub_cleanu
     assert took < SHUTDOWN_LIMIT_S, f"Ctrl-C took {took:.1f} s (limit {SHUTDOWN_LIMIT_S:.0f} s)"
 
 
+def test_a_hub_started_with_ctrl_c_ignored_still_stops_everything_within_10_s(hub_cleanup, hub_tmp):
+    """A hub started in the background of a script (no job control) inherits SIGINT ignored, and
+    each service and server it starts would too: their stop, SIGINT first, then waits out each
+    timeout (61 s for the two services, measured). The hub puts SIGINT back before it starts them."""
+    hub = new_hub(hub_cleanup, hub_tmp, "sigint-ignored").start(sigint_ignored=True)
+    token = hub.token(FINN)
+    hub.start_server(FINN, token)
+    ignored = []
+    for line in hub.our_processes():
+        pid = int(line.split()[0])
+        try:
+            status = open(f"/proc/{pid}/status").read()
+        except OSError:
+            continue
+        ignore_mask = int(next(x for x in status.splitlines() if x.startswith("SigIgn:")).split()[1], 16)
+        if ignore_mask & (1 << (signal.SIGINT - 1)):
+            ignored.append(line)
+    took = hub.ctrl_c(timeout=30)
+    time.sleep(0.3)
+    assert hub.proc.returncode is not None, "the hub itself did not exit"
+    assert not hub.our_processes(), f"after Ctrl-C: {hub.our_processes()}"
+    assert not ignored, f"processes the hub started with SIGINT ignored: {ignored}"
+    assert took < SHUTDOWN_LIMIT_S, f"Ctrl-C took {took:.1f} s (limit {SHUTDOWN_LIMIT_S:.0f} s)"
+
+
 @pytest.fixture(scope="module")
 def certificate(hub_tmp):
     """A self-signed certificate for localhost and its learners' names, as an instructor would be given."""

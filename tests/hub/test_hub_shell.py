@@ -143,12 +143,13 @@ def test_no_learner_can_listen_where_the_poll_listens(shell_hub):
         "sent = poll.send('03-what-is-a-head', [1])\n"
         "print('__OUT__' + json.dumps({'sent': sent, 'got': [g.decode(errors='replace') for g in got]}))\n"))
     assert out == {"sent": False, "got": []}, out
-    # The proxy's API is a Unix socket only root can reach: the proxy listens on TCP at its public
-    # port and nowhere else. (Its old API port was only free when the test began; a learner's server
-    # may since have been given that number, so the check is on the proxy's own sockets.)
-    proxy_pids = [int(line.split()[0]) for line in processes_mentioning("configurable-http-proxy")]
-    assert proxy_pids, "no proxy running"
-    assert listening_ports(proxy_pids) == {hub.port}, (listening_ports(proxy_pids), hub.port)
+    # The proxy's API is a Unix socket only root can reach: this hub's proxy listens on TCP at its public
+    # port and nowhere else. (Its old API port was only free when the test began: a learner's server may
+    # since have been given that number. And the session's class hub runs its own proxy beside this one.)
+    proxies = [line for line in processes_mentioning("configurable-http-proxy") if f" --port {hub.port} " in line]
+    assert len(proxies) == 1, f"not one proxy on port {hub.port}: {proxies}"
+    ports = listening_ports([int(proxies[0].split()[0])])
+    assert ports == {hub.port}, f"the proxy listens on TCP ports {sorted(ports)}, not only {hub.port}: {proxies[0]}"
 
 
 def test_the_public_port_on_the_other_address_family_is_the_hubs(shell_hub):

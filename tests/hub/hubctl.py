@@ -63,25 +63,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def listening_ports(pids: list[int] | None = None) -> set[int]:
-    """TCP ports something listens on (from /proc/net/tcp and tcp6); with ``pids``, only those
-    processes' own listening sockets (matched by socket inode against their open files)."""
-    inodes = None
-    if pids is not None:
-        inodes = set()
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                for fd in os.listdir(f"/proc/{pid}/fd"):
-                    with contextlib.suppress(OSError):
-                        target = os.readlink(f"/proc/{pid}/fd/{fd}")
-                        if target.startswith("socket:["):
-                            inodes.add(target[8:-1])
+def listening_ports() -> set[int]:
+    """TCP ports something listens on (from /proc/net/tcp and tcp6)."""
     ports = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError):
             for line in Path(table).read_text().splitlines()[1:]:
                 fields = line.split()
-                if fields[3] == "0A" and (inodes is None or fields[9] in inodes):  # LISTEN
+                if fields[3] == "0A":  # LISTEN
                     ports.add(int(fields[1].rsplit(":", 1)[1], 16))
     return ports
 

@@ -148,7 +148,10 @@ def test_no_learner_can_listen_where_the_poll_listens(shell_hub):
     # since have been given that number. And the session's class hub runs its own proxy beside this one.)
     proxies = [line for line in processes_mentioning("configurable-http-proxy") if f" --port {hub.port} " in line]
     assert len(proxies) == 1, f"not one proxy on port {hub.port}: {proxies}"
-    ports = listening_ports([int(proxies[0].split()[0])])
+    from learner_limits import port_holders  # deploy/, on the path through shellctl
+
+    proxy_pid = int(proxies[0].split()[0])
+    ports = {port for port in listening_ports() if any(h["pid"] == proxy_pid for h in port_holders(port))}
     assert ports == {hub.port}, f"the proxy listens on TCP ports {sorted(ports)}, not only {hub.port}: {proxies[0]}"
 
 

@@ -1,6 +1,7 @@
 """Where one control change's CPU time goes: notebook 03's head count, in a real kernel.
 
     python -m benchmarks.loadtest.profile_control          # prints JSON; the load test's report includes it
+    python -m benchmarks.loadtest.profile_control --path /tmp/k6   # another ipykernel first on the kernel's path
 
 Starts one kernel (the course's ``python3``, Unix-socket transport), builds the head
 grid as notebook 03 does, then changes the head count inside the kernel: CPU time
@@ -83,7 +84,7 @@ print("__RESULT__" + json.dumps({
 #: Run in the kernel before the comm path is timed: a slider nobody observes (the widget protocol's own
 #: cost) and a displayed head grid (as in notebook 03: its words helper is live). Prints their comm ids.
 PATH_SETUP = r"""
-import ipywidgets as widgets, json
+import ipykernel, ipywidgets as widgets, json
 from IPython.display import display
 from mha_classroom.widgets.heads import head_grid
 bare = widgets.IntSlider(value=0, min=0, max=100)
@@ -91,7 +92,7 @@ shown = head_grid(d_model=16, n_heads=4, seed=0)
 display(shown)
 for h in (1, 2, 8, 16, 4):
     shown.head_count.value = h
-print("__IDS__" + json.dumps({"bare": bare.model_id, "grid": shown.head_count.model_id}))
+print("__IDS__" + json.dumps({"bare": bare.model_id, "grid": shown.head_count.model_id, "ipykernel": ipykernel.__version__}))
 """
 
 
@@ -123,7 +124,8 @@ def _comm_path(kc, pid: int, comm_id: str, states: list[dict], timeout: float = 
 
 
 def comm_path(kc, pid: int, rounds: int) -> dict:
-    """The whole kernel side of one change, comm message in to idle, against the same for a bare slider."""
+    """The whole kernel side of one change, comm message in to idle, against the same for a bare slider (the
+    message's own cost, which no course code can remove); with the kernel's ipykernel version."""
     out = []
     kc.execute_interactive(PATH_SETUP, timeout=120,
                            output_hook=lambda m: out.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
@@ -131,14 +133,20 @@ def comm_path(kc, pid: int, rounds: int) -> dict:
     bare = _comm_path(kc, pid, ids["bare"], [{"value": v} for v in range(1, 1 + 8 * rounds)])
     # index into the head counts (1, 2, 4, 8, 16): every one has been shown once, as in the load test's lock-step phase
     grid = _comm_path(kc, pid, ids["grid"], [{"index": i} for i in [0, 1, 3, 4, 3, 2, 1, 0] * rounds])
-    return {"bare slider": bare, "head grid (displayed)": grid}
+    return {"ipykernel": ids["ipykernel"], "rows": {"bare slider": bare, "head grid (displayed)": grid}}
 
 
-def profile(rounds: int = 3) -> dict:
+def profile(rounds: int = 3, path: list[str] | None = None) -> dict:
+    """``path``: folders put first on the kernel's ``PYTHONPATH`` (another ipykernel, say, with the rest of the
+    environment unchanged: ``pip install --no-deps --target DIR ipykernel==6.29.5 nest_asyncio``)."""
     from jupyter_client.manager import KernelManager
 
     with tempfile.TemporaryDirectory(prefix="mha-prof-", dir="/tmp") as tmp:
-        env = dict(os.environ, JUPYTER_RUNTIME_DIR=tmp, MHA_COURSE_PROGRESS=os.path.join(tmp, "p.sqlite3"))
+        # No echo of a change back to the page, as the class hub starts its kernels.
+        env = dict(os.environ, JUPYTER_RUNTIME_DIR=tmp, MHA_COURSE_PROGRESS=os.path.join(tmp, "p.sqlite3"),
+                   JUPYTER_WIDGETS_ECHO="0")
+        if path:
+            env["PYTHONPATH"] = os.pathsep.join([*path, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         km = KernelManager(kernel_name="python3", transport="ipc", connection_file=os.path.join(tmp, "k.json"))
         km.start_kernel(env=env)
         kc = km.client()
@@ -150,7 +158,8 @@ def profile(rounds: int = 3) -> dict:
                                    output_hook=lambda m: out.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
             text = "".join(out)
             result = json.loads(text.split("__RESULT__", 1)[1])
-            result["comm_path"] = comm_path(kc, km.provisioner.process.pid, rounds)
+            path_cost = comm_path(kc, km.provisioner.process.pid, rounds)
+            result["ipykernel"], result["comm_path"] = path_cost["ipykernel"], path_cost["rows"]
             return result
         finally:
             kc.stop_channels()
@@ -160,8 +169,9 @@ def profile(rounds: int = 3) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of 8 changes (default 3)")
+    parser.add_argument("--path", action="append", default=[], help="a folder put first on the kernel's PYTHONPATH")
     args = parser.parse_args(argv)
-    print(json.dumps(profile(args.rounds), indent=2))
+    print(json.dumps(profile(args.rounds, args.path), indent=2))
     return 0
 
 

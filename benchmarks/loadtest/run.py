@@ -62,6 +62,7 @@ from .kernel_client import KernelClient
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 sys.path.insert(0, str(DEPLOY))
+from learner_limits import unmount_under  # noqa: E402
 from warm_start import localhost_resolver  # noqa: E402
 
 # Each learner's server has its own origin, NAME.localhost:PORT (deploy/README.md, "Security").
@@ -205,13 +206,8 @@ class Hub:
     def remove_state(self) -> None:
         """The class's state removed (its log is kept): each learner's home is an image of
         MHA_HUB_HOME_SIZE (1 GB, allocated), so 32 learners leave 32 GB. Anything still mounted
-        under it (a hub that was killed) is unmounted first."""
-        prefix = str(self.state) + "/"
-        with open("/proc/self/mountinfo") as f:
-            points = [line.split()[4] for line in f if line.split()[4].startswith(prefix)]
-        for point in sorted(points, key=len, reverse=True):
-            if subprocess.run(["umount", point], capture_output=True).returncode != 0:
-                subprocess.run(["umount", "-l", point], capture_output=True)
+        under it (a hub that was killed), and its images' loop devices, are released first."""
+        unmount_under(str(self.state))
         subprocess.run(["rm", "-rf", "--one-file-system", str(self.state)], capture_output=True)
 
 

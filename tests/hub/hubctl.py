@@ -30,6 +30,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
+sys.path.insert(0, str(DEPLOY))
+from learner_limits import mounts_under, unmount_under  # noqa: E402 - the cleanup below, and test_hub_disk
 START = DEPLOY / "start.sh"
 HUB_PYTHON = DEPLOY / ".venv-hub" / "bin" / "python"
 PROXY = DEPLOY / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -485,46 +487,6 @@ def remove_leftovers() -> list[str]:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(f"folder {path}")
     return removed
-
-
-def mounts_under(prefix: str) -> list[str]:
-    """Mount points (this mount namespace) at or below the folder ``prefix``, deepest first."""
-    found = []
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            point = line.split()[4].replace("\\040", " ")
-            if point == prefix or point.startswith(prefix.rstrip("/") + "/"):
-                found.append(point)
-    return sorted(set(found), key=len, reverse=True)
-
-
-def loops_under(prefix: str) -> list[str]:
-    """Loop devices whose backing file lies under the folder ``prefix`` (the learners' home images)."""
-    found = []
-    with contextlib.suppress(OSError):
-        for entry in Path("/sys/block").iterdir():
-            with contextlib.suppress(OSError):
-                backing = (entry / "loop" / "backing_file").read_text().strip()
-                if backing.startswith(prefix.rstrip("/") + "/"):
-                    found.append(f"/dev/{entry.name}")
-    return found
-
-
-def unmount_under(prefix: str, timeout_s: float = 10.0) -> list[str]:
-    """Unmount everything mounted under ``prefix`` (learners' homes left mounted) and detach the loop
-    devices of images there, waiting up to ``timeout_s`` for autoclear; returns what was done."""
-    done = []
-    for point in mounts_under(prefix):
-        if subprocess.run(["umount", point], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", point], capture_output=True)
-        done.append(f"mount {point}")
-    deadline = time.monotonic() + timeout_s
-    while loops_under(prefix) and time.monotonic() < deadline:
-        for device in loops_under(prefix):
-            subprocess.run(["losetup", "-d", device], capture_output=True)
-        time.sleep(0.2)
-    done += [f"loop {d} (still attached)" for d in loops_under(prefix)]
-    return done
 
 
 class Cleanup:

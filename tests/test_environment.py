@@ -543,17 +543,26 @@ def test_the_readme_layout_names_every_module_and_folder_of_the_package():
         assert folder in block, folder
 
 
-def test_the_test_command_runs_every_test_folder_once_one_run_per_part():
-    """Unit tests on every core, then the browser, hub and cluster tests one at a time, each folder its own run:
-    together every test, each once."""
-    unit, *machine = course.test_commands("PY")
+def test_the_test_command_runs_every_test_once_one_run_per_part_in_lanes():
+    """The unit tests on every core; the browser, screen-reader, hub and cluster tests each a run of their own;
+    every part in exactly one lane: together every test, each once."""
+    commands = course.test_commands("PY")
+    by_part = {course.part_name(cmd): cmd for cmd in commands}
+    assert [name for lane in course.LANES for name in lane] == [course.part_name(cmd) for cmd in commands]
+    assert sorted(by_part) == sorted(["unit", *course.MACHINE_TESTS]), "each part once, in one lane"
+    unit = by_part["unit"]
     assert unit[:5] == ["PY", "-m", "pytest", "-n", "auto"]
     ignored = {arg.split("=", 1)[1] for arg in unit if arg.startswith("--ignore=")}
-    assert ignored == set(course.MACHINE_TESTS)
-    assert [[arg for arg in cmd if arg.startswith("tests/")] for cmd in machine] == [[p] for p in course.MACHINE_TESTS]
-    assert all("-n" not in cmd for cmd in machine)  # one JupyterLab, one Chromium, one hub at a time
-    assert all(any(arg.startswith("--durations=") for arg in cmd) for cmd in [unit, *machine])  # the slowest, named
-    assert [course.part_name(cmd) for cmd in [unit, *machine]] == ["unit", *course.MACHINE_TESTS]
+    assert ignored == {"tests/browser", "tests/hub", "tests/cluster"}  # the screen reader's file is under tests/browser
+    browser = by_part["tests/browser"]
+    assert "tests/browser" in browser and f"--ignore={course.SCREEN_READER}" in browser  # Orca runs on its own
+    for part in ("tests/hub", "tests/cluster", course.SCREEN_READER):
+        assert [arg for arg in by_part[part] if arg.startswith("tests/")] == [part]
+    assert all("-n" not in cmd for part, cmd in by_part.items() if part != "unit")  # one JupyterLab, one hub per run
+    assert all(any(arg.startswith("--durations=") for arg in cmd) for cmd in commands)  # the slowest, named
+    # Parts that share accounts (the hub and the cluster) share a lane: one after the other, never at once.
+    lane_of = {name: n for n, lane in enumerate(course.LANES) for name in lane}
+    assert lane_of["tests/hub"] == lane_of["tests/cluster"]
     folders = {p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")}
     assert {f for f in folders if f != "tests"} <= set(course.MACHINE_TESTS), "a test folder no run covers"
     # With arguments, one pytest run with exactly them (pytest's own selection applies).
@@ -561,28 +570,62 @@ def test_the_test_command_runs_every_test_folder_once_one_run_per_part():
 
 
 def _fake_run(codes, seconds):
-    """subprocess.call for run_tests: the next exit status, and a JUnit report with one test of ``seconds``."""
-    def call(cmd, cwd):
-        report = Path(next(a for a in cmd if a.startswith("--junitxml=")).split("=", 1)[1])
+    """run_part for run_tests: the exit status given for its part, a JUnit report with one test of ``seconds``,
+    and a line of output."""
+    def run(cmd, report, log, env):
         part = course.part_name(cmd)
+        assert env[course.SHARED_HANDOUTS]  # one handouts folder for both browser runs
         report.write_text(f'<testsuites><testsuite><testcase classname="{part}" name="test_slow" '
                           f'time="{seconds[part]}"/></testsuite></testsuites>')
-        return next(codes)
-    return call
+        log.write_text(f"output of {part}\n")
+        return codes[part]
+    return run
 
 
-def test_the_test_command_fails_if_any_run_failed_and_prints_each_parts_time_and_the_slowest_tests(monkeypatch, capsys):
-    seconds = {"unit": 1.5, "tests/browser": 9.25, "tests/hub": 3.0, "tests/cluster": 0.5}
-    monkeypatch.setattr(course.subprocess, "call", _fake_run(iter([0, 1, 0, 0]), seconds))
+def test_the_test_command_fails_if_any_run_failed_and_prints_each_parts_output_time_and_the_slowest_tests(
+        monkeypatch, capsys):
+    seconds = {"unit": 1.5, "tests/browser": 9.25, course.SCREEN_READER: 4.0, "tests/hub": 3.0, "tests/cluster": 0.5}
+    codes = dict.fromkeys(seconds, 0)
+    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "tests/browser": 1}, seconds))
     assert course.run_tests("PY") == 1
     out = capsys.readouterr().out
-    for part, code in (("unit", 0), ("tests/browser", 1), ("tests/hub", 0), ("tests/cluster", 0)):
+    for part in seconds:
+        code = 1 if part == "tests/browser" else 0
         assert re.search(rf"^  {re.escape(part)} +\d+ s  exit {code}  \(load average", out, re.M), out
+        assert f"output of {part}" in out and f"===== {part}: exit {code}" in out
+    assert re.search(r"^tools/course.py test: \d+ s in all, lanes side by side", out, re.M), out
     slowest = out.split("slowest tests")[1].splitlines()[1:]
-    assert [line.split()[0] for line in slowest] == ["9.2", "3.0", "1.5", "0.5"], out  # slowest first
+    assert [line.split()[0] for line in slowest] == ["9.2", "4.0", "3.0", "1.5", "0.5"], out  # slowest first
     assert "tests/browser: tests/browser::test_slow" in slowest[0]
-    monkeypatch.setattr(course.subprocess, "call", _fake_run(iter([3, 0, 0, 2]), seconds))
+    # The first failure in the lanes' order decides the exit status.
+    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "tests/hub": 3, "unit": 2}, seconds))
     assert course.run_tests("PY") == 3
-    monkeypatch.setattr(course.subprocess, "call", lambda cmd, cwd: 0)  # no report written: no list, no failure
+    monkeypatch.setattr(course, "run_part", lambda cmd, report, log, env: 0)  # no report: no list, no failure
     assert course.run_tests("PY") == 0
     assert "slowest" not in capsys.readouterr().out.split("in all")[-1]
+
+
+def test_a_part_that_cannot_start_fails_and_the_others_still_run(monkeypatch, capsys):
+    def run(cmd, report, log, env):
+        if course.part_name(cmd) == "tests/hub":
+            raise OSError("no such interpreter")
+        return 0
+    monkeypatch.setattr(course, "run_part", run)
+    assert course.run_tests("PY") == 2
+    out = capsys.readouterr().out
+    assert "tests/hub did not run: no such interpreter" in out
+    assert re.search(r"^  tests/cluster +\d+ s  exit 0", out, re.M), out
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lower priority is POSIX's nice")
+def test_a_part_runs_with_its_output_in_its_log_and_the_unit_tests_at_a_lower_priority(tmp_path):
+    log, report = tmp_path / "part.log", tmp_path / "part.xml"
+    script = "import os, sys; print('niceness', os.nice(0)); sys.exit(3)"
+    base = os.nice(0)
+    unit_like = [sys.executable, "-c", script, "--ignore=tests/browser"]
+    assert course.part_name(unit_like) == "unit"
+    assert course.run_part(unit_like, report, log, dict(os.environ)) == 3
+    assert log.read_text().split() == ["niceness", str(min(base + 10, 19))]
+    other = [sys.executable, "-c", script, "tests/hub"]
+    assert course.run_part(other, report, log, dict(os.environ)) == 3
+    assert log.read_text().split() == ["niceness", str(base)]

@@ -2,10 +2,10 @@
 
     python tools/course.py lab       build .venv from requirements.lock if needed, then open
                                      notebooks/00_welcome.ipynb in JupyterLab
-    python tools/course.py test      build .venv if needed, then run every test: the unit tests on
-                                     every core, then the browser, hub and cluster tests, each
-                                     folder a run of its own; then each part's time and the slowest
-                                     tests (with arguments: one pytest run with them)
+    python tools/course.py test      build .venv if needed, then run every test: the unit, browser,
+                                     screen-reader, hub and cluster tests, each a run of its own,
+                                     side by side in lanes (LANES); then each part's time and the
+                                     slowest tests (with arguments: one pytest run with them)
     python tools/course.py env       only build .venv
     python tools/course.py install   install the lock and the course into the environment of the
                                      Python running this (a conda environment, the Binder image)
@@ -30,6 +30,7 @@ is used here: this runs with a bare Python before any environment exists.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -207,27 +208,38 @@ def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = No
     return cmd + list(extra)
 
 
-#: The tests that start JupyterLab and Chromium, the class hub and the simulated cluster. Each folder is a
-#: pytest run of its own, one at a time, after the unit tests: they share this machine's accounts, ports and
-#: CPU, and a run's servers (one JupyterLab and one Chromium for the whole browser run) stop when it ends.
-MACHINE_TESTS = ("tests/browser", "tests/hub", "tests/cluster")
+#: The tests that start JupyterLab and Chromium, Orca, the class hub and the simulated cluster: each a pytest run
+#: of its own (one JupyterLab and one Chromium per browser run, one hub at a time), and no part of the unit run.
+SCREEN_READER = "tests/browser/test_screen_reader.py"
+MACHINE_TESTS = ("tests/browser", SCREEN_READER, "tests/hub", "tests/cluster")
+#: How ``test`` runs its parts: the parts of a lane one after another, the lanes side by side. On two cores this is
+#: what keeps both busy: the browser tests wait on pages, Orca on speech, the hub and the cluster on servers and
+#: accounts, and the unit tests (at a lower priority: ``nice``) fill the cores whenever the others wait.
+LANES = (("tests/browser",), ("tests/hub", "tests/cluster", SCREEN_READER), ("unit",))
 #: How many of the slowest tests, over every run, the summary at the end names.
 SLOWEST_SHOWN = 12
+#: Set for every part: the handouts' one build, shared by the browser runs (tests/browser/conftest.py).
+SHARED_HANDOUTS = "MHA_HANDOUTS_SHARED"
 
 
 def test_commands(python: str, extra: list[str] = ()) -> list[list[str]]:
-    """The pytest runs of ``test``: with arguments, one run with them; without, every test in one run
-    per part: the unit tests on every core (pytest-xdist), then each of ``MACHINE_TESTS``. Each prints its slowest tests."""
+    """The pytest runs of ``test``: with arguments, one run with them; without, one run per part, in ``LANES``'
+    order: the unit tests on every core (pytest-xdist), and each of ``MACHINE_TESTS``. Each prints its slowest tests."""
     if extra:
         return [[str(python), "-m", "pytest", *extra]]
-    unit = [str(python), "-m", "pytest", "-n", "auto", "--durations=15", *(f"--ignore={path}" for path in MACHINE_TESTS)]
-    return [unit] + [[str(python), "-m", "pytest", "--durations=15", path] for path in MACHINE_TESTS]
+    commands = {
+        "unit": [str(python), "-m", "pytest", "-n", "auto", "--durations=15",
+                 *(f"--ignore={path}" for path in MACHINE_TESTS if path != SCREEN_READER)],
+        "tests/browser": [str(python), "-m", "pytest", "--durations=15", "tests/browser", f"--ignore={SCREEN_READER}"],
+    }
+    return [commands.get(part) or [str(python), "-m", "pytest", "--durations=15", part]
+            for lane in LANES for part in lane]
 
 
 def part_name(cmd: list[str]) -> str:
-    """``unit`` for the run that ignores the machine tests, else the folder it runs (``tests/browser``)."""
-    folders = [arg for arg in cmd if arg in MACHINE_TESTS]
-    return folders[0] if len(folders) == 1 else "unit" if any(a.startswith("--ignore=") for a in cmd) else "pytest"
+    """``unit`` for the run that ignores the machine tests, else what it runs (``tests/browser``)."""
+    runs = [arg for arg in cmd if arg in MACHINE_TESTS]
+    return runs[0] if len(runs) == 1 else "unit" if any(a.startswith("--ignore=") for a in cmd) else "pytest"
 
 
 def slowest_tests(junit_xml: Path) -> list[tuple[float, str]]:
@@ -246,33 +258,85 @@ def _load() -> str:
     return "{:.2f}".format(os.getloadavg()[0]) if hasattr(os, "getloadavg") else "?"
 
 
-def run_tests(python: str, extra: list[str] = ()) -> int:
-    """Every run of ``test_commands``, each even when one before failed; the first failing exit status.
+def _lower_priority() -> None:
+    """In the child, before pytest starts: a lower CPU priority (POSIX; elsewhere nothing changes)."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(10)
 
-    With more than one run, a summary at the end: each part's seconds, exit status and the load
-    average (1 minute) before and after it, and the slowest tests of all the runs."""
+
+def run_part(cmd: list[str], report: Path, log: Path, env: dict) -> int:
+    """One part: its pytest run, its output to ``log``, its JUnit report to ``report``; its exit status."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([*cmd, f"--junitxml={report}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                env=env, preexec_fn=_lower_priority if part_name(cmd) == "unit" and os.name == "posix" else None)
+        try:
+            return proc.wait()
+        except BaseException:
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=30)
+            proc.kill()
+            raise
+
+
+def run_tests(python: str, extra: list[str] = ()) -> int:
+    """Every run of ``test_commands``, each even when one before failed; the first failing exit status (in
+    ``LANES``' order).
+
+    With arguments: one pytest run, its output as it comes. Without: the lanes side by side, each part's output
+    printed whole when it ends; then each part's seconds, exit status and the load average (1 minute) before and
+    after it, the time in all, and the slowest tests of all the runs."""
     import tempfile
+    import threading
     import time
 
     commands = test_commands(python, extra)
     if len(commands) == 1:
         return subprocess.call(commands[0], cwd=ROOT)  # Ctrl+C: KeyboardInterrupt
-    parts, slowest = [], []
+    by_part = {part_name(cmd): cmd for cmd in commands}
+    parts, slowest, printing = {}, [], threading.Lock()
+    started_all = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="course-test-") as scratch:
-        for n, cmd in enumerate(commands):
-            report = Path(scratch) / f"part{n}.xml"
-            load_before, started = _load(), time.monotonic()
-            code = subprocess.call([*cmd, f"--junitxml={report}"], cwd=ROOT)
-            parts.append((part_name(cmd), code, time.monotonic() - started, load_before, _load()))
-            slowest += [(seconds, f"{part_name(cmd)}: {name}") for seconds, name in slowest_tests(report)]
-    print(f"\ntools/course.py test: {sum(p[2] for p in parts):.0f} s in all")
-    for name, code, seconds, before, after in parts:
-        print(f"  {name:<14} {seconds:6.0f} s  exit {code}  (load average {before} before, {after} after)")
+        env = {**os.environ, SHARED_HANDOUTS: str(Path(scratch) / "handouts")}
+
+        def lane(names: tuple[str, ...]) -> None:
+            for name in names:
+                cmd = by_part[name]
+                stem = name.replace("/", "_")
+                report, log = Path(scratch) / f"{stem}.xml", Path(scratch) / f"{stem}.log"
+                load_before, started = _load(), time.monotonic()
+                with printing:
+                    print(f"{name}: started (load average {load_before})", flush=True)
+                try:
+                    code = run_part(cmd, report, log, env)
+                except Exception as exc:  # noqa: BLE001 - a part that cannot start fails, the others go on
+                    log.write_text(f"{name} did not run: {exc}\n")
+                    code = 2
+                seconds = time.monotonic() - started
+                with printing:
+                    parts[name] = (code, seconds, load_before, _load())
+                    slowest.extend((s, f"{name}: {test}") for s, test in slowest_tests(report))
+                    text = log.read_text(errors="replace") if log.exists() else ""
+                    print(f"\n===== {name}: exit {code} after {seconds:.0f} s =====\n{text}", end="", flush=True)
+
+        threads = [threading.Thread(target=lane, args=(names,), daemon=True) for names in LANES]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=1)  # Ctrl+C reaches this thread; the parts' processes get it from the terminal
+    order = [name for names in LANES for name in names]
+    print(f"\ntools/course.py test: {time.monotonic() - started_all:.0f} s in all, lanes side by side "
+          f"({sum(parts[n][1] for n in order if n in parts):.0f} s of parts); each part:")
+    for name in order:
+        code, seconds, before, after = parts.get(name, (2, 0.0, "?", "?"))
+        print(f"  {name:<36} {seconds:6.0f} s  exit {code}  (load average {before} before, {after} after)")
+    print("lanes: " + "; ".join(" then ".join(names) for names in LANES))
     if slowest:
         print(f"the {min(SLOWEST_SHOWN, len(slowest))} slowest tests (setup, call and teardown):")
         for seconds, name in sorted(slowest, reverse=True)[:SLOWEST_SHOWN]:
             print(f"  {seconds:6.1f} s  {name}")
-    return next((code for _, code, *_ in parts if code), 0)
+    return next((parts.get(name, (2,))[0] for name in order if parts.get(name, (2,))[0]), 0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from filelock import FileLock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # lab_server, lab_page, notebook_checks
 
@@ -75,14 +77,25 @@ def built_handouts(request, tmp_path_factory):
     """The offline handouts of every notebook (``tools/handouts.py``), built once for the run: (folder, pages by stem).
 
     Building executes every notebook (about 70 s on two cores): every test that reads the pages shares this one build.
+    ``make test`` runs the screen-reader tests beside the other browser tests, each a pytest run of its own, and names
+    one folder for both in ``MHA_HANDOUTS_SHARED``: the first run to need the pages builds them there, under a lock,
+    and the other waits for that build and reads it.
     """
     sys.path.insert(0, str(REPO / "tools"))
     import handouts
 
-    out = tmp_path_factory.mktemp("handouts")
-    started = time.monotonic()
-    pages = handouts.build(out, log=lambda *_: None)
-    _run(request.config)["handouts_build_s"] = round(time.monotonic() - started, 1)
+    shared = os.environ.get("MHA_HANDOUTS_SHARED")
+    out = Path(shared) if shared else tmp_path_factory.mktemp("handouts")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out) + ".lock"):
+        done = out / "handouts.json"  # written last by handouts.build
+        if shared and done.is_file():
+            pages = json.loads(done.read_text())
+            _run(request.config)["handouts_shared"] = str(out)
+        else:
+            started = time.monotonic()
+            pages = handouts.build(out, log=lambda *_: None)
+            _run(request.config)["handouts_build_s"] = round(time.monotonic() - started, 1)
     return out, {Path(p["file"]).stem: p for p in pages}
 
 
@@ -186,10 +199,19 @@ def readable_table(run: dict) -> list[str]:
     return lines
 
 
+def handouts_line(run: dict) -> str:
+    """Where this run's handouts came from: built here (in how long), the other browser run's build, or none."""
+    if run.get("handouts_build_s") is not None:
+        return f"handouts built once in {run['handouts_build_s']} s"
+    if run.get("handouts_shared"):
+        return f"handouts read from the other browser run's build in {run['handouts_shared']}"
+    return "handouts not needed in this run"
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     run = config.stash.get(RUN_KEY, None)
-    if run and run.get("handouts_build_s") is not None and not (run["results"] or run.get("presenting")):
-        terminalreporter.write_line(f"handouts built once in {run['handouts_build_s']} s")
+    if run and not (run["results"] or run.get("presenting")):
+        terminalreporter.write_line(handouts_line(run))
     if not run or not (run["results"] or run.get("presenting")):
         return
     json_path, md_path, total = write_report(run)
@@ -203,8 +225,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if total is not None:
         over = "  OVER BUDGET" if total > BUDGET_S else ""
         tr.write_line(f"total JupyterLab run (server start to stop) {total:.1f} s (budget {BUDGET_S} s){over}")
-    if run.get("handouts_build_s") is not None:
-        tr.write_line(f"handouts built once in {run['handouts_build_s']} s")
+    tr.write_line(handouts_line(run))
     left = run["cleanup"].get("leftover_processes")
     tr.write_line(f"processes left behind: {left or 'none'}")
     tr.write_line(f"report: {md_path.relative_to(REPO)}, {json_path.relative_to(REPO)}; "

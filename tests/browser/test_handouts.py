@@ -1,8 +1,8 @@
 """Offline handouts (``make handouts``) open in Chromium with the network cut off.
 
 The handouts of every notebook are built once into a temporary folder, for the whole run (``conftest.built_handouts``). Each page is then
-opened from disk with every request that is not a local file aborted, and the test reads
-from the page: every figure drawn by plotly.js, every formula typeset by MathJax (no raw
+opened from disk, once for the checks below that read it as it loads (``loaded``), with every request that is not a
+local file aborted, and the tests read from the page: every figure drawn by plotly.js, every formula typeset by MathJax (no raw
 TeX left), no request that left the machine or missed a file (the AMS font of 03 among
 them); every figure named and described in Chromium's accessibility tree with the numbers
 ``mha_classroom.describe`` reads from it; one quick-check question answered wrong and
@@ -22,6 +22,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -95,6 +96,58 @@ def open_page(context, path: Path, width: int | None = None):
     return page
 
 
+@pytest.fixture(scope="module")
+def loaded(built, offline_browser):
+    """``load(stem)``: the page of ``stem`` opened once, with the requests it sent outside and the files it missed.
+
+    The checks of one page (offline render, accessibility tree, saving, a question, axe) read the same load, one
+    after another (``STEM`` groups them by page): each page costs one load, not five. The requests are recorded
+    by the page itself, so each check asserts on everything the page asked for since it was opened.
+    """
+    out, _ = built
+    context, _ = offline_browser
+    held: dict[str, Loaded] = {}
+
+    def load(stem: str) -> Loaded:
+        if stem not in held:
+            for old in held.values():
+                old.page.close()
+            held.clear()
+            outside, missing = [], []
+            page = context.new_page()
+
+            def only_local(route):
+                if route.request.url.startswith(("file://", "data:", "blob:")):
+                    route.continue_()
+                else:
+                    outside.append(route.request.url)
+                    route.abort()
+
+            page.route("**/*", only_local)
+            page.on("requestfailed", lambda r: r.url.startswith("file://") and missing.append(r.url))
+            name = handouts.SUMMARY_PAGE if stem == "summary" else f"{stem}.html"
+            page.goto((out / name).as_uri(), wait_until="load")
+            # MathJax typesets after load; it leaves its queue empty and every math span done.
+            page.wait_for_function(TYPESET, timeout=60_000)
+            page.wait_for_function(DRAWN, timeout=60_000)
+            held[stem] = Loaded(page, outside, missing)
+        return held[stem]
+
+    yield load
+    for old in held.values():
+        old.page.close()
+
+
+class Loaded(NamedTuple):
+    page: object
+    outside: list
+    missing: list
+
+
+#: The pages' stems, as one parameter for the whole module: pytest runs every check of one page before the next page.
+STEM = pytest.mark.parametrize("stem", PAGES, scope="module")
+
+
 def test_the_index_links_every_page(built):
     out, pages = built
     index = (out / "index.html").read_text()
@@ -119,41 +172,29 @@ def test_every_page_links_its_neighbours_and_the_index(built):
         assert all((out / h).is_file() for h in hrefs)
 
 
-@pytest.mark.parametrize("stem", PAGES)
-def test_handout_renders_offline(stem, built, offline_browser):
-    out, pages = built
-    context, outside = offline_browser
-    outside.clear()
-    missing = []
-    page = context.new_page()
-    page.on("requestfailed", lambda r: r.url.startswith("file://") and missing.append(r.url))
-    try:
-        page.goto((out / f"{stem}.html").as_uri(), wait_until="load")
-        # MathJax typesets after load; it leaves its queue empty and every math span done.
-        page.wait_for_function(TYPESET, timeout=60_000)
-        page.wait_for_function(DRAWN, timeout=60_000)
-        plots = page.evaluate(
-            "() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(p => (p.data || []).length)"
-        )
-        assert len(plots) == pages[stem]["figures"], f"{stem}: {len(plots)} figures drawn, {pages[stem]['figures']} in the notebook"
-        assert all(n > 0 for n in plots), f"{stem}: a figure was drawn without traces: {plots}"
-        maths = page.evaluate("() => document.querySelectorAll('.MathJax, .MathJax_Display').length")
-        raw_tex = page.evaluate(
-            r"""() => Array.from(document.querySelectorAll('.jp-MarkdownOutput'))
-                  .map(e => e.innerText).filter(t => /\$[^$\s][^$]*\$/.test(t)).length"""
-        )
-        if handouts_markdown_has_maths(stem):
-            assert maths > 0, f"{stem}: the notebook has maths but none was typeset"
-        assert raw_tex == 0, f"{stem}: {raw_tex} markdown cells still show raw $...$ TeX"
-        if stem[:2] != "00" or "quick_check" in (REPO / "notebooks" / f"{stem}.ipynb").read_text():
-            folded = page.evaluate("() => document.querySelectorAll('.mha-handout-quiz details').length")
-            opened = page.evaluate("() => Array.from(document.querySelectorAll('.mha-handout-quiz details')).filter(d => d.open).length")
-            assert folded > 0 and opened == 0, f"{stem}: quick-check answers must be folded away ({folded} found, {opened} open)"
-        shots = ARTIFACTS
-        shots.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(shots / f"handout_{stem}.png"), full_page=False)
-    finally:
-        page.close()
+@STEM
+def test_handout_renders_offline(stem, built, loaded):
+    _, pages = built
+    page, outside, missing = loaded(stem)
+    plots = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(p => (p.data || []).length)"
+    )
+    assert len(plots) == pages[stem]["figures"], f"{stem}: {len(plots)} figures drawn, {pages[stem]['figures']} in the notebook"
+    assert all(n > 0 for n in plots), f"{stem}: a figure was drawn without traces: {plots}"
+    maths = page.evaluate("() => document.querySelectorAll('.MathJax, .MathJax_Display').length")
+    raw_tex = page.evaluate(
+        r"""() => Array.from(document.querySelectorAll('.jp-MarkdownOutput'))
+              .map(e => e.innerText).filter(t => /\$[^$\s][^$]*\$/.test(t)).length"""
+    )
+    if handouts_markdown_has_maths(stem):
+        assert maths > 0, f"{stem}: the notebook has maths but none was typeset"
+    assert raw_tex == 0, f"{stem}: {raw_tex} markdown cells still show raw $...$ TeX"
+    if stem[:2] != "00" or "quick_check" in (REPO / "notebooks" / f"{stem}.ipynb").read_text():
+        folded = page.evaluate("() => document.querySelectorAll('.mha-handout-quiz details').length")
+        opened = page.evaluate("() => Array.from(document.querySelectorAll('.mha-handout-quiz details')).filter(d => d.open).length")
+        assert folded > 0 and opened == 0, f"{stem}: quick-check answers must be folded away ({folded} found, {opened} open)"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"handout_{stem}.png"), full_page=False)
     assert outside == [], f"{stem}: the page asked the network for {outside}"
     assert missing == [], f"{stem}: the page asked for files the build did not ship: {missing}"
 
@@ -171,21 +212,18 @@ def _flat(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("`", "")).strip()
 
 
-@pytest.mark.parametrize("stem", PAGES)
-def test_every_figure_has_a_name_and_its_numbers_in_the_accessibility_tree(stem, built, offline_browser):
+@STEM
+def test_every_figure_has_a_name_and_its_numbers_in_the_accessibility_tree(stem, built, offline_browser, loaded):
     from mha_classroom.describe import in_words
 
-    out, pages = built
+    _, pages = built
     context, _ = offline_browser
-    page = open_page(context, out / f"{stem}.html")
-    try:
-        specs = page.evaluate("() => Array.from(document.querySelectorAll('figure.mha-figure script.mha-figure-data'))"
-                              ".map(s => JSON.parse(s.textContent))")
-        cdp = context.new_cdp_session(page)
-        nodes = cdp.send("Accessibility.getFullAXTree")["nodes"]
-        cdp.detach()
-    finally:
-        page.close()
+    page = loaded(stem).page
+    specs = page.evaluate("() => Array.from(document.querySelectorAll('figure.mha-figure script.mha-figure-data'))"
+                          ".map(s => JSON.parse(s.textContent))")
+    cdp = context.new_cdp_session(page)
+    nodes = cdp.send("Accessibility.getFullAXTree")["nodes"]
+    cdp.detach()
     images = [n for n in nodes if (n.get("role") or {}).get("value") == "image" and not n.get("ignored")]
     assert len(specs) == pages[stem]["figures"]
     assert len(images) == len(specs), f"{stem}: {len(images)} images in the accessibility tree, {len(specs)} figures"
@@ -205,38 +243,33 @@ def test_every_figure_has_a_name_and_its_numbers_in_the_accessibility_tree(stem,
 # --------------------------------------------------------------------------- saving a figure
 
 
-@pytest.mark.parametrize("stem", PAGES)
-def test_every_figure_saves_as_png_and_svg_offline(stem, built, offline_browser, tmp_path):
+@STEM
+def test_every_figure_saves_as_png_and_svg_offline(stem, built, loaded, tmp_path):
     """Each figure has its two buttons (``save.js``), under the plot and outside its image; the first
     figure's buttons download a real PNG and SVG with the network cut off, named after the figure."""
     from mha_classroom.describe import in_words
 
-    out, pages = built
-    context, outside = offline_browser
-    outside.clear()
-    page = open_page(context, out / f"{stem}.html")
-    try:
-        rows = page.evaluate("""() => Array.from(document.querySelectorAll('figure.mha-figure')).map(f => {
-            const row = f.querySelector(':scope > .mha-save'), plot = f.querySelector('.mha-plot');
-            return {buttons: row ? Array.from(row.querySelectorAll('button')).map(b => b.textContent) : [],
-                    after_plot: !!row && plot.nextElementSibling === row, inside_image: !!plot.querySelector('.mha-save')};
-        })""")
-        assert len(rows) == pages[stem]["figures"]
-        for i, row in enumerate(rows, start=1):
-            assert row == {"buttons": ["Save as PNG", "Save as SVG"], "after_plot": True, "inside_image": False}, (
-                f"{stem}: figure {i}: {row}")
-        if not rows:
-            return
-        spec = page.evaluate("() => JSON.parse(document.querySelector('figure.mha-figure script.mha-figure-data').textContent)")
-        saved = {}
-        for fmt in ("png", "svg"):
-            with page.expect_download(timeout=30_000) as info:
-                page.locator(f"figure.mha-figure >> nth=0 >> .mha-save-button[data-format='{fmt}']").click()
-            target = tmp_path / f"figure.{fmt}"
-            info.value.save_as(target)
-            saved[fmt] = (info.value.suggested_filename, target.read_bytes())
-    finally:
-        page.close()
+    _, pages = built
+    page, outside, _ = loaded(stem)
+    rows = page.evaluate("""() => Array.from(document.querySelectorAll('figure.mha-figure')).map(f => {
+        const row = f.querySelector(':scope > .mha-save'), plot = f.querySelector('.mha-plot');
+        return {buttons: row ? Array.from(row.querySelectorAll('button')).map(b => b.textContent) : [],
+                after_plot: !!row && plot.nextElementSibling === row, inside_image: !!plot.querySelector('.mha-save')};
+    })""")
+    assert len(rows) == pages[stem]["figures"]
+    for i, row in enumerate(rows, start=1):
+        assert row == {"buttons": ["Save as PNG", "Save as SVG"], "after_plot": True, "inside_image": False}, (
+            f"{stem}: figure {i}: {row}")
+    if not rows:
+        return
+    spec = page.evaluate("() => JSON.parse(document.querySelector('figure.mha-figure script.mha-figure-data').textContent)")
+    saved = {}
+    for fmt in ("png", "svg"):
+        with page.expect_download(timeout=30_000) as info:
+            page.locator(f"figure.mha-figure >> nth=0 >> .mha-save-button[data-format='{fmt}']").click()
+        target = tmp_path / f"figure.{fmt}"
+        info.value.save_as(target)
+        saved[fmt] = (info.value.suggested_filename, target.read_bytes())
     assert outside == [], f"{stem}: saving asked the network for {outside}"
     name, png = saved["png"]
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000, f"{stem}: {name}: not a PNG image ({len(png)} bytes)"
@@ -250,34 +283,29 @@ def test_every_figure_saves_as_png_and_svg_offline(stem, built, offline_browser,
 # --------------------------------------------------------------------------- quick checks
 
 
-@pytest.mark.parametrize("stem", PAGES)
-def test_one_question_per_page_answered_wrong_then_right(stem, built, offline_browser):
+@STEM
+def test_one_question_per_page_answered_wrong_then_right(stem, loaded):
     from mha_classroom.quiz.bank import default_bank
 
-    out, _ = built
-    context, _ = offline_browser
-    page = open_page(context, out / f"{stem}.html")
-    try:
-        page.evaluate("() => localStorage.clear()")
-        q_id = page.evaluate("() => { const b = document.querySelector('.mha-quiz-question input.mha-quiz-choice');"
-                             " return b && b.closest('.mha-quiz-question').id.slice(2); }")
-        assert q_id, f"{stem}: no choice question in the page's quick check"
-        q = default_bank().question(q_id)
-        box = page.locator(f"[id='q-{q_id}']")
-        right = q.correct_indices
-        wrong = next(i for i in range(len(q.options)) if i not in right)
-        box.locator(f"input[value='{wrong}']").check()
-        box.locator("button.mha-quiz-check").click()
-        feedback = box.locator(".mha-quiz-feedback").inner_text()
-        assert "Not quite" in feedback and _flat(q.options[wrong].feedback) in _flat(feedback), f"{stem}: {feedback!r}"
-        box.locator(f"input[value='{wrong}']").uncheck() if q.kind == "multi" else None
-        for i in right:
-            box.locator(f"input[value='{i}']").check()
-        box.locator("button.mha-quiz-check").click()
-        assert box.locator(".mha-quiz-feedback").inner_text().lstrip("✓ ").startswith("Correct"), stem
-        page.evaluate("() => localStorage.clear()")
-    finally:
-        page.close()
+    page = loaded(stem).page
+    page.evaluate("() => localStorage.clear()")
+    q_id = page.evaluate("() => { const b = document.querySelector('.mha-quiz-question input.mha-quiz-choice');"
+                         " return b && b.closest('.mha-quiz-question').id.slice(2); }")
+    assert q_id, f"{stem}: no choice question in the page's quick check"
+    q = default_bank().question(q_id)
+    box = page.locator(f"[id='q-{q_id}']")
+    right = q.correct_indices
+    wrong = next(i for i in range(len(q.options)) if i not in right)
+    box.locator(f"input[value='{wrong}']").check()
+    box.locator("button.mha-quiz-check").click()
+    feedback = box.locator(".mha-quiz-feedback").inner_text()
+    assert "Not quite" in feedback and _flat(q.options[wrong].feedback) in _flat(feedback), f"{stem}: {feedback!r}"
+    box.locator(f"input[value='{wrong}']").uncheck() if q.kind == "multi" else None
+    for i in right:
+        box.locator(f"input[value='{i}']").check()
+    box.locator("button.mha-quiz-check").click()
+    assert box.locator(".mha-quiz-feedback").inner_text().lstrip("✓ ").startswith("Correct"), stem
+    page.evaluate("() => localStorage.clear()")
 
 
 # --------------------------------------------------------------------------- accessibility rules
@@ -290,18 +318,14 @@ def axe_source():
     return AXE_JS.read_text()
 
 
-@pytest.mark.parametrize("stem", PAGES + ["index", "summary"])
-def test_axe_finds_no_wcag_violation(stem, built, offline_browser, axe_source):
-    out, _ = built
-    context, _ = offline_browser
-    page = open_page(context, out / f"{stem}.html")
-    try:
-        page.add_script_tag(content=axe_source)
-        violations = page.evaluate(
-            """async (tags) => (await axe.run(document, {runOnly: {type: 'tag', values: tags}})).violations
-                 .map(v => ({id: v.id, nodes: v.nodes.length, first: v.nodes[0].target.join(' ')}))""", AXE_TAGS)
-    finally:
-        page.close()
+@pytest.mark.parametrize("stem", PAGES + ["index", "summary"], scope="module")
+def test_axe_finds_no_wcag_violation(stem, loaded, axe_source):
+    """axe on each page as the checks above leave it (a question answered, its feedback shown)."""
+    page = loaded(stem).page
+    page.add_script_tag(content=axe_source)
+    violations = page.evaluate(
+        """async (tags) => (await axe.run(document, {runOnly: {type: 'tag', values: tags}})).violations
+             .map(v => ({id: v.id, nodes: v.nodes.length, first: v.nodes[0].target.join(' ')}))""", AXE_TAGS)
     assert violations == [], f"{stem}: {violations}"
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 sys.path.insert(0, str(DEPLOY))
-from learner_limits import mounts_under, unmount_under  # noqa: E402 - the cleanup below, and test_hub_disk
+from learner_limits import mounts_under, port_holders, unmount_under  # noqa: E402 - the cleanup below, and test_hub_disk
 START = DEPLOY / "start.sh"
 HUB_PYTHON = DEPLOY / ".venv-hub" / "bin" / "python"
 PROXY = DEPLOY / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -255,7 +255,13 @@ class Hub:
         return sorted(set(found))
 
     def our_ports_listening(self) -> set[int]:
-        return {self.port, self.proxy_api_port, self.api_port, self.poll_port} & listening_ports()
+        """This hub's port numbers that one of its processes listens on (``our_processes``, or a holder not found).
+
+        The numbers were only free when the hub was made: while other tests run beside this one (``make test``
+        runs its parts side by side), any process may be given one once the hub has let it go."""
+        ours = {int(line.split()[0]) for line in self.our_processes() if line.split()[0].isdigit()}
+        return {port for port in {self.port, self.proxy_api_port, self.api_port, self.poll_port} & listening_ports()
+                if any(h["pid"] is None or h["pid"] in ours for h in port_holders(port))}
 
     # ----------------------------------------------------------------- the poll, where kernels reach it
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hubctl import CAROL, RUNTIME_ROOT, listening_ports, new_hub, uid_of
+from hubctl import CAROL, RUNTIME_ROOT, new_hub, uid_of
 
 pytestmark = pytest.mark.hub
 
@@ -71,7 +71,7 @@ def test_an_unsafe_setting_refuses_to_start_and_names_the_fix(hub_cleanup, hub_t
     done = hub.run_to_exit()
     assert done.returncode != 0
     assert all(word in done.stderr + done.stdout for word in named), (done.stderr + done.stdout)[-800:]
-    assert hub.port not in listening_ports()
+    assert not hub.our_ports_listening()
 
 
 def test_a_learner_cannot_make_or_plant_in_the_runtime_root(class_hub, tokens):

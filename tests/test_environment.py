@@ -544,29 +544,31 @@ def test_the_readme_layout_names_every_module_and_folder_of_the_package():
 
 
 def test_the_test_command_runs_every_test_once_one_run_per_part_in_lanes():
-    """The unit tests on every core; the browser, screen-reader, hub and cluster tests each a run of their own;
-    every part in exactly one lane: together every test, each once."""
+    """The unit tests on every core; the browser (JupyterLab, handouts, screen reader), hub and cluster tests each a
+    run of their own; every part in exactly one lane, and every test file in exactly one part."""
     commands = course.test_commands("PY")
-    by_part = {course.part_name(cmd): cmd for cmd in commands}
     assert [name for lane in course.LANES for name in lane] == [course.part_name(cmd) for cmd in commands]
-    assert sorted(by_part) == sorted(["unit", *course.MACHINE_TESTS]), "each part once, in one lane"
-    unit = by_part["unit"]
-    assert unit[:5] == ["PY", "-m", "pytest", "-n", "auto"]
-    ignored = {arg.split("=", 1)[1] for arg in unit if arg.startswith("--ignore=")}
-    assert ignored == {"tests/browser", "tests/hub", "tests/cluster"}  # the screen reader's file is under tests/browser
-    browser = by_part["tests/browser"]
-    assert "tests/browser" in browser and f"--ignore={course.SCREEN_READER}" in browser  # Orca runs on its own
-    for part in ("tests/hub", "tests/cluster", course.SCREEN_READER):
-        assert [arg for arg in by_part[part] if arg.startswith("tests/")] == [part]
+    assert sorted(course.part_name(cmd) for cmd in commands) == sorted(course.PARTS), "each part once, in one lane"
+    by_part = {course.part_name(cmd): cmd for cmd in commands}
+    assert by_part["unit"][:6] == ["PY", "-m", "pytest", "--durations=15", "-n", "auto"]
     assert all("-n" not in cmd for part, cmd in by_part.items() if part != "unit")  # one JupyterLab, one hub per run
     assert all(any(arg.startswith("--durations=") for arg in cmd) for cmd in commands)  # the slowest, named
+    # Every test file in exactly one part: its folder or file named, and not ignored there.
+    def runs(part: list[str], path: str) -> bool:
+        named = [a for a in part if a.startswith("tests")] or ["tests"]
+        ignored = [a.split("=", 1)[1] for a in part if a.startswith("--ignore=")]
+        inside = lambda base: path == base or path.startswith(base + "/")  # noqa: E731
+        return any(inside(n) for n in named) and not any(inside(i) for i in ignored)
+    for path in sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")
+                       if "node_modules" not in p.parts):
+        parts = [name for name, part in course.PARTS.items() if runs(part, path)]
+        assert len(parts) == 1, f"{path} runs in {parts}"
     # Parts that share accounts (the hub and the cluster) share a lane: one after the other, never at once.
     lane_of = {name: n for n, lane in enumerate(course.LANES) for name in lane}
-    assert lane_of["tests/hub"] == lane_of["tests/cluster"]
-    folders = {p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")}
-    assert {f for f in folders if f != "tests"} <= set(course.MACHINE_TESTS), "a test folder no run covers"
+    assert lane_of["hub"] == lane_of["cluster"]
     # With arguments, one pytest run with exactly them (pytest's own selection applies).
     assert course.test_commands("PY", ["-k", "parity"]) == [["PY", "-m", "pytest", "-k", "parity"]]
+    assert course.part_name(["PY", "-m", "pytest", "-k", "parity"]) == "pytest"
 
 
 def _fake_run(codes, seconds):
@@ -584,21 +586,23 @@ def _fake_run(codes, seconds):
 
 def test_the_test_command_fails_if_any_run_failed_and_prints_each_parts_output_time_and_the_slowest_tests(
         monkeypatch, capsys):
-    seconds = {"unit": 1.5, "tests/browser": 9.25, course.SCREEN_READER: 4.0, "tests/hub": 3.0, "tests/cluster": 0.5}
+    seconds = {"unit": 1.5, "browser: JupyterLab": 9.25, "browser: handouts": 2.0, "browser: screen reader": 4.0,
+               "hub": 3.0, "cluster": 0.5}
+    assert sorted(seconds) == sorted(course.PARTS)
     codes = dict.fromkeys(seconds, 0)
-    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "tests/browser": 1}, seconds))
+    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "browser: JupyterLab": 1}, seconds))
     assert course.run_tests("PY") == 1
     out = capsys.readouterr().out
     for part in seconds:
-        code = 1 if part == "tests/browser" else 0
+        code = 1 if part == "browser: JupyterLab" else 0
         assert re.search(rf"^  {re.escape(part)} +\d+ s  exit {code}  \(load average", out, re.M), out
         assert f"output of {part}" in out and f"===== {part}: exit {code}" in out
     assert re.search(r"^tools/course.py test: \d+ s in all, lanes side by side", out, re.M), out
     slowest = out.split("slowest tests")[1].splitlines()[1:]
-    assert [line.split()[0] for line in slowest] == ["9.2", "4.0", "3.0", "1.5", "0.5"], out  # slowest first
-    assert "tests/browser: tests/browser::test_slow" in slowest[0]
+    assert [line.split()[0] for line in slowest] == ["9.2", "4.0", "3.0", "2.0", "1.5", "0.5"], out  # slowest first
+    assert "browser: JupyterLab: browser: JupyterLab::test_slow" in slowest[0]
     # The first failure in the lanes' order decides the exit status.
-    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "tests/hub": 3, "unit": 2}, seconds))
+    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "hub": 3, "unit": 2}, seconds))
     assert course.run_tests("PY") == 3
     monkeypatch.setattr(course, "run_part", lambda cmd, report, log, env: 0)  # no report: no list, no failure
     assert course.run_tests("PY") == 0
@@ -607,14 +611,14 @@ def test_the_test_command_fails_if_any_run_failed_and_prints_each_parts_output_t
 
 def test_a_part_that_cannot_start_fails_and_the_others_still_run(monkeypatch, capsys):
     def run(cmd, report, log, env):
-        if course.part_name(cmd) == "tests/hub":
+        if course.part_name(cmd) == "hub":
             raise OSError("no such interpreter")
         return 0
     monkeypatch.setattr(course, "run_part", run)
     assert course.run_tests("PY") == 2
     out = capsys.readouterr().out
-    assert "tests/hub did not run: no such interpreter" in out
-    assert re.search(r"^  tests/cluster +\d+ s  exit 0", out, re.M), out
+    assert "hub did not run: no such interpreter" in out
+    assert re.search(r"^  cluster +\d+ s  exit 0", out, re.M), out
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the lower priority is POSIX's nice")
@@ -622,10 +626,10 @@ def test_a_part_runs_with_its_output_in_its_log_and_the_unit_tests_at_a_lower_pr
     log, report = tmp_path / "part.log", tmp_path / "part.xml"
     script = "import os, sys; print('niceness', os.nice(0)); sys.exit(3)"
     base = os.nice(0)
-    unit_like = [sys.executable, "-c", script, "--ignore=tests/browser"]
+    unit_like = [sys.executable, "-c", script, *course.PARTS["unit"]]
     assert course.part_name(unit_like) == "unit"
     assert course.run_part(unit_like, report, log, dict(os.environ)) == 3
     assert log.read_text().split() == ["niceness", str(min(base + 10, 19))]
-    other = [sys.executable, "-c", script, "tests/hub"]
+    other = [sys.executable, "-c", script, *course.PARTS["hub"]]
     assert course.run_part(other, report, log, dict(os.environ)) == 3
     assert log.read_text().split() == ["niceness", str(base)]

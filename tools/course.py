@@ -34,6 +34,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -208,14 +209,24 @@ def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = No
     return cmd + list(extra)
 
 
-#: The tests that start JupyterLab and Chromium, Orca, the class hub and the simulated cluster: each a pytest run
-#: of its own (one JupyterLab and one Chromium per browser run, one hub at a time), and no part of the unit run.
+#: The parts of ``test``, each a pytest run of its own: its name and its arguments. The browser, screen-reader, hub
+#: and cluster tests start JupyterLab and Chromium, Orca, the class hub and the simulated cluster (one of each per
+#: run); the unit tests are everything else, on every core (pytest-xdist).
+HANDOUT_TESTS = ("tests/browser/test_handouts.py", "tests/browser/test_handout_quiz.py")
 SCREEN_READER = "tests/browser/test_screen_reader.py"
-MACHINE_TESTS = ("tests/browser", SCREEN_READER, "tests/hub", "tests/cluster")
+PARTS = {
+    "unit": ["-n", "auto", "--ignore=tests/browser", "--ignore=tests/hub", "--ignore=tests/cluster"],
+    "browser: JupyterLab": ["tests/browser", *(f"--ignore={path}" for path in (*HANDOUT_TESTS, SCREEN_READER))],
+    "browser: handouts": list(HANDOUT_TESTS),
+    "browser: screen reader": [SCREEN_READER],
+    "hub": ["tests/hub"],
+    "cluster": ["tests/cluster"],
+}
 #: How ``test`` runs its parts: the parts of a lane one after another, the lanes side by side. On two cores this is
 #: what keeps both busy: the browser tests wait on pages, Orca on speech, the hub and the cluster on servers and
-#: accounts, and the unit tests (at a lower priority: ``nice``) fill the cores whenever the others wait.
-LANES = (("tests/browser",), ("tests/hub", "tests/cluster", SCREEN_READER), ("unit",))
+#: accounts, and the unit tests (at a lower priority: ``nice``) fill the cores whenever the others wait. The hub
+#: and the cluster share the machine's accounts: one lane, one after the other.
+LANES = (("browser: JupyterLab",), ("browser: handouts", "browser: screen reader"), ("hub", "cluster"), ("unit",))
 #: How many of the slowest tests, over every run, the summary at the end names.
 SLOWEST_SHOWN = 12
 #: Set for every part: the handouts' one build, shared by the browser runs (tests/browser/conftest.py).
@@ -223,23 +234,17 @@ SHARED_HANDOUTS = "MHA_HANDOUTS_SHARED"
 
 
 def test_commands(python: str, extra: list[str] = ()) -> list[list[str]]:
-    """The pytest runs of ``test``: with arguments, one run with them; without, one run per part, in ``LANES``'
-    order: the unit tests on every core (pytest-xdist), and each of ``MACHINE_TESTS``. Each prints its slowest tests."""
+    """The pytest runs of ``test``: with arguments, one run with them; without, one run per part of ``PARTS``, in
+    ``LANES``' order. Each prints its slowest tests."""
     if extra:
         return [[str(python), "-m", "pytest", *extra]]
-    commands = {
-        "unit": [str(python), "-m", "pytest", "-n", "auto", "--durations=15",
-                 *(f"--ignore={path}" for path in MACHINE_TESTS if path != SCREEN_READER)],
-        "tests/browser": [str(python), "-m", "pytest", "--durations=15", "tests/browser", f"--ignore={SCREEN_READER}"],
-    }
-    return [commands.get(part) or [str(python), "-m", "pytest", "--durations=15", part]
-            for lane in LANES for part in lane]
+    return [[str(python), "-m", "pytest", "--durations=15", *PARTS[name]] for lane in LANES for name in lane]
 
 
 def part_name(cmd: list[str]) -> str:
-    """``unit`` for the run that ignores the machine tests, else what it runs (``tests/browser``)."""
-    runs = [arg for arg in cmd if arg in MACHINE_TESTS]
-    return runs[0] if len(runs) == 1 else "unit" if any(a.startswith("--ignore=") for a in cmd) else "pytest"
+    """The name in ``PARTS`` of the run ``cmd`` (``pytest`` for a run with other arguments)."""
+    args = [arg for arg in cmd[3:] if not arg.startswith(("--durations=", "--junitxml="))]
+    return next((name for name, part in PARTS.items() if args == part), "pytest")
 
 
 def slowest_tests(junit_xml: Path) -> list[tuple[float, str]]:
@@ -302,7 +307,7 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
         def lane(names: tuple[str, ...]) -> None:
             for name in names:
                 cmd = by_part[name]
-                stem = name.replace("/", "_")
+                stem = re.sub(r"\W+", "_", name)
                 report, log = Path(scratch) / f"{stem}.xml", Path(scratch) / f"{stem}.log"
                 load_before, started = _load(), time.monotonic()
                 with printing:
@@ -330,7 +335,7 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
           f"({sum(parts[n][1] for n in order if n in parts):.0f} s of parts); each part:")
     for name in order:
         code, seconds, before, after = parts.get(name, (2, 0.0, "?", "?"))
-        print(f"  {name:<36} {seconds:6.0f} s  exit {code}  (load average {before} before, {after} after)")
+        print(f"  {name:<24} {seconds:6.0f} s  exit {code}  (load average {before} before, {after} after)")
     print("lanes: " + "; ".join(" then ".join(names) for names in LANES))
     if slowest:
         print(f"the {min(SLOWEST_SHOWN, len(slowest))} slowest tests (setup, call and teardown):")

@@ -544,8 +544,8 @@ def test_the_readme_layout_names_every_module_and_folder_of_the_package():
 
 
 def test_the_test_command_runs_every_test_once_one_run_per_part_in_lanes():
-    """The unit tests on every core; the browser (JupyterLab, handouts, screen reader), hub and cluster tests each a
-    run of their own; every part in exactly one lane, and every test file in exactly one part."""
+    """The unit tests on every core; the browser, screen-reader, hub and cluster tests each a run of their own;
+    every part in exactly one lane, and every test file in exactly one part."""
     commands = course.test_commands("PY")
     assert [name for lane in course.LANES for name in lane] == [course.part_name(cmd) for cmd in commands]
     assert sorted(course.part_name(cmd) for cmd in commands) == sorted(course.PARTS), "each part once, in one lane"
@@ -586,21 +586,20 @@ def _fake_run(codes, seconds):
 
 def test_the_test_command_fails_if_any_run_failed_and_prints_each_parts_output_time_and_the_slowest_tests(
         monkeypatch, capsys):
-    seconds = {"unit": 1.5, "browser: JupyterLab": 9.25, "browser: handouts": 2.0, "browser: screen reader": 4.0,
-               "hub": 3.0, "cluster": 0.5}
+    seconds = {"unit": 1.5, "browser": 9.25, "screen reader": 4.0, "hub": 3.0, "cluster": 0.5}
     assert sorted(seconds) == sorted(course.PARTS)
     codes = dict.fromkeys(seconds, 0)
-    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "browser: JupyterLab": 1}, seconds))
+    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "browser": 1}, seconds))
     assert course.run_tests("PY") == 1
     out = capsys.readouterr().out
     for part in seconds:
-        code = 1 if part == "browser: JupyterLab" else 0
+        code = 1 if part == "browser" else 0
         assert re.search(rf"^  {re.escape(part)} +\d+ s  exit {code}  \(load average", out, re.M), out
         assert f"output of {part}" in out and f"===== {part}: exit {code}" in out
     assert re.search(r"^tools/course.py test: \d+ s in all, lanes side by side", out, re.M), out
     slowest = out.split("slowest tests")[1].splitlines()[1:]
-    assert [line.split()[0] for line in slowest] == ["9.2", "4.0", "3.0", "2.0", "1.5", "0.5"], out  # slowest first
-    assert "browser: JupyterLab: browser: JupyterLab::test_slow" in slowest[0]
+    assert [line.split()[0] for line in slowest] == ["9.2", "4.0", "3.0", "1.5", "0.5"], out  # slowest first
+    assert "browser: browser::test_slow" in slowest[0]
     # The first failure in the lanes' order decides the exit status.
     monkeypatch.setattr(course, "run_part", _fake_run({**codes, "hub": 3, "unit": 2}, seconds))
     assert course.run_tests("PY") == 3

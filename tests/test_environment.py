@@ -563,9 +563,9 @@ def test_the_test_command_runs_every_test_once_one_run_per_part_in_lanes():
                        if "node_modules" not in p.parts):
         parts = [name for name, part in course.PARTS.items() if runs(part, path)]
         assert len(parts) == 1, f"{path} runs in {parts}"
-    # Parts that share accounts (the hub and the cluster) share a lane: one after the other, never at once.
-    lane_of = {name: n for n, lane in enumerate(course.LANES) for name in lane}
-    assert lane_of["hub"] == lane_of["cluster"]
+    # The hub and the cluster share accounts: one lane, one after the other; and they run alone, in the last stage.
+    assert course.STAGES[-1] == (("hub", "cluster"),)
+    assert course.LANES == tuple(lane for stage in course.STAGES for lane in stage)
     # With arguments, one pytest run with exactly them (pytest's own selection applies).
     assert course.test_commands("PY", ["-k", "parity"]) == [["PY", "-m", "pytest", "-k", "parity"]]
     assert course.part_name(["PY", "-m", "pytest", "-k", "parity"]) == "pytest"
@@ -601,8 +601,8 @@ def test_the_test_command_fails_if_any_run_failed_and_prints_each_parts_output_t
     assert [line.split()[0] for line in slowest] == ["9.2", "4.0", "3.0", "1.5", "0.5"], out  # slowest first
     assert "browser: browser::test_slow" in slowest[0]
     # The first failure in the lanes' order decides the exit status.
-    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "hub": 3, "unit": 2}, seconds))
-    assert course.run_tests("PY") == 3
+    monkeypatch.setattr(course, "run_part", _fake_run({**codes, "hub": 3, "unit": 2, "screen reader": 4}, seconds))
+    assert course.run_tests("PY") == 4  # the screen reader's lane comes before the unit tests' and the hub's
     monkeypatch.setattr(course, "run_part", lambda cmd, report, log, env: 0)  # no report: no list, no failure
     assert course.run_tests("PY") == 0
     assert "slowest" not in capsys.readouterr().out.split("in all")[-1]

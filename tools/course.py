@@ -275,8 +275,9 @@ def _lower_priority() -> None:
 def run_part(cmd: list[str], report: Path, log: Path, env: dict) -> int:
     """One part: its pytest run, its output to ``log``, its JUnit report to ``report``; its exit status."""
     with open(log, "wb") as out:
+        lower = part_name(cmd) == "unit" and os.name == "posix"
         proc = subprocess.Popen([*cmd, f"--junitxml={report}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                env=env, preexec_fn=_lower_priority if part_name(cmd) == "unit" and os.name == "posix" else None)
+                                env=env, preexec_fn=_lower_priority if lower else None)
         try:
             return proc.wait()
         except BaseException:
@@ -291,9 +292,9 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
     """Every run of ``test_commands``, each even when one before failed; the first failing exit status (in
     ``LANES``' order).
 
-    With arguments: one pytest run, its output as it comes. Without: the stages in turn, a stage's lanes side by side, each part's output
-    printed whole when it ends; then each part's seconds, exit status and the load average (1 minute) before and
-    after it, the time in all, and the slowest tests of all the runs."""
+    With arguments: one pytest run, its output as it comes. Without: the stages in turn, a stage's lanes side by
+    side, each part's output printed whole when it ends; then each part's seconds, exit status and the load average
+    (1 minute) before and after it, the time in all, and the slowest tests of all the runs."""
     import tempfile
     import threading
     import time
@@ -345,7 +346,8 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
         print(f"the {min(SLOWEST_SHOWN, len(slowest))} slowest tests (setup, call and teardown):")
         for seconds, name in sorted(slowest, reverse=True)[:SLOWEST_SHOWN]:
             print(f"  {seconds:6.1f} s  {name}")
-    return next((parts.get(name, (2,))[0] for name in order if parts.get(name, (2,))[0]), 0)
+    codes = [parts.get(name, (2,))[0] for name in order]  # a part that never ended counts as failed
+    return next((code for code in codes if code), 0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,8 +33,10 @@ if _sys.argv[:1] == ["-m"]:
     # `python -m mha_classroom.quiz` is starting (Python sets argv[0] to "-m" while it locates the
     # module): a Ctrl-C from here until the quiz runs ends the program quietly with status 130.
     # The terminal runner's main() puts Python's own handler back.
+    # The C module, loaded with the interpreter: `import signal` builds its enums first, long enough for a
+    # Ctrl-C to land before the handler is set.
+    import _signal
     import os as _os
-    import signal as _signal
 
     _signal.signal(_signal.SIGINT, lambda *_: _os._exit(130))
 

@@ -77,6 +77,12 @@ def listening_ports() -> set[int]:
     return ports
 
 
+def ports_held_by(pids: set[int], ports: set[int] | None = None) -> set[int]:
+    """Of ``ports`` (every listening port if None), those one of ``pids`` listens on."""
+    ports = listening_ports() if ports is None else ports & listening_ports()
+    return {port for port in ports if any(h["pid"] in pids for h in port_holders(port))}
+
+
 def pids_of_uid(uid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -255,13 +261,12 @@ class Hub:
         return sorted(set(found))
 
     def our_ports_listening(self) -> set[int]:
-        """This hub's port numbers that one of its processes listens on (``our_processes``, or a holder not found).
+        """This hub's port numbers that one of its processes listens on (``our_processes``).
 
         The numbers were only free when the hub was made: while other tests run beside this one (``make test``
         runs its parts side by side), any process may be given one once the hub has let it go."""
         ours = {int(line.split()[0]) for line in self.our_processes() if line.split()[0].isdigit()}
-        return {port for port in {self.port, self.proxy_api_port, self.api_port, self.poll_port} & listening_ports()
-                if any(h["pid"] is None or h["pid"] in ours for h in port_holders(port))}
+        return ports_held_by(ours, {self.port, self.proxy_api_port, self.api_port, self.poll_port})
 
     # ----------------------------------------------------------------- the poll, where kernels reach it
 

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hubctl import ERIN, FINN, PASSWORD, TESS, listening_ports, new_hub, pids_of_uid, processes_mentioning, uid_of
+from hubctl import (ERIN, FINN, PASSWORD, TESS, new_hub, pids_of_uid, ports_held_by, processes_mentioning,
+                    uid_of)
 from shellctl import PAM_GROUP, PAM_LEARNER, as_user, kernel_run, make_pam_account, pam_login_and_start, start_squatter_code, wait_no_processes
 
 pytestmark = pytest.mark.hub
@@ -148,10 +149,7 @@ def test_no_learner_can_listen_where_the_poll_listens(shell_hub):
     # since have been given that number. And the session's class hub runs its own proxy beside this one.)
     proxies = [line for line in processes_mentioning("configurable-http-proxy") if f" --port {hub.port} " in line]
     assert len(proxies) == 1, f"not one proxy on port {hub.port}: {proxies}"
-    from learner_limits import port_holders  # deploy/, on the path through shellctl
-
-    proxy_pid = int(proxies[0].split()[0])
-    ports = {port for port in listening_ports() if any(h["pid"] == proxy_pid for h in port_holders(port))}
+    ports = ports_held_by({int(proxies[0].split()[0])})
     assert ports == {hub.port}, f"the proxy listens on TCP ports {sorted(ports)}, not only {hub.port}: {proxies[0]}"
 
 
@@ -237,13 +235,11 @@ def test_the_room_view_shows_a_hostile_polls_reply_as_text(shell_hub, hub_tmp):
     assert "<img" not in page, f"the poll's markup is in the instructor's page: {page[:800]}"
 
 
-#: Kernel code: N busy processes for SECONDS of wall time; the CPU seconds they got, and the wall time.
-#: Each in a session of its own: the kernel's autogroups share the cores by session, so a learner
-#: who starts many sessions would get many shares without a group of their own for the scheduler.
-#: N busy processes, each spinning from START to START + SECONDS (wall-clock times the test gives both learners),
-#: each reporting the CPU time it got inside that window. Measured this way the two learners share one window,
-#: whatever else the machine runs (``make test`` runs other parts beside the hub's) and however long their
-#: kernels and processes took to start.
+#: Kernel code: N busy processes, each spinning from START to START + SECONDS (wall-clock times the test gives both
+#: learners) and reporting the CPU time it got inside that window, so the two learners share one window whatever
+#: else the machine runs and however long their kernels and processes took to start. Each process is in a session
+#: of its own: the kernel's autogroups share the cores by session, so a learner who starts many sessions would get
+#: many shares without a group of their own for the scheduler.
 BUSY = r"""
 import json, subprocess, time
 spin = (

@@ -77,12 +77,13 @@ def fixed():
 def pytest_configure(config):
     """As root, let other accounts enter the folders above the checkout for the run (a CI clone may sit
     in a 0700 folder): the poll service's tests run it as an unprivileged account, as the hub tests
-    do theirs (``hubctl.open_path_to``). Done once, by the process that starts pytest-xdist's
-    workers (or the only process), and undone when it ends."""
+    do theirs (``open_path_to`` in tools/course.py). Done once, by the process that starts pytest-xdist's
+    workers (or the only process), and undone when it ends; under ``make test`` the runner has opened it for
+    every part already, so nothing is changed here and nothing put back."""
     if os.geteuid() != 0 or hasattr(config, "workerinput"):
         return
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "hub"))
-    from hubctl import open_path_to
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from course import open_path_to
 
     config._mha_opened = open_path_to(Path(__file__).resolve().parents[1])
 
@@ -90,6 +91,6 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     opened = getattr(config, "_mha_opened", None)
     if opened:
-        from hubctl import restore_modes
+        from course import restore_modes
 
         restore_modes(opened)

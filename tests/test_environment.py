@@ -563,12 +563,52 @@ def test_the_test_command_runs_every_test_once_one_run_per_part_in_lanes():
                        if "node_modules" not in p.parts):
         parts = [name for name, part in course.PARTS.items() if runs(part, path)]
         assert len(parts) == 1, f"{path} runs in {parts}"
-    # The hub and the cluster share accounts: one lane, one after the other; and they run alone, in the last stage.
-    assert course.STAGES[-1] == (("hub", "cluster"),)
+    # The hub and the cluster share accounts: one lane, the hub first, and neither anywhere else.
+    assert [lane[lane.index("hub"):] for lane in course.LANES if "hub" in lane] == [("hub", "cluster")]
+    assert sum(lane.count("cluster") for lane in course.LANES) == 1
     assert course.LANES == tuple(lane for stage in course.STAGES for lane in stage)
     # With arguments, one pytest run with exactly them (pytest's own selection applies).
     assert course.test_commands("PY", ["-k", "parity"]) == [["PY", "-m", "pytest", "-k", "parity"]]
     assert course.part_name(["PY", "-m", "pytest", "-k", "parity"]) == "pytest"
+
+
+def test_the_unit_part_leaves_the_notebooks_to_the_browser_part_only_when_that_part_runs_them(monkeypatch, tmp_path):
+    """Each notebook's Run All in a fresh kernel happens once: in JupyterLab when the browser part can run (Chromium
+    here, or CI=true, where a browser test that cannot run fails), else in the unit part's ``notebooks`` tests."""
+    def unit_command():
+        return next(cmd for cmd in course.test_commands("PY") if course.part_name(cmd) == "unit")
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("MHA_CHROMIUM", str(tmp_path / "no-chromium"))
+    assert "not notebooks" not in unit_command()
+    (tmp_path / "chromium").touch()
+    monkeypatch.setenv("MHA_CHROMIUM", str(tmp_path / "chromium"))
+    assert unit_command()[-2:] == ["-m", "not notebooks"]
+    monkeypatch.setenv("MHA_CHROMIUM", str(tmp_path / "no-chromium"))
+    monkeypatch.setenv("CI", "true")
+    assert unit_command()[-2:] == ["-m", "not notebooks"]
+    assert [course.part_name(cmd) for cmd in course.test_commands("PY")] == [n for lane in course.LANES for n in lane]
+
+
+def test_the_way_into_the_checkout_is_opened_once_for_every_part_and_closed_after_the_last(monkeypatch, tmp_path):
+    """One part putting the folders' modes back while another still runs learners from the checkout closed
+    the way under a running hub; the runner opens it before the first part and closes it after the last."""
+    private = tmp_path / "clone"
+    (private / "repo").mkdir(parents=True)
+    private.chmod(0o700)
+    opened = course.open_path_to(private / "repo")  # pytest's own temporary folders above it are 0700 too
+    assert private in [folder for folder, _ in opened] and (private / "repo") not in [folder for folder, _ in opened]
+    assert all(folder.stat().st_mode & 0o001 for folder in [private, *private.parents])
+    assert private.stat().st_mode & 0o777 == 0o701  # enter, not list
+    course.restore_modes(opened)
+    assert [folder.stat().st_mode & 0o7777 for folder, _ in opened] == [mode & 0o7777 for _, mode in opened]
+    events = []
+    monkeypatch.setattr(course.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(course, "open_path_to", lambda target: events.append(("open", target)) or ["modes"])
+    monkeypatch.setattr(course, "restore_modes", lambda modes: events.append(("restore", modes)))
+    monkeypatch.setattr(course, "run_part", lambda cmd, report, log, env: events.append(course.part_name(cmd)) or 0)
+    assert course.run_tests("PY") == 0
+    assert events[0] == ("open", course.ROOT) and events[-1] == ("restore", ["modes"])
+    assert sorted(events[1:-1]) == sorted(course.PARTS)
 
 
 def _fake_run(codes, seconds):

@@ -220,14 +220,18 @@ PARTS = {
     "hub": ["tests/hub"],
     "cluster": ["tests/cluster"],
 }
-#: How ``test`` runs its parts: stage after stage; in a stage, its lanes side by side; in a lane, its parts one after
-#: another. The first stage keeps both cores busy: the browser tests mostly compute, the screen reader mostly waits
-#: on speech, and the unit tests run at a lower priority (``nice``), taking what the other two leave. The hub and
-#: the cluster come last, alone: they share the machine's accounts, and their tests (a learner's share of the
-#: cores, a full disk, processes that outlive a restart) were written for a quiet machine. Measured on two cores:
-#: every part one after another, 1,612 s; the hub and the cluster beside the rest, 912-975 s, but three of five such
-#: runs failed a hub test that passes alone (one a hub that could not start its services at all, cause not found).
-STAGES = ((("browser",), ("screen reader",), ("unit",)), (("hub", "cluster"),))
+#: Added to the unit part when the browser part runs every notebook in JupyterLab (Chromium is here, or
+#: ``CI=true``, where a browser test that cannot run fails): each of those runs is a Run All in a fresh kernel
+#: with no error output allowed, which is what the ``notebooks`` tests (``tests/test_notebooks.py``) check, so
+#: each notebook runs once fewer. Without Chromium the unit part executes them.
+NOTEBOOKS_IN_BROWSER = ["-m", "not notebooks"]
+#: How ``test`` runs its parts: in a stage, its lanes side by side; in a lane, its parts one after another.
+#: The browser tests mostly compute; the screen reader mostly waits on speech, and the hub and the cluster
+#: (after it, in its lane: they share the machine's accounts) mostly wait on servers starting; the unit tests
+#: run at a lower priority (``nice``) and take what the others leave. Measured on two cores: every part one
+#: after another, 1,612 s; the hub and the cluster in a stage of their own after the rest, 1,061 s; all in one
+#: stage, see the README.
+STAGES = ((("browser",), ("screen reader", "hub", "cluster"), ("unit",)),)
 #: Every lane of every stage, in order.
 LANES = tuple(lane for stage in STAGES for lane in stage)
 #: How many of the slowest tests, over every run, the summary at the end names.
@@ -241,12 +245,22 @@ def test_commands(python: str, extra: list[str] = ()) -> list[list[str]]:
     ``LANES``' order. Each prints its slowest tests."""
     if extra:
         return [[str(python), "-m", "pytest", *extra]]
-    return [[str(python), "-m", "pytest", "--durations=15", *PARTS[name]] for lane in LANES for name in lane]
+    more = {"unit": NOTEBOOKS_IN_BROWSER} if browser_runs_the_notebooks() else {}
+    return [[str(python), "-m", "pytest", "--durations=15", *PARTS[name], *more.get(name, [])]
+            for lane in LANES for name in lane]
+
+
+def browser_runs_the_notebooks() -> bool:
+    """True when the browser part will run every notebook: Chromium where its tests look (``MHA_CHROMIUM``,
+    else Debian's), or ``CI=true`` (there a browser test that cannot run fails)."""
+    return os.environ.get("CI") == "true" or Path(os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")).exists()
 
 
 def part_name(cmd: list[str]) -> str:
     """The name in ``PARTS`` of the run ``cmd`` (``pytest`` for a run with other arguments)."""
     args = [arg for arg in cmd[3:] if not arg.startswith(("--durations=", "--junitxml="))]
+    if args[-len(NOTEBOOKS_IN_BROWSER):] == NOTEBOOKS_IN_BROWSER:
+        args = args[:-len(NOTEBOOKS_IN_BROWSER)]
     return next((name for name, part in PARTS.items() if args == part), "pytest")
 
 
@@ -260,6 +274,35 @@ def slowest_tests(junit_xml: Path) -> list[tuple[float, str]]:
         return []
     return [(float(case.get("time") or 0), f"{case.get('classname', '')}::{case.get('name', '')}")
             for case in root.iter("testcase")]
+
+
+def open_path_to(target: Path) -> list[tuple[Path, int]]:
+    """Let every account enter (o+x, no listing) the folders above ``target`` that do not allow it;
+    returns each folder changed with its mode before (for ``restore_modes``).
+
+    The learners' servers and the services run from the checkout (the hub's Python, the
+    editable course package, the notebooks), so a real hub lives in a folder everyone may
+    enter (deploy/README.md). A CI clone may sit in a private folder such as mktemp's
+    0700 one: a test run opens the way (``tests/conftest.py``, the hub and cluster tests) and
+    puts each mode back at the end. ``run_tests`` opens it once for all its parts, so that no
+    part puts a mode back while another still needs the way (measured: the browser part's end
+    closed the clone's folder under a running hub, whose learners' servers then failed with
+    "Permission denied" on the hub's Python).
+    """
+    opened = []
+    for folder in [target, *target.parents]:
+        mode = folder.stat().st_mode
+        if not mode & 0o001:
+            opened.append((folder, mode))
+            os.chmod(folder, (mode & 0o7777) | 0o001)
+    return opened
+
+
+def restore_modes(opened: list[tuple[Path, int]]) -> None:
+    """Put back the modes ``open_path_to`` changed, innermost first."""
+    for folder, mode in reversed(opened):
+        with contextlib.suppress(OSError):
+            os.chmod(folder, mode & 0o7777)
 
 
 def _load() -> str:
@@ -305,7 +348,10 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
     by_part = {part_name(cmd): cmd for cmd in commands}
     parts, slowest, printing = {}, [], threading.Lock()
     started_all = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="course-test-") as scratch:
+    # As root, the way into the checkout is opened once for every part (see open_path_to), and closed at the end.
+    opened = open_path_to(ROOT) if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="course-test-") as scratch:
+        stack.callback(restore_modes, opened)
         env = {**os.environ, SHARED_HANDOUTS: str(Path(scratch) / "handouts")}
 
         def lane(names: tuple[str, ...]) -> None:

@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 sys.path.insert(0, str(DEPLOY))
 from learner_limits import mounts_under, port_holders, unmount_under  # noqa: E402 - the cleanup below, and test_hub_disk
+sys.path.insert(0, str(REPO / "tools"))
+from course import open_path_to, restore_modes  # noqa: E402,F401 - the way into the checkout, for the learners
 START = DEPLOY / "start.sh"
 HUB_PYTHON = DEPLOY / ".venv-hub" / "bin" / "python"
 PROXY = DEPLOY / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -408,31 +410,6 @@ class Hub:
         """A request to ``owner``'s server (on its own origin unless ``host`` says otherwise), with ``token``."""
         kw.setdefault("host", self.host(owner))
         return self.request(method, f"/user/{owner}{path}", token=token, **kw)
-
-
-def open_path_to(target: Path) -> list[tuple[Path, int]]:
-    """Let every account enter (o+x, no listing) the folders above ``target`` that do not allow it;
-    returns each folder changed with its mode before (for ``restore_modes``).
-
-    The learners' servers and the services run from the checkout (the hub's Python, the
-    editable course package, the notebooks), so a real hub lives in a folder everyone may
-    enter (deploy/README.md). A CI clone may sit in a private folder such as mktemp's
-    0700 one: a test opens the way for its run and puts each mode back at the end.
-    """
-    opened = []
-    for folder in [target, *target.parents]:
-        mode = folder.stat().st_mode
-        if not mode & 0o001:
-            opened.append((folder, mode))
-            os.chmod(folder, (mode & 0o7777) | 0o001)
-    return opened
-
-
-def restore_modes(opened: list[tuple[Path, int]]) -> None:
-    """Put back the modes ``open_path_to`` changed, innermost first."""
-    for folder, mode in reversed(opened):
-        with contextlib.suppress(OSError):
-            os.chmod(folder, mode & 0o7777)
 
 
 #: One hub or cluster test session on a machine at a time: they share the learners' account

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -563,13 +564,40 @@ def test_the_test_command_runs_every_test_once_one_run_per_part_in_lanes():
                        if "node_modules" not in p.parts):
         parts = [name for name, part in course.PARTS.items() if runs(part, path)]
         assert len(parts) == 1, f"{path} runs in {parts}"
-    # The hub and the cluster share accounts: one lane, the hub first, and neither anywhere else.
-    assert [lane[lane.index("hub"):] for lane in course.LANES if "hub" in lane] == [("hub", "cluster")]
-    assert sum(lane.count("cluster") for lane in course.LANES) == 1
+    # The hub and the cluster share accounts: they may sit in two lanes because each session holds the machine's
+    # lock (the one that comes second waits; test_a_second_hub_or_cluster_session_waits_for_the_first).
+    for part in ("hub", "cluster"):
+        assert "hold_machine()" in (ROOT / "tests" / part / "conftest.py").read_text(), part
     assert course.LANES == tuple(lane for stage in course.STAGES for lane in stage)
     # With arguments, one pytest run with exactly them (pytest's own selection applies).
     assert course.test_commands("PY", ["-k", "parity"]) == [["PY", "-m", "pytest", "-k", "parity"]]
     assert course.part_name(["PY", "-m", "pytest", "-k", "parity"]) == "pytest"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock is flock")
+def test_a_second_hub_or_cluster_session_waits_for_the_first(monkeypatch, tmp_path):
+    """hold_machine (tests/hub/hubctl.py) waits while another process holds the lock and takes it once released."""
+    sys.path.insert(0, str(ROOT / "tests" / "hub"))
+    import hubctl
+
+    lock = tmp_path / "machine.lock"
+    monkeypatch.setattr(hubctl, "MACHINE_LOCK", lock)
+    monkeypatch.setattr(hubctl, "_machine_lock", None)
+    monkeypatch.setattr(hubctl, "remove_leftovers", lambda: ["nothing"])
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
+                               "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(1.5)"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    try:
+        assert hubctl.hold_machine(wait_s=30, poll_s=0.1) == ["nothing"]
+        assert holder.poll() is not None and time.monotonic() - started > 1.0  # it waited for the first to end
+        assert hubctl.hold_machine() == []  # held already in this process
+    finally:
+        holder.wait(10)
+        if hubctl._machine_lock is not None:
+            os.close(hubctl._machine_lock)
 
 
 def test_the_unit_part_leaves_the_notebooks_to_the_browser_part_only_when_that_part_runs_them(monkeypatch, tmp_path):
@@ -605,7 +633,7 @@ def test_the_way_into_the_checkout_is_opened_once_for_every_part_and_closed_afte
     monkeypatch.setattr(course.os, "geteuid", lambda: 0)
     monkeypatch.setattr(course, "open_path_to", lambda target: events.append(("open", target)) or ["modes"])
     monkeypatch.setattr(course, "restore_modes", lambda modes: events.append(("restore", modes)))
-    monkeypatch.setattr(course, "run_part", lambda cmd, report, log, env: events.append(course.part_name(cmd)) or 0)
+    monkeypatch.setattr(course, "run_part", lambda cmd, report, log, env: events.append(course.part_name(cmd)) or (0, 0.0))
     assert course.run_tests("PY") == 0
     assert events[0] == ("open", course.ROOT) and events[-1] == ("restore", ["modes"])
     assert sorted(events[1:-1]) == sorted(course.PARTS)
@@ -620,7 +648,7 @@ def _fake_run(codes, seconds):
         report.write_text(f'<testsuites><testsuite><testcase classname="{part}" name="test_slow" '
                           f'time="{seconds[part]}"/></testsuite></testsuites>')
         log.write_text(f"output of {part}\n")
-        return codes[part]
+        return codes[part], seconds[part] / 2
     return run
 
 
@@ -634,16 +662,18 @@ def test_the_test_command_fails_if_any_run_failed_and_prints_each_parts_output_t
     out = capsys.readouterr().out
     for part in seconds:
         code = 1 if part == "browser" else 0
-        assert re.search(rf"^  {re.escape(part)} +\d+ s  exit {code}  \(load average", out, re.M), out
+        cpu = round(seconds[part] / 2)
+        assert re.search(rf"^  {re.escape(part)} +\d+ s +{cpu} CPU-s  exit {code}  \(load average", out, re.M), out
         assert f"output of {part}" in out and f"===== {part}: exit {code}" in out
     assert re.search(r"^tools/course.py test: \d+ s in all, lanes side by side", out, re.M), out
+    assert re.search(r"^CPU of the parts: 9 CPU-s on \d+ cores", out, re.M), out  # 18.25 s of parts, half as CPU
     slowest = out.split("slowest tests")[1].splitlines()[1:]
     assert [line.split()[0] for line in slowest] == ["9.2", "4.0", "3.0", "1.5", "0.5"], out  # slowest first
     assert "browser: browser::test_slow" in slowest[0]
     # The first failure in the lanes' order decides the exit status.
     monkeypatch.setattr(course, "run_part", _fake_run({**codes, "hub": 3, "unit": 2, "screen reader": 4}, seconds))
     assert course.run_tests("PY") == 4  # the screen reader's lane comes before the unit tests' and the hub's
-    monkeypatch.setattr(course, "run_part", lambda cmd, report, log, env: 0)  # no report: no list, no failure
+    monkeypatch.setattr(course, "run_part", lambda cmd, report, log, env: (0, None))  # no report: no list, no failure
     assert course.run_tests("PY") == 0
     assert "slowest" not in capsys.readouterr().out.split("in all")[-1]
 
@@ -652,12 +682,22 @@ def test_a_part_that_cannot_start_fails_and_the_others_still_run(monkeypatch, ca
     def run(cmd, report, log, env):
         if course.part_name(cmd) == "hub":
             raise OSError("no such interpreter")
-        return 0
+        return 0, 1.0
     monkeypatch.setattr(course, "run_part", run)
     assert course.run_tests("PY") == 2
     out = capsys.readouterr().out
     assert "hub did not run: no such interpreter" in out
-    assert re.search(r"^  cluster +\d+ s  exit 0", out, re.M), out
+    assert re.search(r"^  cluster +\d+ s +1 CPU-s  exit 0", out, re.M), out
+    assert re.search(r"^  hub +\d+ s +\? CPU-s  exit 2", out, re.M), out
+
+
+@pytest.mark.skipif(not hasattr(os, "wait4"), reason="a process tree's CPU comes from wait4")
+def test_a_parts_cpu_counts_the_processes_it_started(tmp_path):
+    """The CPU of a part is its whole tree's: a child that spins 0.4 s of CPU counts."""
+    spin = "import time; end = time.process_time() + 0.4\nwhile time.process_time() < end: pass"
+    script = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {spin!r}], check=True)"
+    code, cpu = course.run_part([sys.executable, "-c", script], tmp_path / "r.xml", tmp_path / "l.log", dict(os.environ))
+    assert code == 0 and cpu >= 0.4, (code, cpu, (tmp_path / "l.log").read_text())
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the lower priority is POSIX's nice")
@@ -667,8 +707,9 @@ def test_a_part_runs_with_its_output_in_its_log_and_the_unit_tests_at_a_lower_pr
     base = os.nice(0)
     unit_like = [sys.executable, "-c", script, *course.PARTS["unit"]]
     assert course.part_name(unit_like) == "unit"
-    assert course.run_part(unit_like, report, log, dict(os.environ)) == 3
+    code, cpu = course.run_part(unit_like, report, log, dict(os.environ))
+    assert code == 3 and cpu > 0
     assert log.read_text().split() == ["niceness", str(min(base + 10, 19))]
     other = [sys.executable, "-c", script, *course.PARTS["hub"]]
-    assert course.run_part(other, report, log, dict(os.environ)) == 3
+    assert course.run_part(other, report, log, dict(os.environ))[0] == 3
     assert log.read_text().split() == ["niceness", str(base)]

@@ -226,12 +226,13 @@ PARTS = {
 #: each notebook runs once fewer. Without Chromium the unit part executes them.
 NOTEBOOKS_IN_BROWSER = ["-m", "not notebooks"]
 #: How ``test`` runs its parts: in a stage, its lanes side by side; in a lane, its parts one after another.
-#: The browser tests mostly compute; the screen reader mostly waits on speech, and the hub and the cluster
-#: (after it, in its lane: they share the machine's accounts) mostly wait on servers starting; the unit tests
-#: run at a lower priority (``nice``) and take what the others leave. Measured on two cores: every part one
-#: after another, 1,612 s; the hub and the cluster in a stage of their own after the rest, 1,061 s; all in one
-#: stage, see the README.
-STAGES = ((("browser",), ("screen reader", "hub", "cluster"), ("unit",)),)
+#: The browser tests mostly compute; the screen reader mostly waits on speech, and the hub and the cluster mostly
+#: wait on servers starting; the unit tests run at a lower priority (``nice``) and take what the others leave.
+#: The hub and the cluster share the machine's accounts: whichever comes second waits for the first's session to
+#: end (``hold_machine`` in tests/hub/hubctl.py). Measured on two cores: every part one after another, 1,612 s;
+#: the hub and the cluster in a stage of their own after the rest, 1,061 s; one stage, 1,045 s with the cluster
+#: after the hub (the last 65 s the cluster alone).
+STAGES = ((("browser",), ("screen reader", "hub"), ("unit", "cluster")),)
 #: Every lane of every stage, in order.
 LANES = tuple(lane for stage in STAGES for lane in stage)
 #: How many of the slowest tests, over every run, the summary at the end names.
@@ -315,17 +316,23 @@ def _lower_priority() -> None:
         os.nice(10)
 
 
-def run_part(cmd: list[str], report: Path, log: Path, env: dict) -> int:
-    """One part: its pytest run, its output to ``log``, its JUnit report to ``report``; its exit status."""
+def run_part(cmd: list[str], report: Path, log: Path, env: dict) -> tuple[int, float | None]:
+    """One part: its pytest run, its output to ``log``, its JUnit report to ``report``. Returns its exit status
+    and the CPU seconds (user and system) of its process and every process under it that was waited for (the
+    kernels, browsers and servers it started; on POSIX, else None)."""
     with open(log, "wb") as out:
         lower = part_name(cmd) == "unit" and os.name == "posix"
         proc = subprocess.Popen([*cmd, f"--junitxml={report}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 env=env, preexec_fn=_lower_priority if lower else None)
         try:
-            return proc.wait()
+            if not hasattr(os, "wait4"):
+                return proc.wait(), None
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_utime + usage.ru_stime
         except BaseException:
             proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            with contextlib.suppress(subprocess.TimeoutExpired, ChildProcessError):
                 proc.wait(timeout=30)
             proc.kill()
             raise
@@ -363,13 +370,13 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
                 with printing:
                     print(f"{name}: started (load average {load_before})", flush=True)
                 try:
-                    code = run_part(cmd, report, log, env)
+                    code, cpu = run_part(cmd, report, log, env)
                 except Exception as exc:  # noqa: BLE001 - a part that cannot start fails, the others go on
                     log.write_text(f"{name} did not run: {exc}\n")
-                    code = 2
+                    code, cpu = 2, None
                 seconds = time.monotonic() - started
                 with printing:
-                    parts[name] = (code, seconds, load_before, _load())
+                    parts[name] = (code, seconds, load_before, _load(), cpu)
                     slowest.extend((s, f"{name}: {test}") for s, test in slowest_tests(report))
                     text = log.read_text(errors="replace") if log.exists() else ""
                     print(f"\n===== {name}: exit {code} after {seconds:.0f} s =====\n{text}", end="", flush=True)
@@ -385,8 +392,13 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
     print(f"\ntools/course.py test: {time.monotonic() - started_all:.0f} s in all, lanes side by side "
           f"({sum(parts[n][1] for n in order if n in parts):.0f} s of parts); each part:")
     for name in order:
-        code, seconds, before, after = parts.get(name, (2, 0.0, "?", "?"))
-        print(f"  {name:<24} {seconds:6.0f} s  exit {code}  (load average {before} before, {after} after)")
+        code, seconds, before, after, cpu = parts.get(name, (2, 0.0, "?", "?", None))
+        used = f"{cpu:6.0f} CPU-s" if cpu is not None else "     ? CPU-s"
+        print(f"  {name:<24} {seconds:6.0f} s  {used}  exit {code}  (load average {before} before, {after} after)")
+    cpus = [parts[n][4] for n in order if n in parts and parts[n][4] is not None]
+    if cpus:
+        print(f"CPU of the parts: {sum(cpus):.0f} CPU-s on {os.cpu_count()} cores, at least "
+              f"{sum(cpus) / (os.cpu_count() or 1):.0f} s side by side")
     print("stages: " + ", then ".join(" | ".join(" then ".join(names) for names in stage) for stage in STAGES))
     if slowest:
         print(f"the {min(SLOWEST_SHOWN, len(slowest))} slowest tests (setup, call and teardown):")

@@ -2,8 +2,8 @@
 
     python tools/course.py lab       build .venv from requirements.lock if needed, then open
                                      notebooks/00_welcome.ipynb in JupyterLab
-    python tools/course.py test      build .venv if needed, then run every test: the unit, browser,
-                                     screen-reader, hub and cluster tests, each a run of its own,
+    python tools/course.py test      build .venv if needed, then run every test: the unit, browser (JupyterLab),
+                                     handouts, screen-reader, hub and cluster tests, each a run of its own,
                                      side by side in stages (STAGES); then each part's time and the
                                      slowest tests (with arguments: one pytest run with them)
     python tools/course.py env       only build .venv
@@ -213,9 +213,12 @@ def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = No
 #: and cluster tests start JupyterLab and Chromium, Orca, the class hub and the simulated cluster (one of each per
 #: run); the unit tests are everything else, on every core (pytest-xdist).
 SCREEN_READER = "tests/browser/test_screen_reader.py"
+#: The browser tests of the static handouts (no JupyterLab): their pages, figures' texts and quick checks.
+HANDOUTS = ["tests/browser/test_handouts.py", "tests/browser/test_handout_quiz.py", "tests/browser/test_figure_text.py"]
 PARTS = {
     "unit": ["-n", "auto", "--ignore=tests/browser", "--ignore=tests/hub", "--ignore=tests/cluster"],
-    "browser": ["tests/browser", f"--ignore={SCREEN_READER}"],
+    "browser": ["tests/browser", f"--ignore={SCREEN_READER}", *(f"--ignore={path}" for path in HANDOUTS)],
+    "handouts": HANDOUTS,
     "screen reader": [SCREEN_READER],
     "hub": ["tests/hub"],
     "cluster": ["tests/cluster"],
@@ -226,13 +229,15 @@ PARTS = {
 #: each notebook runs once fewer. Without Chromium the unit part executes them.
 NOTEBOOKS_IN_BROWSER = ["-m", "not notebooks"]
 #: How ``test`` runs its parts: in a stage, its lanes side by side; in a lane, its parts one after another.
-#: The browser tests mostly compute; the screen reader mostly waits on speech, and the hub and the cluster mostly
-#: wait on servers starting; the unit tests run at a lower priority (``nice``) and take what the others leave.
-#: The hub and the cluster share the machine's accounts: whichever comes second waits for the first's session to
-#: end (``hold_machine`` in tests/hub/hubctl.py). Measured on two cores: every part one after another, 1,612 s;
-#: the hub and the cluster in a stage of their own after the rest, 1,061 s; one stage, 1,045 s with the cluster
-#: after the hub (the last 65 s the cluster alone).
-STAGES = ((("browser",), ("screen reader", "hub"), ("unit", "cluster")),)
+#: The browser tests in JupyterLab and of the handouts mostly compute; the screen reader mostly waits on speech,
+#: and the hub and the cluster mostly wait on servers starting; the unit tests run at a lower priority (``nice``)
+#: and take what the others leave. The hub and the cluster share the machine's accounts: whichever comes second
+#: waits for the first's session to end (``hold_machine`` in tests/hub/hubctl.py). Measured on two cores (a fresh
+#: clone, tests only): every part one after another, 1,612 s; the hub and the cluster in a stage of their own
+#: after the rest, 1,061 s; one stage of three lanes, 966 s, the browser lane (JupyterLab and the handouts) the
+#: longest and the unit tests' lane done after 532 s: the handouts' tests now follow the screen reader, and the
+#: hub follows the cluster.
+STAGES = ((("browser",), ("screen reader", "handouts"), ("unit", "cluster", "hub")),)
 #: Every lane of every stage, in order.
 LANES = tuple(lane for stage in STAGES for lane in stage)
 #: How many of the slowest tests, over every run, the summary at the end names.
@@ -397,8 +402,8 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
         print(f"  {name:<24} {seconds:6.0f} s  {used}  exit {code}  (load average {before} before, {after} after)")
     cpus = [parts[n][4] for n in order if n in parts and parts[n][4] is not None]
     if cpus:
-        print(f"CPU of the parts: {sum(cpus):.0f} CPU-s on {os.cpu_count()} cores, at least "
-              f"{sum(cpus) / (os.cpu_count() or 1):.0f} s side by side")
+        print(f"CPU of the parts: {sum(cpus):.0f} CPU-s on {os.cpu_count()} cores (what each part's processes used, "
+              f"counting those it waited for; one left to end under init is not counted, so this is a floor)")
     print("stages: " + ", then ".join(" | ".join(" then ".join(names) for names in stage) for stage in STAGES))
     if slowest:
         print(f"the {min(SLOWEST_SHOWN, len(slowest))} slowest tests (setup, call and teardown):")

@@ -126,7 +126,10 @@ def _write_user_settings(config_dir: Path) -> None:
         path.write_text(json.dumps(settings))
 
 
-def _wait_for_status(server: LabServer, timeout: float) -> None:
+def wait_for_status(server: LabServer, timeout: float) -> None:
+    """Until the server answers /api/status. jupyter-server writes its info and browser-open files before its
+    event loop binds the port, so a file there does not mean a server listening (measured: a request right after
+    the files appeared was refused on a loaded machine)."""
     deadline = time.monotonic() + timeout
     last_error = "no answer yet"
     while time.monotonic() < deadline:
@@ -241,7 +244,7 @@ def running_lab(root_dir: Path, *, python: str = sys.executable, startup_timeout
         )
     server = LabServer(root_dir, port, token, work_dir, env, process, log_path)
     try:
-        _wait_for_status(server, startup_timeout)
+        wait_for_status(server, startup_timeout)
         server.delete_sessions()
         yield server
     finally:

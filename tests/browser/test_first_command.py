@@ -30,7 +30,7 @@ from browser_config import fail_or_skip as _fail_or_skip
 from browser_config import missing_tools
 from lab_page import chromium
 from lab_page import save_screenshot, wait_kernel_idle
-from lab_server import LabServer, LabStartError, free_port, stop_lab
+from lab_server import LabServer, LabStartError, free_port, stop_lab, wait_for_status
 
 sys.path.insert(0, str(REPO / "tools"))
 import course  # noqa: E402
@@ -88,6 +88,7 @@ def first_command():
                                 f"{log_path.read_text(errors='replace')[-3000:]}")
         token = json.loads(info_file.read_text())["token"]
         server = LabServer(course.NOTEBOOKS, port, token, work, env, process, log_path)
+        wait_for_status(server, 60)  # the files come before the port is bound
         server.delete_sessions()
         yield server, open_file
     except LabStartError as exc:

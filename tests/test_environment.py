@@ -639,6 +639,16 @@ def test_the_way_into_the_checkout_is_opened_once_for_every_part_and_closed_afte
     assert sorted(events[1:-1]) == sorted(course.PARTS)
 
 
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="the machine's CPU comes from /proc/stat")
+def test_the_machines_busy_cpu_grows_by_what_a_process_spins():
+    before = course.machine_cpu()
+    end = time.process_time() + 0.5
+    while time.process_time() < end:
+        pass
+    after = course.machine_cpu()
+    assert after[0] - before[0] >= 0.45 and after[1] - before[1] >= after[0] - before[0]
+
+
 def _fake_run(codes, seconds):
     """run_part for run_tests: the exit status given for its part, a JUnit report with one test of ``seconds``,
     and a line of output."""
@@ -667,6 +677,8 @@ def test_the_test_command_fails_if_any_run_failed_and_prints_each_parts_output_t
         assert f"output of {part}" in out and f"===== {part}: exit {code}" in out
     assert re.search(r"^tools/course.py test: \d+ s in all, lanes side by side", out, re.M), out
     assert re.search(r"^CPU of the parts: 10 CPU-s on \d+ cores", out, re.M), out  # 20.25 s of parts, half as CPU
+    if course.machine_cpu() is not None:
+        assert re.search(r"^the machine's cores were busy \d+ CPU-s of \d+ while the parts ran \(\d+ %", out, re.M), out
     slowest = out.split("slowest tests")[1].splitlines()[1:]
     assert [line.split()[0] for line in slowest] == ["9.2", "4.0", "3.0", "2.0", "1.5", "0.5"], out  # slowest first
     assert "browser: browser::test_slow" in slowest[0]

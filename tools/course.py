@@ -310,6 +310,17 @@ def restore_modes(opened: list[tuple[Path, int]]) -> None:
             os.chmod(folder, mode & 0o7777)
 
 
+def machine_cpu() -> tuple[float, float] | None:
+    """The machine's CPU seconds since boot, busy and in all, over every core (``/proc/stat``; None elsewhere)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields) - idle) / tick, sum(fields) / tick
+
+
 def _load() -> str:
     return "{:.2f}".format(os.getloadavg()[0]) if hasattr(os, "getloadavg") else "?"
 
@@ -322,8 +333,8 @@ def _lower_priority() -> None:
 
 def run_part(cmd: list[str], report: Path, log: Path, env: dict) -> tuple[int, float | None]:
     """One part: its pytest run, its output to ``log``, its JUnit report to ``report``. Returns its exit status
-    and the CPU seconds (user and system) of its process and every process under it that was waited for (the
-    kernels, browsers and servers it started; on POSIX, else None)."""
+    and the CPU seconds (user and system) of its process and every process under it that was waited for (on POSIX,
+    else None): a floor, since a process ended by a kill and reaped by init is not counted."""
     with open(log, "wb") as out:
         lower = part_name(cmd) == "unit" and os.name == "posix"
         proc = subprocess.Popen([*cmd, f"--junitxml={report}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
@@ -358,7 +369,7 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
         return subprocess.call(commands[0], cwd=ROOT)  # Ctrl+C: KeyboardInterrupt
     by_part = {part_name(cmd): cmd for cmd in commands}
     parts, slowest, printing = {}, [], threading.Lock()
-    started_all = time.monotonic()
+    started_all, cpu_before = time.monotonic(), machine_cpu()
     # As root, the way into the checkout is opened once for every part (see open_path_to), and closed at the end.
     opened = open_path_to(ROOT) if hasattr(os, "geteuid") and os.geteuid() == 0 else []
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="course-test-") as scratch:
@@ -403,6 +414,11 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
     if cpus:
         print(f"CPU of the parts: {sum(cpus):.0f} CPU-s on {os.cpu_count()} cores (what each part's processes used, "
               f"counting those it waited for; one left to end under init is not counted, so this is a floor)")
+    cpu_after = machine_cpu()
+    if cpu_before and cpu_after:
+        busy, total = cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]
+        print(f"the machine's cores were busy {busy:.0f} CPU-s of {total:.0f} while the parts ran "
+              f"({100 * busy / max(total, 1e-9):.0f} %; everything on the machine, the parts and anything else)")
     print("stages: " + ", then ".join(" | ".join(" then ".join(names) for names in stage) for stage in STAGES))
     if slowest:
         print(f"the {min(SLOWEST_SHOWN, len(slowest))} slowest tests (setup, call and teardown):")

@@ -255,10 +255,15 @@ def test_commands(python: str, extra: list[str] = ()) -> list[list[str]]:
             for lane in LANES for name in lane]
 
 
+def chromium_path() -> str:
+    """Where every browser test looks for Chromium: ``MHA_CHROMIUM``, else Debian's (never ``playwright install``)."""
+    return os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
+
+
 def browser_runs_the_notebooks() -> bool:
-    """True when the browser part will run every notebook: Chromium where its tests look (``MHA_CHROMIUM``,
-    else Debian's), or ``CI=true`` (there a browser test that cannot run fails)."""
-    return os.environ.get("CI") == "true" or Path(os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")).exists()
+    """True when the browser part will run every notebook: Chromium where its tests look (``chromium_path``),
+    or ``CI=true`` (there a browser test that cannot run fails)."""
+    return os.environ.get("CI") == "true" or Path(chromium_path()).exists()
 
 
 def part_name(cmd: list[str]) -> str:

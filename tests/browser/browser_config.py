@@ -4,15 +4,18 @@ them from here, never from ``conftest``: with several test folders in one run th
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+from course import chromium_path  # noqa: E402 - tools/course.py, which also decides whether the browser part runs
 #: The notebooks under test; MHA_BROWSER_NOTEBOOKS points the harness at another folder (for
 #: developing a check against a draft notebook). The server serves this folder's parent.
 NOTEBOOK_DIR = Path(os.environ.get("MHA_BROWSER_NOTEBOOKS") or REPO / "notebooks").resolve()
 SERVER_ROOT = NOTEBOOK_DIR.parent
 ARTIFACTS = REPO / "artifacts" / "browser"
-CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = chromium_path()
 #: The whole browser run should stay under this many seconds on two cores; measured and reported.
 BUDGET_S = 300
 

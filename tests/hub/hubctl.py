@@ -33,7 +33,7 @@ DEPLOY = REPO / "deploy"
 sys.path.insert(0, str(DEPLOY))
 from learner_limits import mounts_under, port_holders, unmount_under  # noqa: E402 - the cleanup below, and test_hub_disk
 sys.path.insert(0, str(REPO / "tools"))
-from course import open_path_to, restore_modes  # noqa: E402,F401 - the way into the checkout, for the learners
+from course import chromium_path, open_path_to, restore_modes  # noqa: E402,F401 - the checkout's way in; Chromium
 START = DEPLOY / "start.sh"
 HUB_PYTHON = DEPLOY / ".venv-hub" / "bin" / "python"
 PROXY = DEPLOY / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -54,7 +54,7 @@ def learner_cgroup_parents() -> list[Path]:
             found += [p for p in ctrl_dir.rglob("mha-hub") if p.is_dir()] if ctrl_dir != root else \
                 ([root / "mha-hub"] if (root / "mha-hub" / "cgroup.procs").exists() else [])
     return found
-CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = chromium_path()
 #: The learners of the test class; prefixed so they cannot be anyone's real account.
 ALICE, BOB, CAROL, TESS = "ht-alice", "ht-bob", "ht-carol", "ht-tess"
 #: Learners of the hubs started for one test (a Unix account runs one server at a time).

@@ -209,9 +209,10 @@ def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = No
     return cmd + list(extra)
 
 
-#: The parts of ``test``, each a pytest run of its own: its name and its arguments. The browser, screen-reader, hub
-#: and cluster tests start JupyterLab and Chromium, Orca, the class hub and the simulated cluster (one of each per
-#: run); the unit tests are everything else, on every core (pytest-xdist).
+#: The parts of ``test``, each a pytest run of its own: its name and its arguments. The browser (JupyterLab),
+#: handouts, screen-reader, hub and cluster tests start JupyterLab and Chromium, Chromium on the offline pages, Orca,
+#: the class hub and the simulated cluster (one of each per run); the unit tests are everything else, on every core
+#: (pytest-xdist).
 SCREEN_READER = "tests/browser/test_screen_reader.py"
 #: The browser tests of the static handouts (no JupyterLab): their pages, figures' texts and quick checks.
 HANDOUTS = ["tests/browser/test_handouts.py", "tests/browser/test_handout_quiz.py", "tests/browser/test_figure_text.py"]

@@ -1,15 +1,17 @@
 """The projector theme: one switch that makes figures and controls readable from the back of a room.
 
     import mha_core
-    mha_core.presenter(True)     # projector sizes for every figure and control built after this
+    mha_core.presenter(True)     # projector sizes for every figure and control
     mha_core.presenter(False)    # back to the laptop sizes
 
 or, before JupyterLab starts, ``MHA_COURSE_PRESENTER=1`` (read when this module is
 first imported). Every figure builder takes the sizes as an argument, ``theme`` (a
 ``Theme``); left out, it is the theme in use when the builder is called, read once by
 ``resolve``. A control reads the theme once, when it is built, and hands it to every
-redraw, so the switch acts on every figure and control built after it; one already on
-the page keeps its sizes until its cell runs again.
+redraw. The switch acts on every figure and control built after it. What is already
+on the page follows it too when something shows it that listens (``follow``): the course
+platform, ``mha_classroom``, builds each figure and control group it has shown again in
+the new sizes, in place, without running a cell.
 
 The module is named ``projector`` (not ``presenter``) so that importing it never
 replaces the function ``mha_core.presenter`` with a module of the same name.
@@ -166,15 +168,35 @@ def _show_controls_css() -> None:
             display(_style_widget)
 
 
+#: What ``presenter`` calls with the new theme after each switch (``follow``).
+_followers: list = []
+
+
+def follow(callback) -> None:
+    """Have ``presenter`` call ``callback(theme)`` after every switch, with the theme now in use.
+
+    For what shows figures and controls (``mha_classroom``): it restyles what it has already
+    shown. Once per callback: a second call with the same one changes nothing.
+    """
+    if not callable(callback):
+        raise TypeError(f"callback must be callable, with the new theme as its one argument; got {callback!r:.60}")
+    if callback not in _followers:  # equal, not the same object: a bound method is made anew on each access
+        _followers.append(callback)
+
+
 def presenter(on: bool = True) -> Theme:
     """Switch the projector theme on (``True``) or off (``False``); return the theme now in use.
 
     Every figure and control built after the call uses the theme's sizes: base font
     20 px, titles 24 px, larger token labels, numbers in heatmap cells, control text,
     rows and slider handles. Inside a notebook the call also puts the control styles
-    on the page; run it near the top, then run the cells below it again.
+    on the page, and every figure and control group the course has shown in the notebook
+    is built again in the new sizes where it stands (``follow``); a figure of the
+    learner's own keeps its sizes until its cell runs again.
     """
     global _current
     _current = PROJECTOR if _validate.flag(on, "on") else LAPTOP
     _show_controls_css()
+    for callback in list(_followers):
+        callback(_current)
     return _current

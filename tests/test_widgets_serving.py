@@ -81,8 +81,8 @@ def test_mistral_and_llama_3_show_128_kib_per_token_and_llama_2_70b_320(calc):
 
 def test_model_change_redraws_once_not_once_per_control(calc, monkeypatch):
     calls = []
-    original = calc._redraw
-    monkeypatch.setattr(calc, "_redraw", lambda: (calls.append(1), original()))
+    original = calc.redraw
+    monkeypatch.setattr(calc, "redraw", lambda: (calls.append(1), original()))
     calc.model.value = "Llama-2-70B"
     assert len(calls) == 1
 

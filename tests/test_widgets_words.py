@@ -81,12 +81,14 @@ def test_a_static_figure_is_shown_by_plotly_without_its_mode_bar_then_its_words(
     monkeypatch.delenv("MHA_COURSE_STATIC", raising=False)
     monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
     fig = go.Figure(go.Bar(x=["the", "cache"], y=[0.25, 0.75]), layout={"title": {"text": "Weights of `key`"}})
-    plotly_shown, shown = [], []
-    monkeypatch.setattr(pio, "show", lambda figure, **kw: plotly_shown.append((figure, kw)))
-    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.append((objs, kw)))
     _words.show_figure(fig)
-    assert plotly_shown == [(fig, {"config": {"displayModeBar": False}})]
-    (words_output,) = shown
+    ((bundle,), how), ((words_output,), told) = shown
+    assert how["raw"] is True and how["display_id"].startswith("mha-figure-")  # plotly's own bundle, with an id
+    assert bundle["application/vnd.plotly.v1+json"]["config"] == {"displayModeBar": False}
+    assert bundle["application/vnd.plotly.v1+json"]["data"][0]["y"] == [0.25, 0.75]
+    assert told["display_id"].startswith("mha-words-") and told["display_id"] != how["display_id"]
     text = words_output.data
     assert "\u2018cache\u2019 0.75" in text and 'aria-hidden' in text and '"role", "img"' in text
     assert re.search(r'<div class="mha-figure-words" id="(mha-words-[0-9a-f]{12})"', text)

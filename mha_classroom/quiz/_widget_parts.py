@@ -14,6 +14,7 @@ import ipywidgets as widgets
 
 from mha_core import projector
 
+from .. import _theme
 from .grading import Verdict
 
 #: Quiz text on a laptop: a little larger than the controls, for reading questions.
@@ -123,3 +124,8 @@ class Displayable:
             return
         self._displayed_in = count
         display(self.box)
+        _theme.keep(self.restyle)
+
+    def restyle(self, theme: projector.Theme) -> None:
+        """Show the same in ``theme``'s text sizes, where it stands (``presenter`` switched the theme)."""
+        raise NotImplementedError

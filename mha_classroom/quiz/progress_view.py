@@ -39,6 +39,11 @@ class ProgressView(Displayable):
         self.box.add_class("mha-quiz")
         self.refresh()
 
+    def restyle(self, theme) -> None:
+        """The table and its buttons in ``theme``'s sizes: the style first, then the table, which sets its own."""
+        self.box.children[0].value = css(theme)
+        self.refresh()
+
     def refresh(self) -> None:
         summary = progress_summary(self.store, self.bank)
         self.table.value = progress_table_html(summary)

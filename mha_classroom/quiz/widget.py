@@ -107,12 +107,10 @@ class QuickCheck(Displayable):
             for n, q in enumerate(questions, start=1)
         ]
         mode = " (classroom mode: nothing is recorded)" if classroom else ""
-        self.header = html_widget(
-            f'{css()}<div style="font-size:1.15em"><b>Quick check {self.set_id}: {html.escape(title)}</b>{mode}</div>'
-            f"{self._review_note()}"
-            f'<div class="mha-quiz-hint">{KEYS_HINT}</div>',
-            "mha-quiz-title",
-        )
+        self._heading = (f'<div style="font-size:1.15em"><b>Quick check {self.set_id}: {html.escape(title)}</b>{mode}</div>'
+                         f"{self._review_note()}"
+                         f'<div class="mha-quiz-hint">{KEYS_HINT}</div>')
+        self.header = html_widget(css() + self._heading, "mha-quiz-title")
         self._update_score(stats)
         self.current = 0
         self.previous_button = self.next_button = None
@@ -127,6 +125,10 @@ class QuickCheck(Displayable):
         self.box = widgets.VBox(layout=widgets.Layout(width="100%"))
         self.box.add_class("mha-quiz")
         self.show_question(0)
+
+    def restyle(self, theme) -> None:
+        """The quick check's text in ``theme``'s sizes: its style rides in the header."""
+        self.header.value = css(theme) + self._heading
 
     def show_question(self, index: int) -> None:
         """Classroom mode: show question ``index`` (0-based) alone; elsewhere every question is shown."""

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from mha_core import _validate, projector
 from mha_core.figures._style import WIDGET_WIDTH
 
+from .. import _theme
 from .._display import STATIC_ENV, static_mode  # noqa: F401 - STATIC_ENV: the switch, named here too
 from . import _words
 from ._keys import show_keyboard_ready
@@ -92,14 +93,38 @@ class ControlGroup:
     def box(self) -> widgets.Widget:
         raise NotImplementedError
 
+    def redraw(self) -> None:
+        """Draw the figure (and any readout) again for the controls' current values, in ``self.theme``'s sizes."""
+        raise NotImplementedError
+
+    def restyle(self, theme: projector.Theme) -> None:
+        """The group in ``theme``'s sizes where it stands (``presenter`` switched the theme; ``_theme.keep``).
+
+        Its controls' style (the first child of the box it was shown in), then its figure for the controls'
+        current values, built again with ``theme``: the settings it remembered were in the old sizes.
+        """
+        if getattr(self, "theme", None) == theme:
+            return
+        self.theme = theme
+        self.__dict__.pop("_remembered", None)
+        shown = self.__dict__.get("_shown_box")
+        if shown is not None:
+            shown.children[0].value = large_controls_css(theme)
+        self.redraw()
+
+    def _show_live(self) -> None:
+        """Show the group's controls, sized by its theme (its figure already is), and the keyboard helper (arrow
+        keys for its toggle buttons, its keys kept from JupyterLab's shortcuts); it follows ``presenter`` from then."""
+        self._shown_box = themed_box(self.box, getattr(self, "theme", None))
+        show_keyboard_ready(self._shown_box)
+        _theme.keep(self.restyle)
+
     def _ipython_display_(self):
         if static_mode():
             # A handout has no kernel to move a control: the page switches between settings computed here.
             static_display(self)
         else:
-            # The group's controls sized by the theme it was built with (its figure already is).
-            # Then the keyboard helper: arrow keys for its toggle buttons, its keys kept from JupyterLab's shortcuts.
-            show_keyboard_ready(themed_box(self.box, getattr(self, "theme", None)))
+            self._show_live()
 
 
 class TrainingGroup(ControlGroup):
@@ -124,7 +149,16 @@ class TrainingGroup(ControlGroup):
         """Show the reports so far: status line and figure."""
         raise NotImplementedError
 
+    def redraw(self) -> None:
+        """The last run shown (nothing before the first), and its status line, in ``self.theme``'s sizes."""
+        status = getattr(self, "_status", None)  # _show writes its own; the line keeps what it said
+        if getattr(self, "result", None) is not None:
+            self._show(self.result, self.result.config, cached=False)
+        if status:
+            self._show_status(*status)
+
     def _show_status(self, text: str, *, busy: bool = False) -> None:
+        self._status = (text, busy)
         colour = "#8a4b00" if busy else "#1b4f72"
         self.status.value = f'<div style="font-size:{self.theme.control_font_size}px;color:{colour}">{text}</div>'
 
@@ -166,7 +200,7 @@ class TrainingGroup(ControlGroup):
 
             display(self)
             return self
-        show_keyboard_ready(themed_box(self.box, self.theme))  # as ControlGroup._ipython_display_ shows a group
+        self._show_live()  # as ControlGroup._ipython_display_ shows a group
         self.train()
         return self
 
@@ -188,7 +222,7 @@ def large_controls_css(theme: projector.Theme) -> str:
     """
     scope = f".{THEMED_CLASS}"
     return (f"<style>{scope} .widget-toggle-button, {scope} .widget-label, {scope} .widget-readout,"
-            f" {scope} .widget-checkbox .widget-label-basic span, {scope} .widget-dropdown select,"
+            f" {scope} .widget-checkbox .widget-label-basic span, {scope} .widget-dropdown select, {scope} .mha-control-text,"
             f" {scope} .mha-save-button {{ font-size: {theme.control_font_size}px; }}"
             f" {scope} .modebar-container {{ display: none; }}"
             f" {scope} .mha-save {{ display: flex; gap: 8px; justify-content: flex-end; margin: 4px 0; }}</style>"

@@ -41,6 +41,7 @@ import json
 import sys
 import uuid
 
+from .. import _theme
 from .._display import in_ipython, static_mode
 from ..describe import in_words, spoken
 from ._plain import PlainFigure, _plain
@@ -114,15 +115,31 @@ def show_figure(figure) -> None:
     import plotly.io as pio
     from IPython.display import HTML, display
 
-    if pio.renderers.render_on_display and pio.renderers.default:
-        pio.show(figure, config=STATIC_CONFIG)
-    else:
-        figure._ipython_display_()
+    if not (pio.renderers.render_on_display and pio.renderers.default):
+        figure._ipython_display_()  # no renderer of plotly's own: shown as plotly does, without words
+        return
+    shown, told = (f"mha-{part}-{uuid.uuid4().hex[:12]}" for part in ("figure", "words"))
+    display(figure._repr_mimebundle_(config=STATIC_CONFIG), raw=True, display_id=shown)
     try:
         words = figure_words_html(figure)
     except Exception:  # noqa: BLE001 - a figure of the learner's own that describe cannot read: shown without words
         return
-    display(HTML(words))
+    display(HTML(words), display_id=told)
+    from mha_core.figures._style import AGAIN
+
+    again = getattr(figure, AGAIN, None)
+    if again is not None:
+        _theme.keep(lambda theme: restyle_figure(again, shown, told))
+
+
+def restyle_figure(again, shown: str, told: str) -> None:
+    """Build a shown builder's figure again (``again``, under the theme now in use) and put it, and its words
+    and save buttons, where the first stood (the outputs ``shown`` and ``told``)."""
+    from IPython.display import HTML, update_display
+
+    figure = again()
+    update_display(figure._repr_mimebundle_(config=STATIC_CONFIG), raw=True, display_id=shown)
+    update_display(HTML(figure_words_html(figure)), display_id=told)
 
 
 def install() -> bool:

@@ -49,8 +49,11 @@ class HeadGrid(ControlGroup):
         return head_grid_spec(head_weights(self.d_model, n_heads, seed=self.seed), TOKENS, title=title, width=WIDGET_WIDTH,
                               theme=self.theme)
 
+    def redraw(self):
+        update_in_place(self.figure, self._build(self.head_count.value))
+
     def _on_change(self, change):
-        update_in_place(self.figure, self._build(change["new"]))
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:

@@ -203,8 +203,11 @@ class HeadOff(ControlGroup):
         return ablation_figure(*self.measured(), label=label, chance_induction=self.chance, validate=False,
                                theme=self.theme)
 
-    def _on_change(self, change):
+    def redraw(self):
         update_in_place(self.figure, self._build())
+
+    def _on_change(self, change):
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:

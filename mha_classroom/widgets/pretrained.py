@@ -86,8 +86,8 @@ class LayerHeadExplorer(ControlGroup):
         self.text.add_class("mha-minilm-text")
         self.message = message_box()
         self.figure = figure_widget(self._build())
-        self.layer.observe(self._redraw, names="value")
-        self.head.observe(self._redraw, names="value")
+        self.layer.observe(self.redraw, names="value")
+        self.head.observe(self.redraw, names="value")
         self.text.observe(self._on_text, names="value")
 
     def _build(self):
@@ -96,7 +96,7 @@ class LayerHeadExplorer(ControlGroup):
         return layer_heads_figure(weights, self.encoding.tokens, layer=layer, head=self.head.value, validate=False,
                                   theme=self.theme)
 
-    def _redraw(self, change=None):
+    def redraw(self, change=None):
         update_in_place(self.figure, self._build())
 
     def _on_text(self, change):
@@ -106,7 +106,7 @@ class LayerHeadExplorer(ControlGroup):
             return
         self.encoding = self.model.encode(change["new"])
         show_message(self.message, unknown_note(self.model, self.encoding.tokens), kind="info", theme=self.theme)
-        self._redraw()
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:
@@ -149,10 +149,13 @@ class PruningExplorer(ControlGroup):
     def _build(self, n_off: int):
         return pruning_step(self.record, n_off, self.calibration, theme=self.theme)
 
-    def _on_change(self, change):
-        update_in_place(self.figure, self._build(change["new"]))
-        show_message(self.message, heads_off_text(self.record, change["new"], theme=self.theme), kind="info",
+    def redraw(self):
+        update_in_place(self.figure, self._build(self.n_off.value))
+        show_message(self.message, heads_off_text(self.record, self.n_off.value, theme=self.theme), kind="info",
                      theme=self.theme)
+
+    def _on_change(self, change):
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:

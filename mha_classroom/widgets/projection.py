@@ -67,6 +67,9 @@ class HeadSwitches(ControlGroup):
         )
 
     def _on_change(self, change):
+        self.redraw()
+
+    def redraw(self):
         heads_off = self.heads_off
         update_in_place(self.figure, self._build(heads_off))
         if heads_off.all():
@@ -77,7 +80,7 @@ class HeadSwitches(ControlGroup):
 
     @property
     def box(self) -> widgets.VBox:
-        label = widgets.HTML(f'<span style="font-size:{self.theme.control_font_size}px">Heads switched on:</span>')
+        label = widgets.HTML('<span class="mha-control-text">Heads switched on:</span>')  # sized by the group's style
         # Wraps onto a second line when there are more heads than fit across the output area.
         row = widgets.HBox([label, *self.switches], layout=widgets.Layout(flex_flow="row wrap"))
         return widgets.VBox([row, self.message, self.figure])

@@ -45,8 +45,11 @@ class TokenExplorer(ControlGroup):
     def _build(self, token: int):
         return token_qkv_spec(self.q, self.k, self.v, self.tokens, token, theme=self.theme)
 
+    def redraw(self):
+        update_in_place(self.figure, self._build(self.token.value))
+
     def _on_change(self, change):
-        update_in_place(self.figure, self._build(change["new"]))
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:

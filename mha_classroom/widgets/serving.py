@@ -195,14 +195,14 @@ class KVCacheCalculator(ControlGroup):
         text, kind = calculator_message(rows, self.n_kv_heads.value, self.shape.context, self.shape.positions)
         show_message(self.message, text, kind=kind, theme=self.theme)
 
-    def _redraw(self):
+    def redraw(self):
         rows = self.rows()
         update_in_place(self.figure, self._build(rows))
         self._show_numbers(rows)
 
     def _on_change(self, change):
         if not self._switching_model:
-            self._redraw()
+            self.redraw()
 
     def _on_model(self, change):
         # A new model has its own head count: its key/value choices, starting at its published Hkv.
@@ -216,7 +216,7 @@ class KVCacheCalculator(ControlGroup):
             self.window.disabled = shape.sliding_window is None
         finally:
             self._switching_model = False
-        self._redraw()
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:

@@ -43,8 +43,11 @@ class ScalingExplorer(ControlGroup):
         self.figure = figure_widget(scaling_spec(self.data, d_head, theme=self.theme))
         self.d_head.observe(self._on_change, names="value")
 
+    def redraw(self):
+        update_in_place(self.figure, scaling_spec(self.data, self.d_head.value, theme=self.theme))
+
     def _on_change(self, change):
-        update_in_place(self.figure, scaling_spec(self.data, change["new"], theme=self.theme))
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:
@@ -89,8 +92,11 @@ class MaskExplorer(ControlGroup):
         case = masked_attention(self.x, self.w_q, self.w_k, self.w_v, self.tokens, mode, n_pad=self.n_pad)
         return masked_weights_spec(case.weights, case.tokens, case.tokens, case.blocked, title=MASK_TITLES[mode], theme=self.theme)
 
+    def redraw(self):
+        update_in_place(self.figure, self._build(self.mode.value))
+
     def _on_change(self, change):
-        update_in_place(self.figure, self._build(change["new"]))
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:

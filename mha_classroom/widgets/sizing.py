@@ -95,9 +95,8 @@ class HeadSizing(ControlGroup):
         # The readout and the impossible-split message take turns in one slot of four lines, between the
         # controls and the figure: the numbers the room reads stay in view with the sliders, and the
         # figure does not jump when one replaces the other.
-        lines = f"{round(4 * READOUT_LINE_HEIGHT * self.theme.control_font_size)}px"
         self.message.layout.min_height = "0px"
-        self.numbers = widgets.VBox([self.message, self.readout], layout=widgets.Layout(min_height=lines))
+        self.numbers = widgets.VBox([self.message, self.readout])
         self.figure = figure_widget(self._build())
         self._show_numbers()
         for control in (self.d_model, self.n_heads, self.n_tokens):
@@ -113,6 +112,7 @@ class HeadSizing(ControlGroup):
         return sizing_spec(rows, n_heads=self.n_heads.value, width=WIDGET_WIDTH, theme=self.theme)
 
     def _show_numbers(self):
+        self.numbers.layout.min_height = f"{round(4 * READOUT_LINE_HEIGHT * self.theme.control_font_size)}px"
         D, H, T = self.d_model.value, self.n_heads.value, self.n_tokens.value
         if self.valid:
             show_message(self.message, "", theme=self.theme)
@@ -123,9 +123,12 @@ class HeadSizing(ControlGroup):
         self.message.layout.display = "none" if self.valid else None
         self.readout.layout.display = None if self.valid else "none"
 
-    def _on_change(self, change):
+    def redraw(self):
         update_in_place(self.figure, self._build())
         self._show_numbers()
+
+    def _on_change(self, change):
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:

@@ -217,6 +217,9 @@ class HeadSwitches(ControlGroup):
                                baselines=self.baselines, validate=False, theme=self.theme)
 
     def _on_change(self, change):
+        self.redraw()
+
+    def redraw(self):
         update_in_place(self.figure, self._build())
         if self.heads_off.all():
             show_message(self.message, "Every head is off: only the residual path (token + position) reaches the read-outs.",

@@ -54,8 +54,11 @@ class SmokeCheck(ControlGroup):
         self.figure = figure_widget(static_figure(sharpness, theme=self.theme))
         self.slider.observe(self._on_change, names="value")
 
+    def redraw(self):
+        update_in_place(self.figure, static_figure(self.slider.value, theme=self.theme))
+
     def _on_change(self, change):
-        update_in_place(self.figure, static_figure(change["new"], theme=self.theme))
+        self.redraw()
 
     @property
     def box(self) -> widgets.VBox:

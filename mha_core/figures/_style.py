@@ -9,6 +9,9 @@ an argument, so ``mha_core.presenter(True)`` reaches every figure. Builders reso
 
 from __future__ import annotations
 
+import copy
+import functools
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -22,6 +25,51 @@ WEIGHTS_RANGE = (0.0, 1.0)
 SIGNED_COLORSCALE = "RdBu"
 #: Categorical colours (Okabe-Ito, colour-blind safe).
 COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+
+# --- a figure that can be built again -------------------------------------------------
+
+#: The attribute of a builder's figure holding a call that builds it again (``builder``).
+AGAIN = "_mha_again"
+
+
+def _kept(value):
+    """``value`` as a builder's call keeps it: a figure that can be built again as the call that builds it
+    (``add_reference_line`` draws on a figure built under the same theme), anything else as a deep copy,
+    so an array changed in place later does not change what the figure shows when built again."""
+    again = getattr(value, AGAIN, None) if isinstance(value, go.Figure) else None
+    return _Again(again) if again is not None else copy.deepcopy(value)
+
+
+class _Again:
+    """A figure argument of a kept call, built again with it."""
+
+    def __init__(self, again):
+        self.again = again
+
+
+def _fresh(value):
+    return value.again() if isinstance(value, _Again) else copy.deepcopy(value)
+
+
+def builder(build):
+    """Mark a figure builder: the figure it returns holds ``AGAIN``, a call that builds it again from copies
+    of the same inputs, under the theme in use then (a ``theme`` passed in stays). The course platform uses
+    it to restyle a figure already shown when ``presenter`` switches the theme; the builder runs as before.
+    Inputs that cannot be copied leave the figure without ``AGAIN``: it keeps its sizes."""
+
+    @functools.wraps(build)
+    def built(*args, **kwargs):
+        figure = build(*args, **kwargs)
+        try:
+            args_kept, kwargs_kept = [_kept(a) for a in args], {k: _kept(v) for k, v in kwargs.items()}
+        except Exception:  # noqa: BLE001 - an input that cannot be copied: no way to build it again
+            return figure
+        setattr(figure, AGAIN, lambda: build(*[_fresh(a) for a in args_kept],
+                                             **{k: _fresh(v) for k, v in kwargs_kept.items()}))
+        return figure
+
+    return built
 
 
 # --- the screen the course is sized for ------------------------------------------------
@@ -382,6 +430,7 @@ def panel_title(text: str, x_domain, y_top: float, *, theme: Theme) -> dict:
 PLAIN_WIDTH = 848
 
 
+@builder
 def head_blocks_figure(z, n_heads: int, *, along: str, title: str, x_labels=None, y_labels=None, block_label=None,
                        decimals: int | None = None, hovertemplate: str | None = None, height: int = 460,
                        margin: dict | None = None, axis_titles=("", ""), of: str | None = None,
@@ -492,6 +541,7 @@ def reference_line(value: float, label: str, *, theme: Theme, axis: str = "y", c
     return shape, note
 
 
+@builder
 def add_reference_line(fig: go.Figure, value: float, label: str, *, theme: Theme | None = None, **style) -> go.Figure:
     """``fig`` with one more ``reference_line`` (for a figure from another builder); returns ``fig``.
 

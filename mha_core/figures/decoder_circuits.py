@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from .. import projector
 from ..projector import Theme
-from ._style import COLORS, base_layout, reference_line
+from ._style import builder, COLORS, base_layout, reference_line
 
 #: Under the width of a notebook's output area at 1280 x 800.
 SCATTER_WIDTH = 800
@@ -38,6 +38,7 @@ def _pairs(heads, L: int, H: int, name: str) -> list[tuple[int, int]]:
     return pairs
 
 
+@builder
 def head_scores_scatter_figure(previous_token, induction, *, chance_previous: float, chance_induction: float,
                                induction_heads=(), previous_heads=(), threshold: float | None = None,
                                title: str | None = None, theme: Theme | None = None) -> go.Figure:

@@ -28,6 +28,7 @@ from ._style import (
     WEIGHTS_RANGE,
     WIDGET_WIDTH,
     base_layout,
+    builder,
     cell_numbers,
     cell_px,
     colorbar_px,
@@ -105,6 +106,7 @@ def _tiled(weights: np.ndarray, tokens, cols: int | None) -> tuple[np.ndarray, n
 TOP_WEIGHT_COLOR = COLORS[5]
 
 
+@builder
 def head_grid_figure(
     weights: np.ndarray,
     tokens,
@@ -267,6 +269,7 @@ def head_grid_spec(weights: np.ndarray, tokens, *, title: str | None = None, hea
     return {"data": [trace, outline], "layout": layout}
 
 
+@builder
 def head_split_figure(q: np.ndarray, n_heads: int, tokens, *, theme: Theme | None = None) -> go.Figure:
     """The queries of all tokens, (T, D), cut into ``n_heads`` slices of ``d_head`` columns.
 
@@ -288,6 +291,7 @@ def head_split_figure(q: np.ndarray, n_heads: int, tokens, *, theme: Theme | Non
     )
 
 
+@builder
 def w_q_slices_figure(w_q: np.ndarray, n_heads: int, *, theme: Theme | None = None) -> go.Figure:
     """W_Q cut into one slice of d_head columns per head: every slice has all D rows.
 
@@ -311,6 +315,7 @@ def w_q_slices_figure(w_q: np.ndarray, n_heads: int, *, theme: Theme | None = No
     )
 
 
+@builder
 def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, query_token: str,
                        theme: Theme | None = None) -> go.Figure:
     """One token seen by each head: its query slice per head (left), and where it looks (right).
@@ -379,6 +384,7 @@ def token_views_figure(q_heads: np.ndarray, weight_rows: np.ndarray, tokens, *, 
     return go.Figure(data=[query, looks], layout=layout)
 
 
+@builder
 def hand_set_figure(weights: np.ndarray, tokens, head_titles, *, theme: Theme | None = None) -> go.Figure:
     """The hand-set sketch: three heads whose weights were written by hand, not learned.
 

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from .. import projector
 from ..projector import Theme
-from ._style import COLORS, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout, weights_colorbar
+from ._style import builder, COLORS, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout, weights_colorbar
 
 #: Under the width of a notebook's output area at 1280 x 800, as the toy figures.
 INDUCTION_WIDTH = 800
@@ -41,6 +41,7 @@ def _ticks(top: float) -> list[int]:
     return [t for t in range(0, int(top) + 1, int(step))]
 
 
+@builder
 def training_figure(loss_steps, losses, score_steps, previous_token, induction, *, chance_previous: float,
                     chance_induction: float, threshold: float, max_steps: int | None = None, title: str | None = None,
                     validate: bool = True, theme: Theme | None = None) -> go.Figure:
@@ -108,6 +109,7 @@ def training_figure(loss_steps, losses, score_steps, previous_token, induction, 
     return go.Figure(data=data, layout=layout, _validate=validate)
 
 
+@builder
 def head_scores_figure(previous_token, induction, *, chance_previous: float, chance_induction: float,
                        threshold: float, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Every head's previous-token and induction score (bars), with each score's chance level and the threshold.
@@ -142,6 +144,7 @@ def head_scores_figure(previous_token, induction, *, chance_previous: float, cha
     return go.Figure(data=data, layout=layout)
 
 
+@builder
 def induction_pattern_figure(weights, tokens, repeat_length: int, *, head: str, title: str | None = None,
                              theme: Theme | None = None) -> go.Figure:
     """One head's attention weights on one sequence of repeated tokens, with the induction keys marked.
@@ -180,6 +183,7 @@ def induction_pattern_figure(weights, tokens, repeat_length: int, *, head: str, 
     return go.Figure(data=data, layout=layout)
 
 
+@builder
 def composition_figure(k_composition: dict, baseline_mean: float, baseline_std: float, *, title: str | None = None,
                        theme: Theme | None = None) -> go.Figure:
     """K-composition of each first-layer head into each second-layer head, per model, against the random baseline.
@@ -216,6 +220,7 @@ def composition_figure(k_composition: dict, baseline_mean: float, baseline_std: 
     return go.Figure(data=data, layout=layout)
 
 
+@builder
 def ablation_figure(induction_on: float, loss_on: float, induction_off: float, loss_off: float, *, label: str,
                     chance_induction: float, title: str | None = None, validate: bool = True,
                     theme: Theme | None = None) -> go.Figure:

@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 from .. import _validate, projector
 from ..projector import Theme
 from ._style import (COLORS, PLAIN_WIDTH, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout, cell_text_fits, reference_line,
-                     text_width_px, tick_step, weights_heatmap_trace)
+                     builder, text_width_px, tick_step, weights_heatmap_trace)
 
 #: Live figures stay within this width (JupyterLab at 1280 x 800 with the file browser open).
 LIVE_WIDTH = 800
@@ -41,6 +41,7 @@ def _head_axes(L: int, H: int) -> dict:
     )
 
 
+@builder
 def head_map_figure(values: np.ndarray, labels, *, title: str, value_name: str = "weight",
                     zrange=WEIGHTS_RANGE, colorscale: str = WEIGHTS_COLORSCALE, height: int = 360,
                     theme: Theme | None = None) -> go.Figure:
@@ -160,6 +161,7 @@ def layer_tiles_gap(n_tokens: int, n_heads: int, *, width: int = LIVE_WIDTH, the
                      label_px=1.25 * theme.small_text_size)
 
 
+@builder
 def layer_heads_figure(weights: np.ndarray, tokens, *, layer: int, head: int, show_values: bool | None = None,
                        width: int = LIVE_WIDTH, validate: bool = True, theme: Theme | None = None) -> go.Figure:
     """Every head of one layer as a small tile (left), the chosen head large (right).
@@ -262,6 +264,7 @@ def largest_weight_outlines(weights: np.ndarray, *, xref: str = "x", yref: str =
 # --------------------------------------------------------------------------- 08, real half
 
 
+@builder
 def head_similarity_figure(similarity: np.ndarray, order, names, *, theme: Theme | None = None) -> go.Figure:
     """How alike every pair of heads attends (1 - Jensen-Shannon divergence), rows and columns in ``order``.
 
@@ -359,6 +362,7 @@ def pruning_step_height(theme: Theme) -> int:
     return 510 if theme.projector else 560
 
 
+@builder
 def pruning_step_figure(cosines: np.ndarray, labels, *, n_removed: int, threshold: float, ranking_accuracy: float,
                         ranking_accuracy_full: float, calibration=None, width: int = LIVE_WIDTH,
                         validate: bool = True, theme: Theme | None = None) -> go.Figure:
@@ -440,6 +444,7 @@ def _fit_words(text: str, room_px: float, size: int) -> str:
     return (kept or text[: max(1, int(room_px // (0.57 * size)) - 1)]) + " …"
 
 
+@builder
 def pruning_curve_figure(n_removed, tuning_mean, held_out_mean, held_out_worst, *, threshold: float,
                          calibration=None, theme: Theme | None = None) -> go.Figure:
     """Mean cosine on the tuning sentences (what the search saw) and on held-out ones, per head removed.
@@ -478,6 +483,7 @@ def pruning_curve_figure(n_removed, tuning_mean, held_out_mean, held_out_worst, 
 # --------------------------------------------------------------------------- 07: where a head looks, what it does
 
 
+@builder
 def removal_effect_figure(on_words: np.ndarray, cosines: np.ndarray, *, named=(), calibration=None,
                           theme: Theme | None = None) -> go.Figure:
     """Each head: its share of weight on words (x) against how much switching it off changes the embedding (y).

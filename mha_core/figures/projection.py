@@ -19,6 +19,7 @@ from ._style import (
     WIDGET_HEIGHT,
     WIDGET_WIDTH,
     base_layout,
+    builder,
     head_blocks_figure,
     text_width_px,
     title_bottom_px,
@@ -37,6 +38,7 @@ def head_color(head: int) -> str:
     return COLORS[head % (len(COLORS) - 1)]  # the last colour (black) is kept for "all heads"
 
 
+@builder
 def concat_figure(head_outputs: np.ndarray, *, token: str, theme: Theme | None = None) -> go.Figure:
     """One token's head outputs placed side by side: the concatenation, before ``W_O``.
 
@@ -54,6 +56,7 @@ def concat_figure(head_outputs: np.ndarray, *, token: str, theme: Theme | None =
     )
 
 
+@builder
 def w_o_blocks_figure(w_o: np.ndarray, n_heads: int, *, theme: Theme | None = None) -> go.Figure:
     """``W_O`` as a heatmap with its per-head blocks of rows marked.
 
@@ -74,6 +77,7 @@ def w_o_blocks_figure(w_o: np.ndarray, n_heads: int, *, theme: Theme | None = No
     )
 
 
+@builder
 def contributions_figure(
     contributions: np.ndarray,
     b_o: np.ndarray | None,

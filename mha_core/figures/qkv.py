@@ -17,6 +17,7 @@ from ._style import (
     PLAIN_WIDTH,
     WIDGET_WIDTH,
     base_layout,
+    builder,
     cell_numbers,
     cell_px,
     panel_title,
@@ -52,6 +53,7 @@ def entry_labels(n: int) -> list[str]:
     return [f"d{i + 1}" for i in range(n)]
 
 
+@builder
 def token_vectors_figure(x: np.ndarray, tokens, *, theme: Theme | None = None) -> go.Figure:
     """Each token's vector as one row of numbers.
 
@@ -73,6 +75,7 @@ def token_vectors_figure(x: np.ndarray, tokens, *, theme: Theme | None = None) -
                                                 theme=theme)], layout=layout)
 
 
+@builder
 def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, *, theme: Theme | None = None) -> go.Figure:
     """Q, K and V side by side: one row per token, Dh numbers each.
 
@@ -103,6 +106,7 @@ def qkv_matrices_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, *, 
     return go.Figure(data=traces, layout=layout)
 
 
+@builder
 def token_qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_index: int, *,
                      theme: Theme | None = None) -> go.Figure:
     """One token's q, k and v, every token's key, and the token's raw score against each key.
@@ -228,6 +232,7 @@ def token_qkv_spec(q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token_in
     return {"data": traces, "layout": layout}
 
 
+@builder
 def score_table_figure(scores: np.ndarray, query_tokens, key_tokens, *, title: str | None = None,
                        theme: Theme | None = None) -> go.Figure:
     """A table of scores: one row per query token, one column per key token.
@@ -248,6 +253,7 @@ def score_table_figure(scores: np.ndarray, query_tokens, key_tokens, *, title: s
     return go.Figure(data=[trace], layout=layout)
 
 
+@builder
 def meaning_figure(x: np.ndarray, scores: np.ndarray, tokens, features, query_token: str, *,
                    theme: Theme | None = None) -> go.Figure:
     """The hand-set example: what each token is (left) and whom one token's query finds (right).

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from .. import projector
 from ..projector import Theme
 from ..tables import CalculatorRows, GrowthRows
-from ._style import COLORS, base_layout
+from ._style import builder, COLORS, base_layout
 
 GiB = 2**30
 #: Live figures stay under this width (JupyterLab at 1280 x 800 with the file browser open).
@@ -43,6 +43,7 @@ def kv_kind(n_kv_heads: int, n_heads: int) -> str:
 # -- score tables (T^2) next to the KV cache (T) ---------------------------------------------
 
 
+@builder
 def growth_figure(rows: GrowthRows, *, theme: Theme | None = None) -> go.Figure:
     """Two panels against T: one layer's score tables (grow as T^2) and the KV cache (grows as T), in GiB."""
     theme = projector.resolve(theme)
@@ -98,6 +99,7 @@ def _apart(x, y) -> list[bool]:
 # -- the head-count sweep: what stays flat, what moves -------------------------------------------
 
 
+@builder
 def head_sweep_figure(sweep, *, theme: Theme | None = None) -> go.Figure:
     """Three panels against the head count at fixed d_model: KV bytes (flat), FLOPs (nearly flat), measured time.
 
@@ -153,6 +155,7 @@ def head_sweep_figure(sweep, *, theme: Theme | None = None) -> go.Figure:
 # -- the KV-cache calculator --------------------------------------------------------------------
 
 
+@builder
 def calculator_figure(rows: CalculatorRows, n_kv_heads: int, *, width: int | None = CALCULATOR_WIDTH,
                       theme: Theme | None = None) -> go.Figure:
     """Two bar charts over the key/value head counts (H ... 1): the batch's KV cache, and how many sequences fit.

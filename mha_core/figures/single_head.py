@@ -18,15 +18,16 @@ from ._style import (
     PLAIN_WIDTH,
     WIDGET_WIDTH,
     base_layout,
+    builder,
     cell_px,
     colorbar_px,
     label_angle,
     panel_title,
-    row_max_outlines,
-    text_width_px,
     query_key_axes,
+    row_max_outlines,
     signed_heatmap_trace,
     symmetric_max,
+    text_width_px,
     title_bottom_px,
     title_chars,
     weights_heatmap_trace,
@@ -56,6 +57,7 @@ def unique_labels(tokens) -> list[str]:
 # --- softmax: scores in, weights out ----------------------------------------------
 
 
+@builder
 def softmax_spread_figure(rows: dict, key_labels, *, theme: Theme | None = None) -> go.Figure:
     """Grouped bars: the weights softmax makes of each row of scores, one colour and pattern per row.
 
@@ -89,6 +91,7 @@ def softmax_spread_figure(rows: dict, key_labels, *, theme: Theme | None = None)
 
 
 
+@builder
 def scores_and_weights_figure(scores: np.ndarray, weights: np.ndarray, tokens, *, theme: Theme | None = None) -> go.Figure:
     """Scaled scores (left) and the weights softmax makes of them (right), side by side.
 
@@ -140,6 +143,7 @@ def scores_and_weights_figure(scores: np.ndarray, weights: np.ndarray, tokens, *
 # --- why divide by sqrt(d_head) ------------------------------------------------------
 
 
+@builder
 def scaling_figure(data: ScalingData, d_head: int, *, theme: Theme | None = None) -> go.Figure:
     """Left: one query's weights over six keys, without and with the division by sqrt(d_head).
     Right: how far the scores spread as d_head grows, with the current d_head marked.
@@ -242,6 +246,7 @@ def scaling_spec(data: ScalingData, d_head: int, *, theme: Theme | None = None) 
 # --- masks ------------------------------------------------------------------------------
 
 
+@builder
 def saturation_figure(grads: ScalingGradients, *, theme: Theme | None = None) -> go.Figure:
     """Two panels over d_head, without the scale and with it: each query's largest weight
     (box plots, left) and the mean size of the softmax's Jacobian (right, from 0).
@@ -282,6 +287,7 @@ def saturation_figure(grads: ScalingGradients, *, theme: Theme | None = None) ->
     return go.Figure(data=traces, layout=layout)
 
 
+@builder
 def masked_weights_figure(weights: np.ndarray, query_tokens, key_tokens, blocked: np.ndarray, *, title: str,
                           theme: Theme | None = None) -> go.Figure:
     """Attention weights with blocked cells written as 'blocked' (their weight is exactly 0).

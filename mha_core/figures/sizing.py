@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from .. import costs, projector
 from ..projector import Theme
 from ..tables import SizingRows
-from ._style import COLORS, base_layout
+from ._style import builder, COLORS, base_layout
 
 #: Vaswani et al. 2017, "Attention Is All You Need", Table 3 rows (A): the base model
 #: (d_model = 512) with only the head count changed, and the head size with it (the
@@ -43,6 +43,7 @@ def sizing_height(theme: Theme) -> int:
     return visible - 2 * theme.control_height - readout - 24  # 24: the gaps between the rows
 
 
+@builder
 def sizing_figure(rows: SizingRows, *, n_heads: int, width: int | None = None, theme: Theme | None = None) -> go.Figure:
     """Four bar charts against the head count: d_head, parameters, score-table entries, FLOPs.
 
@@ -174,6 +175,7 @@ def _sizing_title(rows: SizingRows, n_heads: int) -> str:
     return f"d_model = {rows.d_model}, T = {rows.n_tokens:,}: H = {n_heads} does not divide {rows.d_model}"
 
 
+@builder
 def vaswani_figure(rows=VASWANI_2017_TABLE3_A, *, theme: Theme | None = None) -> go.Figure:
     """Translation quality against head count at fixed d_model = 512 (Vaswani et al. 2017, Table 3 (A)).
 
@@ -216,6 +218,7 @@ def vaswani_figure(rows=VASWANI_2017_TABLE3_A, *, theme: Theme | None = None) ->
     return fig
 
 
+@builder
 def model_shapes_figure(shapes, *, theme: Theme | None = None) -> go.Figure:
     """A table of real models' attention shapes, with d_model / heads checked against d_head.
 

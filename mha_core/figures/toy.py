@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 from .. import projector
 from ..projector import Theme
-from ._style import COLORS, SIGNED_COLORSCALE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout
+from ._style import builder, COLORS, SIGNED_COLORSCALE, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout
 
 #: Live figures stay under the width of a notebook's output area at 1280 x 800.
 TOY_WIDTH = 800
@@ -40,6 +40,7 @@ def _legend_below(layout, theme: Theme, *, tick_lines: int = 1) -> dict:
     return dict(orientation="h", y=-((tick_lines + 1.5) * line) / plot_px, yanchor="top")
 
 
+@builder
 def example_targets_figure(tokens, target_positions, relations, *, theme: Theme | None = None) -> go.Figure:
     """One example sequence and, per relation, the positions a head should look at.
 
@@ -79,6 +80,7 @@ def example_targets_figure(tokens, target_positions, relations, *, theme: Theme 
     return go.Figure(data=data, layout=layout)
 
 
+@builder
 def role_history_figure(steps, role_scores, relations, *, max_steps: int | None = None, title: str | None = None,
                         validate: bool = True, theme: Theme | None = None) -> go.Figure:
     """Each head's role scores over the training steps: one panel per head, one line per relation.
@@ -129,6 +131,7 @@ def role_history_figure(steps, role_scores, relations, *, max_steps: int | None 
     return go.Figure(data=data, layout=layout, _validate=validate)
 
 
+@builder
 def role_table_figure(role_scores, relations, *, roles=None, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """The role table: each head's share of weight on each relation's targets, as a heatmap.
 
@@ -170,6 +173,7 @@ def baseline_traces(baselines: dict | None, relations) -> list[dict]:
     return traces
 
 
+@builder
 def accuracy_comparison_figure(accuracies: dict, relations, *, baselines: dict | None = None,
                                title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Per-relation accuracy of several models side by side (``{"1 head": acc, "3 heads": acc}``).
@@ -193,6 +197,7 @@ def accuracy_comparison_figure(accuracies: dict, relations, *, baselines: dict |
     return go.Figure(data=data, layout=layout)
 
 
+@builder
 def steps_to_target_figure(table: dict, *, budget: int | None = None, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Training steps each head count needed to reach the target on every relation, per seed (log scale).
 
@@ -232,6 +237,7 @@ def steps_to_target_figure(table: dict, *, budget: int | None = None, title: str
     return go.Figure(data=data, layout=layout)
 
 
+@builder
 def share_and_removal_figure(role_scores, removal_cost, relations, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Two ways to find a head's role, side by side: where it looks, and what breaks without it.
 
@@ -266,6 +272,7 @@ def share_and_removal_figure(role_scores, removal_cost, relations, *, title: str
     return fig
 
 
+@builder
 def key_similarity_figure(similarity, token: int, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """How close every token's key is to ``token``'s key, through each head (cosine similarity).
 
@@ -285,6 +292,7 @@ def key_similarity_figure(similarity, token: int, *, title: str | None = None, t
     return go.Figure(data=[trace], layout=layout)
 
 
+@builder
 def similarity_matrix_figure(similarity, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Mean Jensen-Shannon divergence between every pair of heads' patterns (0 = identical).
 
@@ -304,6 +312,7 @@ def similarity_matrix_figure(similarity, *, title: str | None = None, theme: The
     return go.Figure(data=[trace], layout=layout)
 
 
+@builder
 def ablation_figure(accuracy, relations, heads_off, *, baseline=None, baselines: dict | None = None,
                     title: str | None = None, validate: bool = True, theme: Theme | None = None) -> go.Figure:
     """Per-relation accuracy with some heads switched off (bars), beside all heads on (markers).
@@ -338,6 +347,7 @@ def ablation_figure(accuracy, relations, heads_off, *, baseline=None, baselines:
     return go.Figure(data=data, layout=layout, _validate=validate)
 
 
+@builder
 def removal_figure(single, greedy, relations, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Left: accuracy with each head off alone. Right: accuracy as heads are removed greedily.
 
@@ -379,6 +389,7 @@ def removal_figure(single, greedy, relations, *, title: str | None = None, theme
     return fig
 
 
+@builder
 def bottleneck_figure(sweep: dict, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Accuracy against head count at a fixed d_model: every seed as a dot, the mean as a line.
 

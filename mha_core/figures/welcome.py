@@ -7,9 +7,10 @@ import plotly.graph_objects as go
 
 from .. import projector
 from ..projector import Theme
-from ._style import COLORS, base_layout
+from ._style import builder, COLORS, base_layout
 
 
+@builder
 def weights_bar_figure(weights: np.ndarray, tokens, *, query_token: str, sharpness: float,
                        theme: Theme | None = None) -> go.Figure:
     """A bar per key token: how much weight one query gives it; ``theme`` sets the sizes (None: the one in use).

@@ -16,29 +16,29 @@ from __future__ import annotations
 
 from mha_core import projector
 
-#: One function per thing shown in this kernel, each taking the new theme.
+#: One ``(restyle, what)`` per thing shown in this kernel: a function taking the new theme, and what it restyles.
 _shown: list = []
 
 
-def keep(restyle) -> None:
-    """Call ``restyle(theme)`` after every switch of the theme, for something just shown."""
+def keep(restyle, what: str) -> None:
+    """Call ``restyle(theme)`` after every switch of the theme, for something just shown (``what``, in words)."""
     projector.follow(restyle_shown)
-    _shown.append(restyle)
+    _shown.append((restyle, what))
 
 
-def restyle_shown(theme: projector.Theme) -> int:
-    """Restyle everything shown, oldest first; return how many could not be (each is left as it was).
+def restyle_shown(theme: projector.Theme) -> list[str]:
+    """Restyle everything shown, oldest first; return what could not be, with why (each is left as it was).
 
-    Something that fails does not stop the rest, and the cell says how many, so an instructor knows which
+    Something that fails does not stop the rest, and the cell names each one, so an instructor knows which
     cells to run again.
     """
-    failed = 0
-    for restyle in list(_shown):
+    failed = []
+    for restyle, what in list(_shown):
         try:
             restyle(theme)
-        except Exception:  # noqa: BLE001 - one figure's failure must not leave the others in the old sizes
-            failed += 1
+        except Exception as error:  # noqa: BLE001 - one figure's failure must not leave the others in the old sizes
+            failed.append(f"{what} ({type(error).__name__}: {error})"[:200])
     if failed:
-        print(f"{failed} of the {len(_shown)} figures and controls shown could not be built again in the "
-              f"{theme.name} sizes; run their cells again.")
+        print(f"{len(failed)} of the {len(_shown)} figures and controls shown could not be built again in the "
+              f"{theme.name} sizes; run their cells again:\n" + "\n".join(f"  {line}" for line in failed))
     return failed

@@ -676,14 +676,26 @@ def test_solution_prints_the_source_outside_ipython(capsys, monkeypatch):
 def test_solution_is_behind_a_disclosure_in_ipython(monkeypatch):
     import IPython.display
 
-    shown = []
+    from mha_classroom import _theme
+    from mha_core import projector
+
+    shown, updated = [], []
     monkeypatch.setattr(exercises._display, "in_ipython", lambda: True)
-    monkeypatch.setattr(IPython.display, "display", shown.append)
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)))
+    monkeypatch.setattr(IPython.display, "update_display", lambda obj, **kw: updated.append((obj, kw)))
+    monkeypatch.setattr(projector, "_current", projector.LAPTOP)
+    monkeypatch.setattr(projector, "_followers", [])
+    monkeypatch.setattr(projector, "_show_controls_css", lambda: None)
+    monkeypatch.setattr(_theme, "_shown", [])
     exercises.solution("scaled_dot_product_attention")
-    (obj,) = shown
+    ((obj, how),) = shown
     page = obj.data
-    assert page.startswith("<details><summary>Show the solution</summary><pre><code>")
+    assert page.startswith('<details style="font-size:16px"><summary>Show the solution</summary>'
+                           '<pre style="font-size:16px;white-space:pre-wrap"><code>')
     assert page.endswith("</code></pre></details>")
+    projector.presenter(True)  # the solution shown follows the switch, in place
+    ((new, new_how),) = updated
+    assert new_how["display_id"] == how["display_id"] and 'font-size:20px' in new.data and "font-size:16px" not in new.data
     assert "weights = softmax(scores, axis=-1)" in page
     assert "q @ np.swapaxes(k, -1, -2)" in page
     assert '"""' not in page and "&quot;&quot;&quot;" in page  # escaped for HTML

@@ -83,7 +83,8 @@ def test_a_shown_figure_follows_the_switch_in_place(page):
     (bundle, how), (words, told) = page["shown"]
     assert title_px(bundle) == projector.LAPTOP.title_size
     projector.presenter(True)
-    (new, new_how), (new_words, new_told) = page["updated"]
+    (blank, blank_how), (new, new_how), (new_words, new_told) = page["updated"]
+    assert blank == {"text/plain": ""} and blank_how["display_id"] == how["display_id"]  # has JupyterLab draw anew
     assert new_how["display_id"] == how["display_id"] and new_told["display_id"] == told["display_id"]
     assert title_px(new) == projector.PROJECTOR.title_size
     assert new[PLOTLY]["data"][0]["z"] == bundle[PLOTLY]["data"][0]["z"]  # the same numbers
@@ -140,11 +141,13 @@ def test_one_thing_that_cannot_be_restyled_leaves_the_rest_and_is_counted(page, 
     def broken(theme):
         raise RuntimeError("gone")
 
-    _theme.keep(broken)
+    _theme.keep(broken, "a broken thing")
     _words.show_figure(vaswani_figure())
     projector.presenter(True)
-    assert len(page["updated"]) == 2  # the figure and its words, despite the broken one before them
-    assert "1 of the 2 figures and controls shown could not be built again in the projector sizes" in capsys.readouterr().out
+    assert len(page["updated"]) == 3  # the figure (a blank, then the figure) and its words, despite the broken one
+    said = capsys.readouterr().out
+    assert "1 of the 2 figures and controls shown could not be built again in the projector sizes" in said
+    assert "a broken thing (RuntimeError: gone)" in said
 
 
 def test_follow_takes_a_callable_once():
@@ -155,3 +158,30 @@ def test_follow_takes_a_callable_once():
     assert calls == [projector.PROJECTOR]
     with pytest.raises(TypeError, match="callback must be callable"):
         projector.follow("not a function")
+
+
+def test_a_training_group_restyles_its_last_run_without_training_again():
+    from types import SimpleNamespace
+
+    import ipywidgets as widgets
+
+    from mha_classroom.widgets._base import TrainingGroup
+
+    class Trained(TrainingGroup):
+        def __init__(self):
+            self.theme, self.status, self.shown, self.trainings = projector.LAPTOP, widgets.HTML(), [], 0
+            self.result = SimpleNamespace(config=SimpleNamespace(max_steps=3))
+
+        def _models(self):  # training again would count here
+            self.trainings += 1
+            return (lambda config: False), None
+
+        def _show(self, result, config, *, cached):
+            self.shown.append((result, config, self.theme))
+            self._show_status("trained: a new line")
+
+    group = Trained()
+    group._show_status("(from the cache) 3 heads")
+    group.restyle(projector.PROJECTOR)
+    assert group.shown == [(group.result, group.result.config, projector.PROJECTOR)] and group.trainings == 0
+    assert "(from the cache) 3 heads" in group.status.value and "font-size:20px" in group.status.value

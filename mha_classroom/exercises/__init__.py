@@ -136,18 +136,33 @@ def reference(name: str) -> Callable:
     return _exercise(name).reference
 
 
+def solution_html(source: str, theme=None) -> str:
+    """The solution behind a one-click disclosure, its text at ``theme``'s control size (None: the theme in use),
+    long lines wrapped inside the output rather than running past it."""
+    from mha_core import projector
+
+    px = projector.resolve(theme).control_font_size
+    return (f'<details style="font-size:{px}px"><summary>Show the solution</summary>'
+            f'<pre style="font-size:{px}px;white-space:pre-wrap"><code>{html.escape(source)}</code></pre></details>')
+
+
 def solution(name: str) -> None:
-    """Show the solution behind a one-click disclosure (in a notebook), or print it."""
+    """Show the solution behind a one-click disclosure (in a notebook), or print it.
+
+    In a notebook it follows ``mha_core.presenter``: a switch of the theme resizes it where it stands.
+    """
     source = solution_source(name)
     if _display.in_ipython():
-        from IPython.display import HTML, display
+        import uuid
 
-        display(
-            HTML(
-                "<details><summary>Show the solution</summary>"
-                f"<pre><code>{html.escape(source)}</code></pre></details>"
-            )
-        )
+        from IPython.display import HTML, display, update_display
+
+        from .. import _theme
+
+        shown = f"mha-solution-{uuid.uuid4().hex[:12]}"
+        display(HTML(solution_html(source)), display_id=shown)
+        _theme.keep(lambda theme: update_display(HTML(solution_html(source, theme)), display_id=shown),
+                    f"the solution of {name}")
     else:
         print(f"Solution for {name}:\n\n{source}")
 

@@ -124,7 +124,7 @@ class Displayable:
             return
         self._displayed_in = count
         display(self.box)
-        _theme.keep(self.restyle)
+        _theme.keep(self.restyle, f"the {type(self).__name__}")
 
     def restyle(self, theme: projector.Theme) -> None:
         """Show the same in ``theme``'s text sizes, where it stands (``presenter`` switched the theme)."""

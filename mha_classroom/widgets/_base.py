@@ -117,7 +117,7 @@ class ControlGroup:
         keys for its toggle buttons, its keys kept from JupyterLab's shortcuts); it follows ``presenter`` from then."""
         self._shown_box = themed_box(self.box, getattr(self, "theme", None))
         show_keyboard_ready(self._shown_box)
-        _theme.keep(self.restyle)
+        _theme.keep(self.restyle, f"the {type(self).__name__} controls")
 
     def _ipython_display_(self):
         if static_mode():
@@ -155,7 +155,7 @@ class TrainingGroup(ControlGroup):
         if getattr(self, "result", None) is not None:
             self._show(self.result, self.result.config, cached=False)
         if status:
-            self._show_status(*status)
+            self._show_status(status[0], busy=status[1])
 
     def _show_status(self, text: str, *, busy: bool = False) -> None:
         self._status = (text, busy)

@@ -129,7 +129,7 @@ def show_figure(figure) -> None:
 
     again = getattr(figure, AGAIN, None)
     if again is not None:
-        _theme.keep(lambda theme: restyle_figure(again, shown, told))
+        _theme.keep(lambda theme: restyle_figure(again, shown, told), f"the figure {words_of(figure)['name']!r}")
 
 
 def restyle_figure(again, shown: str, told: str) -> None:
@@ -138,6 +138,9 @@ def restyle_figure(again, shown: str, told: str) -> None:
     from IPython.display import HTML, update_display
 
     figure = again()
+    # JupyterLab's plotly renderer draws a figure once and ignores a new one for the same output; a plain text in
+    # between has JupyterLab replace the renderer, and the next one draws the new figure.
+    update_display({"text/plain": ""}, raw=True, display_id=shown)
     update_display(figure._repr_mimebundle_(config=STATIC_CONFIG), raw=True, display_id=shown)
     update_display(HTML(figure_words_html(figure)), display_id=told)
 

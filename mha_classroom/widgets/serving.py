@@ -148,8 +148,10 @@ class KVCacheCalculator(ControlGroup):
                                       style=style, layout=widgets.Layout(width="260px"))
         self.memory = widgets.Dropdown(options=[(f"{g} GiB", g) for g in MEMORY_CHOICES_GIB], value=memory_gib,
                                        description="GPU memory", style=style, layout=widgets.Layout(width="210px"))
+        # Button widths in em: they grow with the projector's text ("32-bit" and "every token" were cut to "32..."
+        # and "every ..." at 20 px in 70 and 110 px buttons).
         self.dtype = widgets.ToggleButtons(options=list(DTYPE_CHOICES), value=bytes_per_value, description="values",
-                                           style={**style, "button_width": "70px"})
+                                           style={**style, "button_width": "4.4em"})
         self.n_tokens = widgets.SelectionSlider(options=TOKEN_CHOICES, value=n_tokens, description="tokens T",
                                                 continuous_update=True, style=style, layout=widgets.Layout(width="400px"))
         self.batch = widgets.SelectionSlider(options=BATCH_CHOICES, value=batch, description="batch",
@@ -160,7 +162,7 @@ class KVCacheCalculator(ControlGroup):
         self.window = widgets.ToggleButtons(options=list(WINDOW_CHOICES), value=windowed, description="cache keeps",
                                             disabled=shape.sliding_window is None,
                                             tooltips=["only the tokens inside the sliding window", "every token, as without a window"],
-                                            style={**style, "button_width": "110px"})
+                                            style={**style, "button_width": "6.9em"})
         for control, name in ((self.model, "model"), (self.memory, "memory"), (self.dtype, "dtype"),
                               (self.n_tokens, "tokens"), (self.batch, "batch"), (self.n_kv_heads, "kv-heads"),
                               (self.window, "window")):

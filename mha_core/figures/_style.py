@@ -506,6 +506,16 @@ def head_blocks_figure(z, n_heads: int, *, along: str, title: str, x_labels=None
     return go.Figure(data=[trace], layout=layout)
 
 
+def legend_at_bottom(**extra) -> dict:
+    """A horizontal legend on the figure's bottom edge, below the x axis's tick labels and title.
+
+    Placed in the figure's own coordinates (``yref="container"``), not as a fraction of the plot's height: a
+    fraction moves with the figure's height and the theme's text sizes, and put the legend on the axis title
+    at one theme or the other. The figure's bottom margin holds the tick labels, the title and the legend's rows.
+    """
+    return dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left", **extra)
+
+
 def query_key_axes(**extra) -> dict:
     """Layout axes for a query-by-key table: queries read top to bottom, keys left to right."""
     return dict(

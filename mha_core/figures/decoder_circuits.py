@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from .. import projector
 from ..projector import Theme
-from ._style import builder, COLORS, base_layout, reference_line
+from ._style import COLORS, base_layout, builder, legend_at_bottom, reference_line
 
 #: Under the width of a notebook's output area at 1280 x 800.
 SCATTER_WIDTH = 800
@@ -93,9 +93,7 @@ def head_scores_scatter_figure(previous_token, induction, *, chance_previous: fl
     layout = base_layout(
         title or f"Every one of the {L * H} heads: previous-token score against induction score",
         theme=theme, height=height, margin=margin, shapes=shapes, annotations=annotations,
-        # Below the axis title, in pixels of the plot (a fraction of the plot put it on the tick labels).
-        legend=dict(orientation="h", x=0, xanchor="left", yanchor="top",
-                    y=-(2.6 * (theme.font_size + 10)) / (height - margin["t"] - margin["b"])),
+        legend=legend_at_bottom(),
         xaxis=dict(title_text="previous-token score (weight on the token just before)", range=[-0.03, 1.03],
                    zeroline=False),
         yaxis=dict(title_text="induction score", range=[-0.03, 1.03], zeroline=False),

@@ -19,7 +19,15 @@ import plotly.graph_objects as go
 
 from .. import projector
 from ..projector import Theme
-from ._style import builder, COLORS, WEIGHTS_COLORSCALE, WEIGHTS_RANGE, base_layout, weights_colorbar
+from ._style import (
+    COLORS,
+    WEIGHTS_COLORSCALE,
+    WEIGHTS_RANGE,
+    base_layout,
+    builder,
+    legend_at_bottom,
+    weights_colorbar,
+)
 
 #: Under the width of a notebook's output area at 1280 x 800, as the toy figures.
 INDUCTION_WIDTH = 800
@@ -140,7 +148,7 @@ def head_scores_figure(previous_token, induction, *, chance_previous: float, cha
                          height=440, width=INDUCTION_WIDTH, barmode="group",
                          xaxis=dict(type="category", title=dict(text="head (layer, head)")),
                          yaxis=dict(range=[0, 1.1], title=dict(text="score (share of weight)")),
-                         legend=dict(orientation="h", y=-0.3, yanchor="top"), margin=dict(l=80, r=20, t=70, b=150))
+                         legend=legend_at_bottom(), margin=dict(l=80, r=20, t=70, b=150))
     return go.Figure(data=data, layout=layout)
 
 
@@ -216,7 +224,7 @@ def composition_figure(k_composition: dict, baseline_mean: float, baseline_std: 
                          xaxis=dict(type="category", title=dict(text="first-layer head → second-layer head"),
                                     tickvals=pairs, ticktext=[p.replace(" → ", "<br>→ ") for p in pairs]),
                          yaxis=dict(range=[0, highest * 1.25], title=dict(text="K-composition score")),
-                         legend=dict(orientation="h", y=-0.3, yanchor="top"), margin=dict(l=80, r=20, t=90, b=160))
+                         legend=legend_at_bottom(), margin=dict(l=80, r=20, t=90, b=160))
     return go.Figure(data=data, layout=layout)
 
 

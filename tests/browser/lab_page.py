@@ -324,28 +324,41 @@ def output_problems(page) -> dict[str, list[str]]:
     )
 
 
-def save_screenshot(page, path: Path, *, max_height: int = 16000) -> None:
-    """One picture of the whole notebook: the viewport is stretched to the notebook's height first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    measure = """() => {
-        const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer')
-                   || document.querySelector('.jp-NotebookPanel-notebook');
-        const cells = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
-        if (!panel || !cells.length) return 0;
-        panel.scrollTop = 0;
-        // the bottom of the last cell (not the scroll-past-end padding), plus the status bar
-        return Math.ceil(cells[cells.length - 1].getBoundingClientRect().bottom + 80);
-    }"""
+_NOTEBOOK_HEIGHT = """() => {
+    const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer')
+               || document.querySelector('.jp-NotebookPanel-notebook');
+    const cells = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
+    if (!panel || !cells.length) return 0;
+    panel.scrollTop = 0;
+    // the bottom of the last cell (not the scroll-past-end padding), plus the status bar
+    return Math.ceil(cells[cells.length - 1].getBoundingClientRect().bottom + 80);
+}"""
+
+
+def on_whole_notebook(page, read, *, picture: Path | None = None, max_height: int = 16000):
+    """``read()`` with the window stretched to the notebook's whole height, so every cell and output is in view
+    (a check of what is drawn sees all of it, not one screen), and a screenshot of it to ``picture`` (if given)
+    in the same stretch; the window's size is put back after."""
+    screen = page.viewport_size
     try:
         # Twice: cells outside the viewport are sized by an estimate until they are shown.
         for _ in range(2):
-            height = int(min(max(page.evaluate(measure) or 0, VIEWPORT["height"]), max_height))
-            page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+            height = int(min(max(page.evaluate(_NOTEBOOK_HEIGHT) or 0, screen["height"]), max_height))
+            page.set_viewport_size({"width": screen["width"], "height": height})
             page.wait_for_timeout(700)  # layout, and plotly's relayout on resize
-        page.evaluate(measure)
-        page.screenshot(path=str(path), timeout=30_000)
+        page.evaluate(_NOTEBOOK_HEIGHT)
+        value = read()
+        if picture is not None:
+            picture.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(picture), timeout=30_000)
+        return value
     finally:
-        page.set_viewport_size(VIEWPORT)
+        page.set_viewport_size(screen)
+
+
+def save_screenshot(page, path: Path, *, max_height: int = 16000) -> None:
+    """One picture of the whole notebook: the viewport is stretched to the notebook's height first."""
+    on_whole_notebook(page, lambda: None, picture=path, max_height=max_height)
 
 
 # --------------------------------------------------------------------------- plotly data in the page

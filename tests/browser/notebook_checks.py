@@ -308,8 +308,10 @@ def mask_buttons(page, lab) -> dict:
 # --------------------------------------------------------------------------- 03 and 04: several heads
 
 
-def head_count(page, lab) -> dict:
-    """03: clicking a head count redraws every head's weights from demo_layer(16, H, seed=0)."""
+def head_count(page, lab, *, initial: str | None = "4") -> dict:
+    """03: clicking a head count redraws every head's weights from demo_layer(16, H, seed=0); ``initial``: the head
+    count the group shows before (the notebook's 4), None: the one chosen in the page (where the laptop half's
+    keyboard walk left it)."""
     from mha_core.examples import TOKENS, head_weights
     from mha_core.figures.heads import head_grid_figure
 
@@ -319,9 +321,12 @@ def head_count(page, lab) -> dict:
     # The widget writes its own title; the tiles (z), their labels and the head titles are compared.
     # First by keyboard, as the notebook tells you: the row of buttons is one Tab stop (a radio group,
     # mha_classroom.widgets._keys), and the arrow keys move the choice.
-    keys = {"8": "ArrowRight", "2": "ArrowLeft"}
+    if initial is None:
+        initial = output_with(page, ".mha-head-count").locator(
+            ".mha-head-count .widget-toggle-button[aria-checked='true']").first.inner_text(timeout=10_000).strip()
+    keys = {"8": "ArrowRight" if int(initial) < 8 else "ArrowLeft", "2": "ArrowLeft"}
     by_keys = _choices_check(page, ".mha-head-count", build, lambda g, label: keyboard_radio_button(g, label, keys[label]),
-                             "pressed the arrow keys to", labels=["8", "2"], initial="4",
+                             "pressed the arrow keys to", labels=["8", "2"], initial=initial,
                              layout_keys=("annotations", "shapes"), name="03 head count (keyboard)", index=0)
     # Ends at 16 heads, the tallest grid, so the fit check after the controls sees it.
     by_clicks = toggle_check(page, ".mha-head-count", build, initial="2", labels=["4", "8", "16"],

@@ -10,12 +10,13 @@ Presentation Mode and the Simple Interface from the View menu (View > Appearance
 control group and quick check already shown is built again in the projector's sizes where it stands
 (``mha_classroom._theme``), so each notebook runs all its cells once for both halves. The cell must
 say nothing (no figure or control that could not be restyled). Then it reads the page
-(``page_text``): every text in every cell's output (figure titles, ticks, legends, numbers in cells,
-control labels, buttons, readouts, messages, tables, the quick check) must be drawn at 20 px or
-more, no two texts may print over each other, no text may run past its figure, and each control
-group and its figure must fit the visible height together (``lab_page.fit_problems``). In 03 the
-head-count buttons are also clicked and the figure must show what ``mha_core`` computes for the new
-head count.
+(``page_text``), with the window stretched to the whole notebook: every text in every cell's output
+(figure titles, ticks, legends, numbers in cells, control labels, buttons, readouts, messages,
+tables, solutions, the quick check) must be drawn at 20 px or more (printed text: JupyterLab's own
+16 px code font in Presentation Mode), no two texts may print over each other, no text may run past
+its figure, and each control group and its figure must fit the visible height together
+(``lab_page.fit_problems``). In 03 the head-count buttons are also moved, from where the laptop half
+left them, and the figure must show what ``mha_core`` computes for each head count.
 
 The smallest text and the tallest control group per notebook go to the browser report
 (``presenting`` rows in artifacts/browser/report.json); a screenshot per notebook to
@@ -35,6 +36,7 @@ from lab_page import (
     PLOT,
     fit_problems,
     output_problems,
+    on_whole_notebook,
     output_with,
     poll_until,
     save_screenshot,
@@ -48,6 +50,9 @@ PROJECTOR_CELL = "import mha_core\n\nmha_core.presenter(True)  # projector sizes
 #: A projector at 1280 x 720 (the common beamer resolution).
 SCREEN = {"width": 1280, "height": 720}
 MIN_PX = 20
+#: JupyterLab's own code font in Presentation Mode (``--jp-code-presentation-font-size``), in which it prints a
+#: cell's text output (``print()``, a value's repr): JupyterLab's setting, not the course's.
+PRINTED_PX = 16
 #: The notebook panel's cells, in the page's one shown notebook.
 CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell"
 
@@ -143,22 +148,24 @@ def check_presenting(page, lab, notebook: str, expect, result: dict) -> None:
     problems = output_problems(page)
     assert not problems["errors"] and not problems["widget_errors"], problems
     assert page.locator(f"{OUTPUT} .mha-presenter-style").count() == 1, "presenter(True) put no style on the page"
-    # Every figure is drawn again from the kernel's messages: wait until the page shows the projector's sizes.
-    text, _, _ = poll_until(lambda: page_text.text_problems(page, MIN_PX), lambda t: not page_text.failures(t),
-                            timeout_s=20, interval_s=0.5)
 
     if notebook.startswith("03"):
-        # Move the control: the figure must show mha_core's weights for 2, then 8 heads.
-        report = head_count(page, lab)
+        # Move the control from where the laptop half left it (the switch kept its setting): the figure must
+        # show mha_core's weights for each head count.
+        report = head_count(page, lab, initial=None)
         assert report["latency_s"], report
         plot = output_with(page, ".mha-head-count").locator(PLOT).first
         assert "changed" in plot.evaluate("(el) => [...el.querySelectorAll('.xtick text, .ytick text')]"
                                           ".map(t => t.textContent)"), "no token labels on the head grid's axes"
 
-    if notebook.startswith("03"):
-        text = page_text.text_problems(page, MIN_PX)
     fit = fit_problems(page)
-    result.update(smallest_px=text["smallest"], texts=text["count"], visible_height=fit["visible_height"],
+    # Every text of the whole notebook, not one screen. Each figure is drawn again from the kernel's messages,
+    # which the page may still be drawing: read again (up to 20 s) until the projector's sizes are there.
+    text, _, _ = poll_until(lambda: on_whole_notebook(page, lambda: page_text.text_problems(
+                                page, MIN_PX, printed_min_px=PRINTED_PX), picture=ARTIFACTS / f"presenting_{notebook[:2]}.png"),
+                            lambda t: not page_text.failures(t), timeout_s=20, interval_s=1)
+    result["pictured"] = True
+    result.update(smallest_px=text["smallest"], printed_px=text["printed_px"], texts=text["count"], visible_height=fit["visible_height"],
                   tallest_group=max((g["height"] for g in fit["groups"]), default=None),
                   prose_px=page.evaluate("() => Math.min(...[...document.querySelectorAll('.jp-RenderedMarkdown p')]"
                                          ".map(p => parseFloat(getComputedStyle(p).fontSize)))"))
@@ -168,6 +175,8 @@ def check_presenting(page, lab, notebook: str, expect, result: dict) -> None:
     result["outcome"] = "passed"
 
 
-def save_presenting_screenshots(page, notebook: str) -> None:
-    save_screenshot(page, ARTIFACTS / f"presenting_{notebook[:2]}.png")
+def save_presenting_screenshots(page, notebook: str, *, whole: bool = True) -> None:
+    """Each group as the room sees it; and the whole notebook, unless the text check already took it (``whole``)."""
+    if whole:
+        save_screenshot(page, ARTIFACTS / f"presenting_{notebook[:2]}.png")
     save_group_screenshots(page, ARTIFACTS / "presenting" / notebook[:2])

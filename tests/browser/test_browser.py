@@ -7,8 +7,9 @@ controls in ``notebook_checks.NOTEBOOKS`` rendered; move each live control the w
 person would and assert the figure in the page shows what ``mha_core`` computes;
 answer a quick check. The page is 1280 x 800 with JupyterLab's file browser open (a
 laptop or a projector): no figure, table or control may stick out of its output area,
-each control and the figure it moves must fit on the screen together, and no text of an output may be under
-the laptop theme's 14 px, print over another or run past its figure (``page_text``); then the
+each control and the figure it moves must fit on the screen together, and no text of an output anywhere in the
+notebook (read with the window stretched to the notebook's height) may be under the laptop theme's 14 px, print
+over another or run past its figure (``page_text``); then the
 window is widened to 1920 x 1080 and nothing may stick out there either. Back at 1280 x 800,
 axe-core finds no WCAG 2.1 A/AA violation in the outputs and every figure is an image named
 by its title and described by the words ``mha_classroom.describe`` reads from its data
@@ -22,7 +23,8 @@ keyboard walk's keys and times to artifacts/browser/keyboard.json.
 
 Then, on the same page and kernel (one JupyterLab page and one kernel per notebook, not two), the
 notebook is presented: ``mha_core.presenter(True)`` typed into a cell after the title, Presentation
-Mode and the Simple Interface on, the file browser closed, 1280 x 720, Run All again; every output
+Mode and the Simple Interface on, the file browser closed, 1280 x 720, that one cell run (it restyles
+every figure and control already shown, so the notebook runs once for both halves); every output
 text at 20 px or more, nothing over anything, every group fits (``presenting.py``). Both halves run
 even when the first fails; the test fails with every failure.
 
@@ -49,6 +51,7 @@ from lab_page import (
     code_prompts,
     fit_problems,
     open_file_browser,
+    on_whole_notebook,
     open_notebook,
     output_problems,
     rendered_counts,
@@ -132,7 +135,12 @@ def check_laptop(page, lab, notebook, expect, result: dict, keys: dict, meter, u
     fit = fit_problems(page)
     result["fit"] = {k: fit[k] for k in ("output_width", "visible_height", "groups")}
     # Printed text (print() output) is in JupyterLab's code font, 13 px on a laptop: JupyterLab's setting.
-    text = page_text.text_problems(page, LAPTOP.min_text_size, printed_min_px=JUPYTERLAB_CODE_PX)
+    # Every text of the whole notebook, not only the screen the run ended on.
+    # The notebook's screenshot in the same stretch of the window (the finally below takes one only if this failed).
+    text = on_whole_notebook(page, lambda: page_text.text_problems(page, LAPTOP.min_text_size,
+                                                                   printed_min_px=JUPYTERLAB_CODE_PX),
+                             picture=ARTIFACTS / f"{notebook.stem}.png")
+    result["pictured"] = True
     result.update(smallest_px=text["smallest"], printed_px=text["printed_px"], texts=text["count"], visible_height=fit["visible_height"],
                   tallest_group=max((g["height"] for g in fit["groups"]), default=None))
     screen = f"{VIEWPORT['width']} x {VIEWPORT['height']} with the file browser open"
@@ -189,9 +197,10 @@ def test_notebook_runs_and_its_controls_answer_in_jupyterlab(notebook, lab, brow
                 record["check_s"] = round(time.monotonic() - started, 1)
                 try:  # a screenshot must not hide the real failure
                     if record is result:
-                        save_screenshot(page, ARTIFACTS / f"{notebook.stem}.png")
+                        if not result.pop("pictured", False):
+                            save_screenshot(page, ARTIFACTS / f"{notebook.stem}.png")
                     else:
-                        presenting.save_presenting_screenshots(page, notebook.stem)
+                        presenting.save_presenting_screenshots(page, notebook.stem, whole=not shown.pop("pictured", False))
                 except Exception as exc:  # noqa: BLE001
                     record["screenshot_error"] = str(exc)[:300]
     finally:

@@ -162,7 +162,7 @@ class KVCacheCalculator(ControlGroup):
         self.window = widgets.ToggleButtons(options=list(WINDOW_CHOICES), value=windowed, description="cache keeps",
                                             disabled=shape.sliding_window is None,
                                             tooltips=["only the tokens inside the sliding window", "every token, as without a window"],
-                                            style={**style, "button_width": "6.9em"})
+                                            style={**style, "button_width": "7.6em"})
         for control, name in ((self.model, "model"), (self.memory, "memory"), (self.dtype, "dtype"),
                               (self.n_tokens, "tokens"), (self.batch, "batch"), (self.n_kv_heads, "kv-heads"),
                               (self.window, "window")):

@@ -79,3 +79,24 @@ def test_ablation_figure_puts_every_head_on_beside_the_head_off():
     assert np.allclose(fig.data[0].y, [0.81, 0.13]) and np.allclose(fig.data[1].y, [0.63, 3.73])
     assert list(fig.data[0].x) == ["every head on", "L1 H1 off (zero)"]
     assert "3.73" in in_words(fig).description
+
+
+def painted(bar) -> bool:
+    """A bar trace is drawn in its colour: no pattern, or a pattern over the colour (``fillmode="overlay"``) or on a
+    background of its own. plotly's default ("replace") draws only the stripes, in ``fgcolor``: white stripes on
+    nothing, an invisible bar."""
+    pattern = bar.marker.pattern
+    return not pattern.shape or pattern.fillmode == "overlay" or pattern.bgcolor is not None
+
+
+def test_every_bar_of_the_induction_figures_is_drawn_in_its_colour():
+    """The loss bars of 09's head-off figure and the second model's K-composition bars were white stripes on
+    nothing: invisible on the page, their numbers floating over an empty axis."""
+    k = {"varying": np.ones((2, 2)) * 0.2, "fixed": np.ones((2, 2)) * 0.1, "third": np.ones((2, 2)) * 0.15}
+    figures = [head_scores_figure(np.full((2, 2), 0.1), np.full((2, 2), 0.5), chance_previous=0.1, chance_induction=0.05,
+                                  threshold=0.4),
+               composition_figure(k, 0.176, 0.011),
+               ablation_figure(0.81, 0.63, 0.13, 3.73, label="L1 H1 off (zero)", chance_induction=0.05)]
+    bars = [t for fig in figures for t in fig.data if t.type == "bar"]
+    assert len(bars) == 2 + 3 + 2
+    assert [b.name for b in bars if not painted(b)] == []

@@ -134,7 +134,7 @@ def head_scores_figure(previous_token, induction, *, chance_previous: float, cha
              text=[f"{v:.2f}" for v in previous.ravel()], textposition="outside",
              hovertemplate="%{x}: previous-token score %{y:.3f}<extra></extra>"),
         dict(type="bar", name="induction score", x=names, y=ind.ravel(),
-             marker=dict(color=COLORS[1], pattern=dict(shape="/", fgcolor="white", solidity=0.3)),
+             marker=dict(color=COLORS[1], pattern=dict(shape="/", fillmode="overlay", fgcolor="white", solidity=0.3)),
              text=[f"{v:.2f}" for v in ind.ravel()], textposition="outside",
              hovertemplate="%{x}: induction score %{y:.3f}<extra></extra>"),
         dict(type="scatter", mode="lines", name=f"chance, previous token ({chance_previous:.2f})",
@@ -205,8 +205,10 @@ def composition_figure(k_composition: dict, baseline_mean: float, baseline_std: 
         scores = np.asarray(scores, dtype=float)
         H = scores.shape[0]
         pairs = [f"{head_name(0, a)} → {head_name(1, b)}" for a in range(H) for b in range(H)]
+        # fillmode "overlay": white stripes over the colour (plotly's default draws the stripes alone, on nothing).
+        pattern = dict(shape=["", "x", "/"][i % 3], fillmode="overlay", fgcolor="white", solidity=0.3)
         data.append(dict(type="bar", name=label, x=pairs, y=scores.ravel(), marker=dict(
-            color=COLORS[i % len(COLORS)], pattern=dict(shape=["", "x", "/"][i % 3], fgcolor="white", solidity=0.3)),
+            color=COLORS[i % len(COLORS)], pattern=pattern),
             text=[f"{v:.2f}" for v in scores.ravel()], textposition="outside",
             hovertemplate=f"{label}, %{{x}}: %{{y:.3f}}<extra></extra>"))
     pairs = pairs or []
@@ -241,7 +243,7 @@ def ablation_figure(induction_on: float, loss_on: float, induction_off: float, l
              xaxis="x", yaxis="y", marker=dict(color=COLORS[1]), text=[f"{induction_on:.2f}", f"{induction_off:.2f}"],
              textposition="outside", hovertemplate="%{x}: induction score %{y:.3f}<extra></extra>"),
         dict(type="bar", name="loss on the second repeat", x=cats, y=[loss_on, loss_off], xaxis="x2", yaxis="y2",
-             marker=dict(color=COLORS[5], pattern=dict(shape="/", fgcolor="white", solidity=0.3)),
+             marker=dict(color=COLORS[5], pattern=dict(shape="/", fillmode="overlay", fgcolor="white", solidity=0.3)),
              text=[f"{loss_on:.2f}", f"{loss_off:.2f}"], textposition="outside",
              hovertemplate="%{x}: loss %{y:.2f}<extra></extra>"),
         dict(type="scatter", mode="lines", name=f"chance, induction ({chance_induction:.2f})", x=cats,

@@ -233,6 +233,38 @@ def _svc_uid() -> int | None:
         return None
 
 
+def _remove_stale_api_socket(log) -> None:
+    """Before the proxy (re)starts as root: remove its API socket file if nothing answers on it.
+
+    A proxy ended by SIGKILL (or a crash) leaves the file behind. JupyterHub removes it when its own
+    pid file names the dead proxy; when that file is gone (another state folder, a wiped state), the
+    next proxy on the port failed with EADDRINUSE and the hub did not start. The folder is root's
+    alone (0700, ``PROXY_RUN``), so the file can only be a proxy's of this port; one that answers is
+    a live proxy's and is left (the start then says the address is in use).
+    """
+    if not ROOT:
+        return
+    import socket
+    import stat
+
+    path = PROXY_RUN / f"api-{PORT}.sock"
+    try:
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            return
+    except FileNotFoundError:
+        return
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except ConnectionRefusedError:
+        path.unlink()
+        log.warning("removed %s: a proxy's API socket nobody answers on (a proxy ended without cleaning up)", path)
+    except OSError:
+        pass
+    finally:
+        probe.close()
+
+
 class CourseProxy(ConfigurableHTTPProxy):
     """configurable-http-proxy, restarted at most by one watcher, and never once the hub is stopping.
 
@@ -249,6 +281,7 @@ class CourseProxy(ConfigurableHTTPProxy):
         if self._check_running_callback is not None:
             self._check_running_callback.stop()
         _end_learner_holders(PORT, self.log)
+        _remove_stale_api_socket(self.log)
         await super().start()
 
     def stop(self):

@@ -520,11 +520,16 @@ def test_quiz_bank_is_found_from_an_installed_copy(tmp_path):
     assert build.returncode == 0, build.stderr[-2000:]
     assert sorted(p.name for p in ROOT.iterdir()) == before  # nothing (build/, *.egg-info) left in the checkout
     assert (target / "mha_core" / "data" / "quizzes").is_dir()
-    shipped = sorted(p.name for p in (target / "mha_core" / "widgets" / "js").glob("*.js"))
-    assert shipped == sorted(p.name for p in (ROOT / "mha_core" / "widgets" / "js").glob("*.js")), shipped
+    # The JavaScript lives beside the course platform's widgets (it moved out of mha_core with them): compared
+    # with the checkout's, which must not be empty, or two empty lists would pass.
+    checkout = sorted(p.name for p in (ROOT / "mha_classroom" / "widgets" / "js").glob("*.js"))
+    assert "live_figure.js" in checkout, checkout
+    shipped = sorted(p.name for p in (target / "mha_classroom" / "widgets" / "js").glob("*.js"))
+    assert shipped == checkout, shipped
     probe = (
-        "import mha_core, mha_classroom.quiz.bank as bank, sys;"
+        "import mha_core, mha_classroom, mha_classroom.quiz.bank as bank, sys;"
         "assert 'site' in mha_core.__file__, mha_core.__file__;"
+        "assert 'site' in mha_classroom.__file__, mha_classroom.__file__;"
         "print(len(bank.load_bank().all_questions()))"
     )
     run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import ssl
 import subprocess
 import time
+
+from pathlib import Path
 
 import pytest
 from hubctl import ERIN, FINN, listening_ports, new_hub
@@ -53,6 +56,27 @@ def test_ctrl_c_after_a_proxy_restart_stops_every_process_within_10_s(hub_cleanu
     assert hub.proc.returncode is not None, "the hub itself did not exit"
     assert not left and not ports, f"after Ctrl-C: processes {left}, ports {ports}\n{hub.log_tail(60)}"
     assert took < SHUTDOWN_LIMIT_S, f"Ctrl-C took {took:.1f} s (limit {SHUTDOWN_LIMIT_S:.0f} s)"
+
+
+def test_a_proxy_socket_left_by_a_killed_proxy_does_not_stop_the_next_hub_on_its_port(hub_cleanup, hub_tmp):
+    """A proxy ended by SIGKILL leaves its API socket file in /run/mha-hub-proxy. A hub on the same port whose
+    state folder holds no pid file for that proxy (a hub test before this one did exactly that) failed to start:
+    the new proxy met EADDRINUSE. The hub now removes a socket file nobody answers on before its proxy starts."""
+    hub = new_hub(hub_cleanup, hub_tmp, "stale-socket")
+    path = Path("/run/mha-hub-proxy") / f"api-{hub.port}.sock"
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    left = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    left.bind(str(path))  # the file a killed proxy leaves: a socket that nothing listens on
+    left.close()
+    assert path.is_socket()
+    hub.start()
+    assert hub.request("GET", "/hub/health").status == 200
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))  # the new proxy's API answers on the same path
+    finally:
+        probe.close()
+    assert "a proxy's API socket nobody answers on" in hub.log_tail(200)
 
 
 def test_a_hub_started_with_ctrl_c_ignored_still_stops_everything_within_10_s(hub_cleanup, hub_tmp):

@@ -540,6 +540,13 @@ class Cleanup:
         for folder in SOCKET_DIRS:
             if folder not in self.had_socket_dirs and folder.is_dir() and not folder.is_symlink():
                 shutil.rmtree(folder, ignore_errors=True)
+            elif folder.is_dir() and not folder.is_symlink():
+                # The folder was there before: only the sockets of this session's hubs (a proxy or poll service
+                # ended by SIGKILL leaves its file), named by each hub's public port.
+                for hub in self.hubs:
+                    for name in (f"api-{hub.port}.sock", f"poll-{hub.port}.sock"):
+                        with contextlib.suppress(OSError):
+                            (folder / name).unlink()
         for parent in learner_cgroup_parents():
             for hub_dir in [p for p in parent.iterdir() if p.is_dir() and p.name.startswith("port-")]:
                 for group in [p for p in hub_dir.iterdir() if p.is_dir()]:

@@ -730,3 +730,20 @@ def test_a_part_runs_with_its_output_in_its_log_and_the_unit_tests_at_a_lower_pr
     other = [sys.executable, "-c", script, *course.PARTS["hub"]]
     assert course.run_part(other, report, log, dict(os.environ))[0] == 3
     assert log.read_text().split() == ["niceness", str(base)]
+
+
+def test_a_parts_cpu_counts_a_process_left_to_init(tmp_path):
+    """As root on Linux a part runs in a control group of its own: a process it starts and never waits for (a kernel
+    killed with its server, a browser) is counted; wait4 alone missed it (the figure was a floor)."""
+    probe = course.part_group("probe")
+    if probe is None:
+        pytest.skip("no control group can be made here (not root, or no cgroup v1 cpuacct)")
+    course.remove_group(probe)
+    spin = "import time; end = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+    # The child starts a spinner, never waits for it, and exits after it has spun: init reaps the spinner.
+    script = (f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {spin!r}], start_new_session=True);"
+              f" time.sleep(1.5)")
+    code, cpu = course.run_part([sys.executable, "-c", script], tmp_path / "r.xml", tmp_path / "l.log", dict(os.environ))
+    assert code == 0 and cpu >= 0.45, (code, cpu, (tmp_path / "l.log").read_text())
+    assert not [p for p in course.CPUACCT.glob("mha-course-test-*")], "a part's control group was left behind"
+    assert course.part_group_possible()

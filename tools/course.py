@@ -338,26 +338,81 @@ def _lower_priority() -> None:
         os.nice(10)
 
 
+#: cgroup v1's CPU accounting: each part's processes, every one, counted in a group of their own (``part_group``).
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def part_group(name: str) -> Path | None:
+    """A new control group (cgroup v1's ``cpuacct``) to count one part's CPU in, or None where none can be made
+    (not root, no such file system): the part's CPU then comes from ``wait4``, a floor."""
+    if os.name != "posix" or not (CPUACCT / "cpuacct.usage").exists():
+        return None
+    group = CPUACCT / f"mha-course-test-{re.sub(r'[^a-z]+', '-', name)}-{os.getpid()}"
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    return group
+
+
+def part_group_possible() -> bool:
+    """True where ``part_group`` can make a group (a test one is made and removed)."""
+    group = part_group("probe")
+    if group is None:
+        return False
+    remove_group(group)
+    return True
+
+
+def group_cpu(group: Path) -> float | None:
+    """The CPU seconds every process in ``group`` has used so far, those that ended included."""
+    with contextlib.suppress(OSError, ValueError):
+        return int((group / "cpuacct.usage").read_text()) / 1e9
+    return None
+
+
+def remove_group(group: Path) -> None:
+    """Remove ``group``; a process still in it (one a part left running) goes back to the root group first."""
+    with contextlib.suppress(OSError):
+        for pid in (group / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):
+                (CPUACCT / "cgroup.procs").write_text(pid)
+        group.rmdir()
+
+
 def run_part(cmd: list[str], report: Path, log: Path, env: dict) -> tuple[int, float | None]:
     """One part: its pytest run, its output to ``log``, its JUnit report to ``report``. Returns its exit status
-    and the CPU seconds (user and system) of its process and every process under it that was waited for (on POSIX,
-    else None): a floor, since a process ended by a kill and reaped by init is not counted."""
-    with open(log, "wb") as out:
-        lower = part_name(cmd) == "unit" and os.name == "posix"
-        proc = subprocess.Popen([*cmd, f"--junitxml={report}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                env=env, preexec_fn=_lower_priority if lower else None)
-        try:
-            if not hasattr(os, "wait4"):
-                return proc.wait(), None
-            _, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, usage.ru_utime + usage.ru_stime
-        except BaseException:
-            proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired, ChildProcessError):
-                proc.wait(timeout=30)
-            proc.kill()
-            raise
+    and its CPU seconds (user and system; None where neither way below works).
+
+    As root on Linux the part runs in a control group of its own (``part_group``): every process it starts is
+    counted, also one a kill leaves to init (a kernel, a browser). Elsewhere the CPU is its process's and that of
+    every process under it that was waited for (``wait4``): a floor."""
+    name = part_name(cmd)
+    group = part_group(name)
+    command = [*cmd, f"--junitxml={report}"]
+    if group is not None:  # the shell joins the group, then becomes pytest: every process after it is inside
+        command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs"), *command]
+    try:
+        with open(log, "wb") as out:
+            lower = name == "unit" and os.name == "posix"
+            proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                    env=env, preexec_fn=_lower_priority if lower else None)
+            try:
+                if not hasattr(os, "wait4"):
+                    return proc.wait(), None
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                counted = group_cpu(group) if group is not None else None
+                return proc.returncode, counted if counted is not None else usage.ru_utime + usage.ru_stime
+            except BaseException:
+                proc.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired, ChildProcessError):
+                    proc.wait(timeout=30)
+                proc.kill()
+                raise
+    finally:
+        if group is not None:
+            remove_group(group)
 
 
 def run_tests(python: str, extra: list[str] = ()) -> int:
@@ -419,8 +474,10 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
         print(f"  {name:<24} {seconds:6.0f} s  {used}  exit {code}  (load average {before} before, {after} after)")
     cpus = [parts[n][4] for n in order if n in parts and parts[n][4] is not None]
     if cpus:
-        print(f"CPU of the parts: {sum(cpus):.0f} CPU-s on {os.cpu_count()} cores (what each part's processes used, "
-              f"counting those it waited for; one left to end under init is not counted, so this is a floor)")
+        how = ("every process each part started, counted in a control group of its own" if part_group_possible()
+               else "what each part's processes used, counting those it waited for; one left to end under init "
+                    "is not counted, so this is a floor")
+        print(f"CPU of the parts: {sum(cpus):.0f} CPU-s on {os.cpu_count()} cores ({how})")
     cpu_after = machine_cpu()
     if cpu_before and cpu_after:
         busy, total = cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]

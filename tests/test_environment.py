@@ -651,7 +651,9 @@ def test_the_machines_busy_cpu_grows_by_what_a_process_spins():
     while time.process_time() < end:
         pass
     after = course.machine_cpu()
-    assert after[0] - before[0] >= 0.45 and after[1] - before[1] >= after[0] - before[0]
+    busy, total = after[0] - before[0], after[1] - before[1]
+    # On a machine busy every tick both grow alike; sums of ticks in float may then differ in the last digit.
+    assert busy >= 0.45 and total >= busy - 0.01, (busy, total)
 
 
 def _fake_run(codes, seconds):

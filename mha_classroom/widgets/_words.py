@@ -129,7 +129,8 @@ def show_figure(figure) -> None:
 
     again = getattr(figure, AGAIN, None)
     if again is not None:
-        _theme.keep(lambda theme: restyle_figure(again, shown, told), f"the figure {words_of(figure)['name']!r}")
+        # Named by its title as drawn (its words were read once above, for a screen reader: not read again here).
+        _theme.keep(lambda theme: restyle_figure(again, shown, told), f"the figure {figure.layout.title.text!r}")
 
 
 def restyle_figure(again, shown: str, told: str) -> None:

@@ -33,19 +33,27 @@ def test_a_shown_head_grid_gives_its_helper_the_words_of_its_figure(monkeypatch)
     assert "head 4," in helper.words[0]["description"] and "head 5," not in helper.words[0]["description"]
 
 
-def test_a_control_change_rewrites_the_words_from_the_new_figure(monkeypatch):
+@pytest.mark.parametrize("held", [False, True], ids=["from the kernel", "held by the page"])
+def test_a_control_change_rewrites_the_words_from_the_new_figure(monkeypatch, held):
     from mha_classroom.widgets.heads import head_grid
 
     monkeypatch.delenv("MHA_COURSE_STATIC", raising=False)
     group = head_grid(16, 4)
+    group.hold_settings = held
     _box, helper = shown_by(group, monkeypatch)
     sent, figure_messages = [], []
     helper._channel.observe(lambda change: sent.append(change["new"]), names="words")  # on its channel (_channel)
     original = group.figure._channel.send
     group.figure._channel.send = lambda content, buffers=None: (figure_messages.append(content), original(content, buffers))
     group.head_count.value = 2
-    assert len(sent) + len(figure_messages) == 1  # one message per change: the words ride with the figure's change
-    assert figure_messages[0]["words"] == helper.words[0]
+    if held:
+        # No message at all: the page switched to H = 2 by itself, with the words it holds for it.
+        assert sent == figure_messages == []
+        [state] = [s for s in group.figure._channel.held["states"] if s["values"] == [group.head_count.index]]
+        assert state["words"] == helper.words[0]
+    else:
+        assert len(sent) + len(figure_messages) == 1  # one message per change: the words ride with the figure's change
+        assert figure_messages[0]["words"] == helper.words[0]
     assert "H = 2 heads" in helper.words[0]["name"]
     assert helper.words[0]["description"] == spoken(in_words(group.figure._mha_shown).description)
     assert max(int(h) for h in re.findall(r"\bhead (\d+),", helper.words[0]["description"])) == 2

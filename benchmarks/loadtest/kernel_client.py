@@ -119,6 +119,10 @@ class KernelClient:
             if msg.get("msg_type") == "comm_open":
                 data = msg["content"].get("data", {})
                 self.comms[msg["content"]["comm_id"]] = data.get("state", {})
+            elif msg.get("msg_type") == "comm_msg" and msg["content"].get("comm_id") in self.comms:
+                data = msg["content"].get("data", {})
+                if data.get("method") == "update":  # a trait the kernel set later (a figure's held settings)
+                    self.comms[msg["content"]["comm_id"]].update(data.get("state", {}))
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             if on_message is not None:
@@ -152,6 +156,18 @@ class KernelClient:
         msg_id = self._send("comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}})
         msgs = self._until_idle(msg_id)
         return time.perf_counter() - start, sum(1 for m in msgs if m["msg_type"] == "comm_msg")
+
+    def held_by_page(self, comm_id: str) -> list:
+        """The values of control ``comm_id`` whose figure the page holds (a ``LiveFigure``'s ``held``, sent once
+        when the group was shown): the page switches to those by itself, and the kernel sends nothing back."""
+        ref = f"IPY_MODEL_{comm_id}"
+        for s in self.comms.values():
+            held = s.get("held") or {}
+            refs = [c.get("model") for c in held.get("controls", [])]
+            if ref in refs:
+                k = refs.index(ref)
+                return sorted({state["values"][k] for state in held.get("states", [])})
+        return []
 
     def find_widget(self, model_name: str, **state) -> str:
         """The comm id of the first widget of ``model_name`` whose state has these values."""

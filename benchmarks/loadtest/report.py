@@ -156,6 +156,12 @@ def markdown(report: dict) -> str:
         if s.get("cpu_idle_ms_per_s"):
             lines.append("- CPU with the class connected and idle (ms per second, all learners together): "
                          + ", ".join(f"{k} {v:.1f}" for k, v in s["cpu_idle_ms_per_s"].items()) + ".")
+        held = s.get("held_by_page") or {}
+        if held.get("learners"):
+            lines.append(f"- Head counts held by the page: {held['settings']} settings, for {held['learners']} of "
+                         f"{held['of']} learners. A change is the page switching the figure by itself; what is timed "
+                         "is the kernel taking the new value (from the change sent to the kernel's idle), with no "
+                         "widget message back.")
         lines.append(f"- Control changes measured: staggered {s['staggered']['n']}, lock-step {s['lockstep']['n']}; "
                      f"max {_f(s['staggered']['max_ms'])} / {_f(s['lockstep']['max_ms'])} ms.")
         if s["notebook_errors"]:

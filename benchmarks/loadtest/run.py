@@ -282,6 +282,7 @@ class Learner:
     def __init__(self, hub: Hub, name: str, index: int, notebooks: list[str], protocol: str = "v1"):
         self.hub, self.name, self.index, self.notebooks, self.protocol = hub, name, index, notebooks, protocol
         self.result = {"name": name, "failures": [], "notebooks": {}, "latency_s": {"staggered": [], "lockstep": []}}
+        self.held: list = []  # the control's settings the page holds (see find control below)
         self.client = None
         self.choice = str(index % 3)
         self.exercise_function, self.exercise_verdict = EXERCISE_FUNCTIONS[index % 3]
@@ -367,6 +368,10 @@ class Learner:
             self.comm_id = self.client.find_widget("ToggleButtonsModel", description="heads H")
             # Where the control is; kept here, since the class's kernels do not echo a change back.
             self.position = self.client.comms[self.comm_id].get("index")
+            # The head counts whose grid the page holds (mha_classroom.widgets._states.hold): a move switches the
+            # figure in the page by itself, so the kernel's whole work is taking the new value.
+            self.held = self.client.held_by_page(self.comm_id)
+            self.result["held_by_page"] = self.held
         except Exception as exc:
             self.fail("find control", exc)
             self.client = None
@@ -377,7 +382,11 @@ class Learner:
             index = HEAD_COUNT_INDICES[(HEAD_COUNT_INDICES.index(index) + 1) % len(HEAD_COUNT_INDICES)]
         try:
             seconds, replies = self.client.widget_update(self.comm_id, {"index": index})
-            if replies == 0:
+            if index in self.held:
+                if replies:
+                    raise RuntimeError(f"the page holds head count index {index}, yet the kernel sent {replies} "
+                                       "widget messages back")
+            elif replies == 0:
                 raise RuntimeError("the kernel sent no widget update for the change")
             self.position = index
             self.result["latency_s"][mode].append(seconds)
@@ -671,6 +680,8 @@ def summarise(run: dict) -> dict:
     for mode in ("staggered", "lockstep"):
         lat = [x * 1000 for p in per for x in p["latency_s"][mode]]
         s[mode] = {"n": len(lat), "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95), "max_ms": max(lat) if lat else None}
+    held = [p.get("held_by_page") for p in per if "held_by_page" in p]
+    s["held_by_page"] = {"learners": sum(1 for h in held if h), "of": len(held), "settings": max(map(len, held), default=0)}
     firsts = [p["first_figure_s"] for p in per if "first_figure_s" in p]
     s["first_figure_s"] = {"median": statistics.median(firsts) if firsts else None, "max": max(firsts) if firsts else None}
     if "warm_start" in run:

@@ -18,7 +18,7 @@ from ._keys import show_keyboard_ready
 from . import _live_figure
 from ._live_figure import LiveFigure
 from ._plain import PlainFigure, _plain, apply_to_figure, figure_diff
-from ._states import static_display
+from ._states import hold, static_display
 
 
 def figure_widget(fig: go.Figure | dict) -> LiveFigure:
@@ -111,11 +111,21 @@ class ControlGroup:
         if shown is not None:
             shown.children[0].value = large_controls_css(theme)
         self.redraw()
+        if shown is not None and self.hold_settings:
+            hold(self)  # the settings the page holds, in the new sizes
+
+    #: True for a group whose page holds every setting (``_states.hold``): its one figure depends on its
+    #: ``handout_controls`` alone, each setting has a figure of its own, and there are few. A move then switches
+    #: the figure in the page by itself, and the kernel only hears the control's new value.
+    hold_settings: bool = False
 
     def _show_live(self) -> None:
         """Show the group's controls, sized by its theme (its figure already is), and the keyboard helper (arrow
-        keys for its toggle buttons, its keys kept from JupyterLab's shortcuts); it follows ``presenter`` from then."""
+        keys for its toggle buttons, its keys kept from JupyterLab's shortcuts); it follows ``presenter`` from then.
+        A group with ``hold_settings`` gives the page its settings first."""
         self._shown_box = themed_box(self.box, getattr(self, "theme", None))
+        if self.hold_settings:
+            hold(self)
         show_keyboard_ready(self._shown_box)
         _theme.keep(self.restyle, f"the {type(self).__name__} controls")
 

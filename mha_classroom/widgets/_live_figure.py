@@ -31,6 +31,7 @@ anywidget's ``_esm``, plotly's ``go.Figure``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 
@@ -91,11 +92,30 @@ def jsonable(value):
     return value
 
 
+def same_setting(a: list, b: list) -> bool:
+    """Two settings' values, as the page compares them (``sameSetting`` in ``js/live_figure.js``): numbers within
+    1e-9, everything else equal."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        numbers = isinstance(x, (int, float)) and isinstance(y, (int, float))
+        if numbers and not isinstance(x, bool) and not isinstance(y, bool):
+            if abs(x - y) > 1e-9:
+                return False
+        elif x != y or type(x) is not type(y):
+            return False
+    return True
+
+
 class FigureChannel(Channel):
     """A ``LiveFigure``'s figure in the page: ``figure``, the whole figure it was made with (sent once, with the
     channel's creation); every change after that is a custom message on it (``LiveFigure.show``)."""
 
     figure = traitlets.Dict().tag(sync=True, to_json=lambda value, widget: jsonable(value))
+    #: The settings the page switches between by itself (``LiveFigure.hold``): ``controls``, each a control's
+    #: model and the trait the page reads (``index`` for a choice, else ``value``), and ``states``, each a setting's
+    #: values of those traits, its figure and its words. Empty: every change comes from the kernel.
+    held = traitlets.Dict().tag(sync=True, to_json=lambda value, widget: jsonable(value))
 
 
 class LiveFigure(anywidget.AnyWidget):
@@ -117,6 +137,9 @@ class LiveFigure(anywidget.AnyWidget):
         self._changes = 0  # how many diffs the page has been sent
         self._checked: go.Figure | None = None  # as_figure's figure ...
         self._checked_shows: PlainFigure | None = None  # ... and the plain figure it holds
+        self._quiet = False  # True while ``quiet``: what is shown changes here only
+        self._held: list | None = None  # ``hold``'s controls and states
+        self._held_at: list | None = None  # the held controls' values when the page last switched by itself
         self._channel.on_msg(self._on_page_message)
         self.as_figure()
 
@@ -134,11 +157,17 @@ class LiveFigure(anywidget.AnyWidget):
         width = self._mha_shown["layout"].get("width")
         if "width" not in new["layout"] and width is not None:
             new = PlainFigure(data=new["data"], layout={**new["layout"], "width": width})
-        diff = figure_diff(self._mha_shown, new)
+        if self._quiet:
+            self._mha_shown = new
+            return
+        shown, said = self._mha_shown, self.__dict__.get("_spoken")
+        state = self._switched()
+        if state is not None:  # the page switched to it by itself when the control moved: it shows that
+            shown, said = state[1], state[2]
+        diff = figure_diff(shown, new)
         self._mha_shown = new
-        said = self.__dict__.get("_spoken")
-        if words is not None:
-            self._spoken = words
+        if words is not None or state is not None:
+            self._spoken = words if words is not None else said
         if diff:
             self._changes += 1
             self._channel.send({"n": self._changes, "diff": jsonable(diff),
@@ -146,6 +175,45 @@ class LiveFigure(anywidget.AnyWidget):
         elif words is not None and words != said:
             # The drawing is already shown (an animation's last frame, drawn without its words): the words alone.
             self._channel.send({"n": self._changes, "words": words})
+
+    @contextlib.contextmanager
+    def quiet(self):
+        """While inside: ``show`` changes what the figure holds, and nothing goes to the page (``hold`` walks a
+        group through its settings this way; the group ends where it started, so the page is still right)."""
+        before, self._quiet = self._quiet, True
+        try:
+            yield self
+        finally:
+            self._quiet = before
+
+    def hold(self, controls: list, states: list) -> None:
+        """Give the page every setting, so that it switches by itself when a control moves: no message from the
+        kernel, and the kernel's ``show`` for that setting then sends nothing (``_switched``).
+
+        ``controls``: ``[(widget, trait)]``, the trait the page reads (``"index"`` for a choice of options,
+        ``"value"`` otherwise). ``states``: ``[(values, figure, words)]``, the traits' values of a setting, its
+        plain figure (what ``show`` is given for it) and its words (``{"name", "description"}``). Sent once, as
+        the channel's ``held``; a view drawn later reads it there.
+        """
+        self._held = [list(controls), [(list(v), _plain(f), dict(w)) for v, f, w in states]]
+        self._held_at = self._held_values()
+        self._channel.held = {
+            "controls": [{"model": f"IPY_MODEL_{widget.model_id}", "trait": trait} for widget, trait in controls],
+            "states": [{"values": v, "figure": f, "words": w} for v, f, w in self._held[1]],
+        }
+
+    def _held_values(self) -> list:
+        return [getattr(widget, trait) for widget, trait in self._held[0]]
+
+    def _switched(self):
+        """The held state the page switched to by itself since the last ``show`` (a held control moved), or None."""
+        if self._held is None:
+            return None
+        now = self._held_values()
+        if same_setting(now, self._held_at):
+            return None
+        self._held_at = now
+        return next((s for s in self._held[1] if same_setting(s[0], now)), None)
 
     def _on_page_message(self, channel, content, buffers) -> None:
         """A view that missed a change asks for the whole figure (``{"want": n}``, ``js/live_figure.js``)."""

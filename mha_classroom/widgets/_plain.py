@@ -112,6 +112,8 @@ def figure_diff(old, new) -> dict | None:
     ``mhaDiff.applyDiff`` (``js/diff.js``): a live figure's view and the handouts' ``states.js``. The cases
     in ``tests/diff_cases.json`` are checked on both sides.
     """
+    if old is new:
+        return None  # one object (a remembered setting shown again): nothing to compare
     if isinstance(new, dict) and isinstance(old, dict):
         keys, gone = list(new), [k for k in old if k not in new]
         get_old = old.get

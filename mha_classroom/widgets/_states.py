@@ -195,7 +195,7 @@ def _record(group, controls: list[Control]) -> dict:
 
 def settings(group) -> list[list]:
     """The settings to record, as lists of values in declaration order (what ``record`` walks through)."""
-    return [s for s, _ in _walk(group, _plan(group), record=False)[0]]
+    return [s for s, _ in _walk(group, _plan(group))[0]]
 
 
 def _plan(group) -> tuple[list[Control], list[str], str]:
@@ -212,8 +212,9 @@ def _plan(group) -> tuple[list[Control], list[str], str]:
     return controls, bases, "bases" if bases else "one"
 
 
-def _walk(group, plan, *, record: bool):
-    """Drive the controls through their settings; returns ([(values, record or None)], mode), controls restored."""
+def _walk(group, plan, *, record=None):
+    """Drive the controls through their settings; returns ([(values, record(group, controls) or None)], mode), the
+    controls restored."""
     controls, bases, mode = plan
     start = [c.widget.value for c in controls]
     base_controls = [c for c in controls if c.attr in bases]
@@ -225,7 +226,7 @@ def _walk(group, plan, *, record: bool):
         if key in seen:
             return
         seen.add(key)
-        out.append(([c.widget.value for c in controls], _record(group, controls) if record else None))
+        out.append(([c.widget.value for c in controls], record(group, controls) if record else None))
 
     def restore():
         for _ in range(3):  # a control may move another (10's model sets its KV heads): until all are back
@@ -272,7 +273,7 @@ def record(group) -> dict:
     """
     plan = _plan(group)
     controls, bases, _ = plan
-    walked, mode = _walk(group, plan, record=True)
+    walked, mode = _walk(group, plan, record=_record)
     states = [s for _, s in walked]
     _order_options(controls, states)
     legends = getattr(group, "handout_legends", {}) or {}
@@ -363,3 +364,47 @@ def static_display(group) -> None:
     data = record(group)
     display({STATES_MIME: data, "text/plain": f"<{type(group).__name__}: {len(data['states'])} settings recorded>"},
             raw=True)
+
+
+#: At most this many settings are held by the page in JupyterLab (``hold``): each is a figure sent once.
+HELD_MAX = 32
+
+
+def page_trait(widget) -> str:
+    """The trait of ``widget`` that the page's model changes when a learner moves it: ``index`` for a choice of
+    options (ipywidgets syncs the position, not the value), else ``value``."""
+    return "index" if getattr(widget, "options", None) is not None else "value"
+
+
+def hold(group) -> int:
+    """Give the page every setting of ``group`` in JupyterLab, so that it switches by itself when a control moves
+    (``LiveFigure.hold``): a change then costs the kernel one message in and nothing back. Returns how many
+    settings the page holds: 0 when there are more than ``HELD_MAX`` (a learner's 8 heads of on/off switches),
+    and then every change comes from the kernel as before.
+
+    For a group with ``hold_settings = True``: its one figure (``group.figure``, a ``LiveFigure``) depends on its
+    declared controls (``handout_controls``) alone, and every combination of them has a figure of its own. The
+    settings are walked as for a handout, with the figure ``quiet`` and the controls' and texts' syncing held, so
+    nothing reaches the page while they are; the group ends where it started.
+    """
+    import contextlib
+
+    from ._words import words_of
+
+    controls, _, _ = _plan(group)
+    if math.prod(len(_values(c)) for c in controls) > HELD_MAX:
+        return 0
+    texts = [w for w in (getattr(group, a, None) for a in TEXT_ATTRS) if hasattr(w, "hold_sync")]
+
+    def take(group, controls):
+        shown = group.figure.shown
+        return [getattr(c.widget, page_trait(c.widget)) for c in controls], shown, words_of(shown)
+
+    with contextlib.ExitStack() as stack:
+        for widget in [c.widget for c in controls] + texts:
+            stack.enter_context(widget.hold_sync())
+        stack.enter_context(group.figure.quiet())
+        walked, _ = _walk(group, (controls, [c.attr for c in controls], "every"), record=take)
+    states = [s for _, s in walked]
+    group.figure.hold([(c.widget, page_trait(c.widget)) for c in controls], states)
+    return len(states)

@@ -26,6 +26,8 @@ class HeadGrid(ControlGroup):
 
     #: A handout records every head count (``widgets._states``).
     handout_controls = {"head_count": None}
+    #: Every head count's grid is in the page (``_states.hold``): a move switches it there, the kernel only hears it.
+    hold_settings = True
 
     def __init__(self, d_model: int = 16, n_heads: int = 4, *, seed: int = 0):
         d_model, n_heads, _ = _validate.head_counts(d_model, n_heads)  # names the valid head counts

@@ -31,6 +31,9 @@ class HeadSwitches(ControlGroup):
 
     #: A handout records every on/off combination of the heads (``widgets._states``).
     handout_legends = {"switches": "Heads switched on"}
+    #: Every on/off combination's chart is in the page, up to 32 (``_states.hold``); the message line still comes
+    #: from the kernel.
+    hold_settings = True
 
     def handout_controls(self) -> dict:
         return {f"switches[{h}]": [True, False] for h in range(len(self.switches))}

@@ -20,6 +20,8 @@ class TokenExplorer(ControlGroup):
 
     #: A handout records every token (``widgets._states``).
     handout_controls = {"token": None}
+    #: Every token's figure is in the page (``_states.hold``): a move switches it there, the kernel only hears it.
+    hold_settings = True
 
     def __init__(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, tokens, token: int = 1):
         self.q, self.k, self.v = (np.asarray(a, dtype=float) for a in (q, k, v))

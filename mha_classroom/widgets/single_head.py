@@ -26,6 +26,8 @@ class ScalingExplorer(ControlGroup):
 
     #: A handout records every d_head (``widgets._states``).
     handout_controls = {"d_head": None}
+    #: Every d_head's figure is in the page (``_states.hold``): a move switches it there, the kernel only hears it.
+    hold_settings = True
 
     def __init__(self, d_head: int = 4, *, d_head_values=D_HEAD_VALUES, seed: int = 0):
         self.data = scaling_experiment(d_head_values, seed=seed)
@@ -70,6 +72,8 @@ class MaskExplorer(ControlGroup):
 
     #: A handout records every mask (``widgets._states``).
     handout_controls = {"mode": None}
+    #: Every mask's heatmap is in the page (``_states.hold``): a move switches it there, the kernel only hears it.
+    hold_settings = True
 
     def __init__(self, x: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, tokens, *,
                  mode: str = "none", n_pad: int = 2):

@@ -163,3 +163,62 @@ test("a figure whose channel never comes says it could not be drawn", async () =
     restore();
   }
 });
+
+test("a held setting is found by its controls' values, numbers within 1e-9", () => {
+  const held = { states: [{ values: [0, 0.5], figure: "a" }, { values: [1, 0.5], figure: "b" }] };
+  assert.equal(view.heldState(held, [1, 0.5 + 1e-12]).figure, "b");
+  assert.equal(view.heldState(held, [2, 0.5]), undefined);  // not held: the kernel's change will come
+  assert.equal(view.heldState(null, [0, 0.5]), undefined);
+  assert.equal(view.sameSetting([true, "x"], [true, "x"]), true);
+  assert.equal(view.sameSetting([true], [1]), false);  // a checkbox is not a number
+  assert.equal(view.sameSetting([0], [0, 1]), false);
+});
+
+// A control model of ipywidgets' kind: get, set (with its change event), on, off.
+function control(value) {
+  const handlers = {};
+  return {
+    state: { index: value },
+    get(key) { return this.state[key]; },
+    set(key, v) { this.state[key] = v; (handlers["change:" + key] || []).forEach((fn) => fn()); },
+    on: (name, fn) => { (handlers[name] = handlers[name] || []).push(fn); },
+    off: (name, fn) => { handlers[name] = (handlers[name] || []).filter((f) => f !== fn); },
+    handlers,
+  };
+}
+
+test("a held control's move switches the figure and its words in the page, and a later diff applies to it", async () => {
+  const dom = load.page('<div id="el"></div>');
+  const restore = load.useGlobals(dom);
+  try {
+    const { model, channel, calls, handlers, sent } = fixture();
+    const heads = control(0);
+    channel.state.held = {
+      controls: [{ model: "IPY_MODEL_heads", trait: "index" }],
+      states: [0, 1, 2].map((i) => ({ values: [i], figure: { data: [{ type: "bar", y: [i] }], layout: {} },
+                                      words: { name: `H ${i}`, description: `${i} heads` } })),
+    };
+    model.widget_manager.get_model = async (id) => (id === "heads" ? heads : channel);
+    const el = dom.document.getElementById("el"), heard = [];
+    dom.document.body.addEventListener(view.WORDS_EVENT, (event) => heard.push(event.detail.name));
+    const cleanup = await view.default.render({ model, el });
+    await load.settle();
+    heads.set("index", 2);
+    await load.settle();
+    assert.deepEqual(calls.at(-1).slice(0, 3), ["react", [{ type: "bar", y: [2] }], {}]);
+    assert.deepEqual(heard, ["H 2"]);
+    assert.deepEqual(sent, [{ want: 0 }]);  // the page asked the kernel nothing for the move
+    handlers["msg:custom"]({ n: 1, diff: { u: { layout: { s: { height: 300 } } } } });
+    await load.settle();
+    assert.deepEqual(calls.at(-1).slice(0, 3), ["react", [{ type: "bar", y: [2] }], { height: 300 }]);
+    assert.deepEqual(channel.state.held.states[2].figure.layout, {});  // the held figure itself is kept as sent
+    heads.set("index", 7);  // a setting the page does not hold: the figure stays until the kernel's change
+    await load.settle();
+    assert.deepEqual(calls.at(-1).slice(0, 3), ["react", [{ type: "bar", y: [2] }], { height: 300 }]);
+    cleanup();
+    assert.deepEqual(heads.handlers["change:index"], []);  // let go when closed
+  } finally {
+    restore();
+    delete globalThis.__mhaPlotly;
+  }
+});

@@ -10,6 +10,11 @@
    A message may also carry the figure's new words (for a screen reader): the view hands them to the
    group's keyboard helper (keys.js) as a "mha-figure-words" event, so a change is one message.
 
+   Settings the page holds (the channel's "held", from LiveFigure.hold): the models of the group's controls and
+   every setting's figure and words. When a held control's model changes (the learner moved it, or the kernel
+   set it), the view switches to that setting's figure by itself: nothing waits on the kernel, which only hears
+   the control's value and sends nothing back for it. A diff the kernel sends later applies to that figure.
+
    An ES module for anywidget. mha_classroom/widgets/_js.py puts plotly_shared.js (shared), channel.js
    (channel_of), diff.js (mhaDiff) and save.js (mhaSave) in front of it. The named exports are for the
    unit tests.
@@ -35,6 +40,17 @@ export function receive(figure, n, message) {
 export function wordsFor(message, n, changed) {
   if (!message || !message.words) return false;
   return changed || (!message.diff && !message.figure && message.n === n);
+}
+
+// Two settings' values as the kernel compares them (same_setting in _live_figure.py): numbers within 1e-9.
+export function sameSetting(a, b) {
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  return a.every((x, i) => (typeof x === "number" && typeof b[i] === "number" ? Math.abs(x - b[i]) <= 1e-9 : x === b[i]));
+}
+
+// The held state for the controls' values now, or undefined (a setting the page does not hold).
+export function heldState(held, values) {
+  return ((held && held.states) || []).find((state) => sameSetting(state.values, values));
 }
 
 export default {
@@ -87,13 +103,47 @@ export default {
         el.dispatchEvent(new Event(WORDS_EVENT, {bubbles: true, detail: message.words}));
       }
     };
+    // The held settings: each control's model, listened to; a move switches to its setting's figure and words.
+    let held = null, controls = [];
+    const switched = () => {
+      const state = heldState(held, controls.map(([control, trait]) => control.get(trait)));
+      if (!alive || !state) return;
+      figure = mhaDiff.clone(state.figure);
+      draw();
+      const Event = el.ownerDocument.defaultView.CustomEvent;
+      el.dispatchEvent(new Event(WORDS_EVENT, {bubbles: true, detail: state.words}));
+    };
+    const unlisten = () => {
+      for (const [control, trait] of controls) control.off("change:" + trait, switched);
+      controls = [];
+    };
+    const hold = async () => {
+      const next = channel.get("held") || {};
+      const found = [];
+      for (const {model: ref, trait} of next.controls || []) {
+        try {
+          found.push([await model.widget_manager.get_model(String(ref).slice("IPY_MODEL_".length)), trait]);
+        } catch (error) {
+          return;  // a control the page lacks: every change keeps coming from the kernel
+        }
+      }
+      unlisten();
+      held = next;
+      controls = found;
+      for (const [control, trait] of controls) control.on("change:" + trait, switched);
+    };
+    const reheld = () => { hold(); };
     draw();
     ask();  // changes made before this view listened (none, most often: then the kernel says nothing)
     mhaSave.addButtons(el, plot, () => shared().promise);
     channel.on("msg:custom", heard);
+    channel.on("change:held", reheld);
+    await hold();
     return () => {
       alive = false;
       channel.off("msg:custom", heard);
+      channel.off("change:held", reheld);
+      unlisten();
       shared().promise.then((Plotly) => Plotly.purge(plot)).catch(() => {});
     };
   },

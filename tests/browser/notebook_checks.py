@@ -27,6 +27,7 @@ the axis types the builder sets (``layout_keys`` picks which). A notebook with n
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -335,6 +336,97 @@ def head_count(page, lab, *, initial: str | None = "4") -> dict:
     by_clicks["settings"] = [f"key {s}" for s in by_keys["settings"]] + by_clicks["settings"]
     by_clicks["latency_s"] = by_keys["latency_s"] + by_clicks["latency_s"]
     return by_clicks
+
+
+class _KernelSocket:
+    """The notebook's own kernel, driven from the test over JupyterLab's websocket (JSON, the legacy protocol)."""
+
+    def __init__(self, lab, notebook: str):
+        import uuid
+
+        import websocket
+
+        [kernel] = [s["kernel"]["id"] for s in lab.sessions() if s["path"].endswith(notebook)]
+        self.ws = websocket.create_connection(f"ws://127.0.0.1:{lab.port}/api/kernels/{kernel}/channels?token={lab.token}",
+                                              timeout=30)
+        self.session, self.uuid = uuid.uuid4().hex, uuid.uuid4
+
+    def execute(self, code: str) -> str:
+        """Send ``code``; the message's id (the kernel runs it after what it is running now)."""
+        msg_id = self.uuid().hex
+        self.ws.send(json.dumps({
+            "header": {"msg_id": msg_id, "username": "test", "session": self.session, "msg_type": "execute_request",
+                       "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False, "stop_on_error": False}}))
+        return msg_id
+
+    def until(self, msg_id: str, state: str, *, timeout_s: float = 60) -> str:
+        """Read until the kernel reports ``state`` ('busy' or 'idle') for ``msg_id``; the stdout it printed."""
+        import time
+
+        deadline, out = time.monotonic() + timeout_s, []
+        while time.monotonic() < deadline:
+            self.ws.settimeout(max(0.05, deadline - time.monotonic()))
+            msg = json.loads(self.ws.recv())
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == state:
+                return "".join(out)
+        raise AssertionError(f"the kernel was not {state} for {msg_id} within {timeout_s} s")
+
+    def idle_already(self, msg_id: str) -> bool:
+        """Whether the kernel has already said it is idle for ``msg_id`` (reads what has arrived, waits for nothing)."""
+        import websocket
+
+        self.ws.settimeout(0.05)
+        try:
+            while True:
+                msg = json.loads(self.ws.recv())
+                if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg["msg_type"] == "status"
+                        and msg["content"]["execution_state"] == "idle"):
+                    return True
+        except websocket.WebSocketTimeoutException:
+            return False
+
+    def close(self):
+        self.ws.close()
+
+
+def head_count_while_the_kernel_sleeps(page, lab) -> dict:
+    """03: the page holds every head count (``mha_classroom.widgets._states.hold``), so a click switches the grid
+    while the notebook's kernel is busy with something else (a 6 s sleep, sent to it here): the grid must show the
+    new head count before the kernel is free. Once it is, the kernel must have heard the new value. The group ends
+    at the notebook's 4 heads, as ``head_count`` expects."""
+    from mha_core.examples import TOKENS, head_weights
+    from mha_core.figures.heads import head_grid_figure
+
+    def build(label):
+        return head_grid_figure(head_weights(16, int(label), seed=0), TOKENS)
+
+    group, plot, _ = _group(page, ".mha-head-count")
+    _check_initial(plot, build, "4", "03 head count, kernel asleep", ("annotations", "shapes"))
+    kernel = _KernelSocket(lab, "03_multiple_heads.ipynb")
+    try:
+        sleep = kernel.execute("import time; time.sleep(6)")
+        kernel.until(sleep, "busy")
+        click_toggle_button(group, "8")
+        seconds = wait_for_figure(plot, build("8"), what="03 head count: clicked '8' while the kernel sleeps",
+                                  layout_keys=("annotations", "shapes"), timeout_s=5)
+        assert not kernel.idle_already(sleep), "the grid switched only after the kernel was free again"
+        kernel.until(sleep, "idle", timeout_s=30)
+        heard = kernel.execute("import gc\nfrom mha_classroom.widgets.heads import HeadGrid\n"
+                               "print(sorted(g.head_count.value for g in gc.get_objects() if isinstance(g, HeadGrid)))")
+        told = kernel.until(heard, "idle", timeout_s=30).strip()
+        assert told == "[8]", f"the kernel holds the head count {told}, the page shows 8"
+        click_toggle_button(group, "4")
+        wait_for_figure(plot, build("4"), what="03 head count: back to 4", layout_keys=("annotations", "shapes"))
+    finally:
+        kernel.close()
+    return {"control": "03 head count, clicked while the kernel sleeps", "settings": ["8"], "latency_s": [seconds]}
 
 
 def head_switches(page, lab) -> dict:
@@ -669,7 +761,8 @@ NOTEBOOKS: dict[str, Expect] = {
     ),
     "01": Expect(minimum={"plots": 4, "toggle_buttons": 1, "quizzes": 1}, controls=(token_picker,)),
     "02": Expect(minimum={"plots": 3, "sliders": 1, "toggle_buttons": 1, "quizzes": 1}, controls=(d_head_slider, mask_buttons)),
-    "03": Expect(minimum={"plots": 4, "toggle_buttons": 1, "quizzes": 1}, controls=(head_count,)),
+    "03": Expect(minimum={"plots": 4, "toggle_buttons": 1, "quizzes": 1},
+                 controls=(head_count_while_the_kernel_sleeps, head_count)),
     "04": Expect(minimum={"plots": 3, "checkboxes": 4, "quizzes": 1}, controls=(head_switches,)),
     "05": Expect(minimum={"plots": 3, "sliders": 2, "dropdowns": 1, "quizzes": 1}, controls=(sizing_controls,)),
     "11": Expect(minimum={"quizzes": 2, "buttons": 2}, controls=(review_progress,)),

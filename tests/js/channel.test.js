@@ -45,3 +45,11 @@ test("a widget without a channel says so", async () => {
   await assert.rejects(channel_of(model(""), noWait), /this widget has no _channel/);
   await assert.rejects(channel_of(model(undefined), noWait), /this widget has no _channel/);
 });
+
+test("any other model is found by its reference, with the same retries, and a bad reference is refused", async () => {
+  const { model_of } = require("../../mha_classroom/widgets/js/channel.js");
+  const m = model("IPY_MODEL_x", 2);
+  assert.equal(await model_of(m, "IPY_MODEL_control7", noWait), m.channel);
+  assert.deepEqual(m.asked, ["control7", "control7", "control7"]);
+  await assert.rejects(model_of(m, "control7", noWait), /not a widget reference: control7/);
+});

@@ -195,7 +195,7 @@ test("a held control's move switches the figure and its words in the page, and a
     const heads = control(0);
     channel.state.held = {
       controls: [{ model: "IPY_MODEL_heads", trait: "index" }],
-      states: [0, 1, 2].map((i) => ({ values: [i], figure: { data: [{ type: "bar", y: [i] }], layout: {} },
+      states: [0, 1, 2].map((i) => ({ values: [i], figure: i === 0 ? channel.state.figure : { data: [{ type: "bar", y: [i] }], layout: {} },
                                       words: { name: `H ${i}`, description: `${i} heads` } })),
     };
     model.widget_manager.get_model = async (id) => (id === "heads" ? heads : channel);
@@ -217,6 +217,50 @@ test("a held control's move switches the figure and its words in the page, and a
     assert.deepEqual(calls.at(-1).slice(0, 3), ["react", [{ type: "bar", y: [2] }], { height: 300 }]);
     cleanup();
     assert.deepEqual(heads.handlers["change:index"], []);  // let go when closed
+  } finally {
+    restore();
+    delete globalThis.__mhaPlotly;
+  }
+});
+
+test("a view drawn after the page switched by itself shows that setting; one drawn at the start draws once", async () => {
+  const dom = load.page('<div id="el"></div><div id="el2"></div>');
+  const restore = load.useGlobals(dom);
+  try {
+    const { model, channel, calls } = fixture();
+    const heads = control(0);
+    channel.state.held = {
+      controls: [{ model: "IPY_MODEL_heads", trait: "index" }],
+      states: [{ values: [0], figure: channel.state.figure, words: { name: "H 0", description: "" } },
+               { values: [1], figure: { data: [{ type: "bar", y: [5] }], layout: {} }, words: { name: "H 1", description: "" } }],
+    };
+    model.widget_manager.get_model = async (id) => (id === "heads" ? heads : channel);
+    const heard = [];
+    dom.document.body.addEventListener(view.WORDS_EVENT, (event) => heard.push(event.detail.name));
+    await view.default.render({ model, el: dom.document.getElementById("el") });
+    await load.settle();
+    assert.equal(calls.filter((c) => c[0] === "react").length, 1);  // the start setting, drawn once
+    assert.deepEqual(heard, []);
+    heads.state.index = 1;  // moved while no view of this output was drawn
+    await view.default.render({ model, el: dom.document.getElementById("el2") });
+    await load.settle();
+    assert.deepEqual(calls.at(-1).slice(0, 3), ["react", [{ type: "bar", y: [5] }], {}]);
+    assert.deepEqual(heard, ["H 1"]);
+  } finally {
+    restore();
+    delete globalThis.__mhaPlotly;
+  }
+});
+
+test("a held control the page cannot find is said in the figure's place", async () => {
+  const dom = load.page('<div id="el"></div>');
+  const restore = load.useGlobals(dom);
+  try {
+    const { model, channel } = fixture();
+    channel.state.held = { controls: [{ model: "not-a-reference", trait: "index" }], states: [] };
+    const el = dom.document.getElementById("el");
+    await view.default.render({ model, el });
+    assert.match(el.textContent, /its control not-a-reference is not in the page/);
   } finally {
     restore();
     delete globalThis.__mhaPlotly;

@@ -19,7 +19,7 @@
    (channel_of), diff.js (mhaDiff) and save.js (mhaSave) in front of it. The named exports are for the
    unit tests.
 */
-/* global shared, channel_of, mhaDiff, mhaSave */
+/* global shared, channel_of, model_of, mhaDiff, mhaSave */
 
 // The plotly configuration of every live figure: no logo, drawn at the builder's size. The mode bar is
 // hidden by the group's styles (mha_classroom/widgets/_base.py); saving is save.js's buttons.
@@ -105,9 +105,10 @@ export default {
     };
     // The held settings: each control's model, listened to; a move switches to its setting's figure and words.
     let held = null, controls = [];
-    const switched = () => {
+    const switched = (initial = false) => {
       const state = heldState(held, controls.map(([control, trait]) => control.get(trait)));
       if (!alive || !state) return;
+      if (initial && JSON.stringify(state.figure) === JSON.stringify(figure)) return;  // it shows that already
       figure = mhaDiff.clone(state.figure);
       draw();
       const Event = el.ownerDocument.defaultView.CustomEvent;
@@ -122,9 +123,10 @@ export default {
       const found = [];
       for (const {model: ref, trait} of next.controls || []) {
         try {
-          found.push([await model.widget_manager.get_model(String(ref).slice("IPY_MODEL_".length)), trait]);
+          found.push([await model_of(model, ref), trait]);
         } catch (error) {
-          return;  // a control the page lacks: every change keeps coming from the kernel
+          fail(`its control ${ref} is not in the page (${error}); run the cell again`);
+          return;
         }
       }
       unlisten();
@@ -139,6 +141,7 @@ export default {
     channel.on("msg:custom", heard);
     channel.on("change:held", reheld);
     await hold();
+    if (n === 0) switched(true);  // drawn after a move the page made by itself (a cell scrolled back into view)
     return () => {
       alive = false;
       channel.off("msg:custom", heard);

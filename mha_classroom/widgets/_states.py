@@ -22,6 +22,10 @@ offers). Optional, on the class:
 When every combination of the settings makes at most ``MAX_STATES`` states, all of them are
 recorded; otherwise each control moves on its own from the starting settings, and the page
 says so.
+
+The same walk serves JupyterLab (``hold``): a group with ``hold_settings`` gives the page every
+setting's figure once, when it is shown, and the page then switches between them by itself
+(``js/live_figure.js``); the kernel only hears the control's new value and sends nothing back.
 """
 
 from __future__ import annotations

@@ -99,52 +99,6 @@ def built_handouts(request, tmp_path_factory):
     return out, {Path(p["file"]).stem: p for p in pages}
 
 
-#: Run by ``build_handouts_meanwhile`` in a process of its own: the build ``built_handouts`` makes, under its lock.
-_BUILD_UNDER_LOCK = """
-import sys, time
-from pathlib import Path
-from filelock import FileLock
-sys.path.insert(0, sys.argv[1])
-import handouts
-out = Path(sys.argv[2])
-out.parent.mkdir(parents=True, exist_ok=True)
-with FileLock(str(out) + ".lock"):
-    if not (out / "handouts.json").is_file():
-        started = time.monotonic()
-        handouts.build(out, log=lambda *_: None)
-        print(f"built in {time.monotonic() - started:.1f} s")
-"""
-
-
-@pytest.fixture(scope="module")
-def build_handouts_meanwhile(request):
-    """Under ``make test`` (``MHA_HANDOUTS_SHARED``), start the handouts' one build in a process of its own, so that
-    tests that need no handouts run meanwhile (the screen reader listens in JupyterLab first); ``built_handouts``
-    then waits for the build's lock. At the module's end the process is waited for; a build that failed leaves no
-    pages, and ``built_handouts`` builds them itself."""
-    import subprocess
-
-    shared = os.environ.get("MHA_HANDOUTS_SHARED")
-    if not shared or (Path(shared) / "handouts.json").is_file():
-        yield None
-        return
-    log = Path(shared).parent / "handouts-meanwhile.log"  # a file, not a pipe: a full pipe would stall the build
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as out:
-        process = subprocess.Popen([sys.executable, "-c", _BUILD_UNDER_LOCK, str(REPO / "tools"), shared],
-                                   stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield process
-    finally:
-        try:
-            process.wait(timeout=900)
-        finally:
-            if process.poll() is None:
-                process.kill()
-            _run(request.config)["handouts_meanwhile"] = {"exit": process.wait(),
-                                                          "output": log.read_text(errors="replace")[-2000:]}
-
-
 def processes_mentioning(fragment: str) -> list[str]:
     """Processes whose command line mentions ``fragment`` (this run's temporary folder): should be none."""
     found = []
@@ -249,10 +203,6 @@ def handouts_line(run: dict) -> str:
     """Where this run's handouts came from: built here (in how long), the other browser run's build, or none."""
     if run.get("handouts_build_s") is not None:
         return f"handouts built once in {run['handouts_build_s']} s"
-    meanwhile = run.get("handouts_meanwhile")
-    if meanwhile:
-        said = meanwhile["output"].strip().splitlines()[-1:] or ["nothing"]
-        return f"handouts built meanwhile, in a process of their own (exit {meanwhile['exit']}: {said[0]})"
     if run.get("handouts_shared"):
         return f"handouts read from the other browser run's build in {run['handouts_shared']}"
     return "handouts not needed in this run"

@@ -389,6 +389,23 @@ def listen_to_handout(sr: ScreenReader, path: Path) -> Listening:
     return listening
 
 
+@pytest.mark.parametrize("stem", PAGES)
+def test_a_listener_hears_the_handout(stem, handouts_dir, reader):
+    path = handouts_dir / f"{stem}.html"
+    assert path.is_file(), f"{path} was not built"
+    reader.events.clear()
+    reader.speech_file.write_text("")
+    try:
+        listening = listen_to_handout(reader, path)
+    finally:
+        TRANSCRIPTS.mkdir(parents=True, exist_ok=True)
+        (TRANSCRIPTS / f"{stem}.txt").write_text(reader.transcript())
+    summary = (f"{stem}: {listening.controls_moved} controls moved, {listening.figures_heard} figures heard, "
+               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {listening.seconds:.0f} s")
+    print(summary)
+    assert not listening.problems, summary + "\n" + "\n".join(listening.problems)
+
+
 # --------------------------------------------------------------------------- JupyterLab
 
 #: Notebooks read in JupyterLab: a control group with a live figure and a quick check each.
@@ -611,7 +628,7 @@ def contextlib_suppress():
 
 
 @pytest.mark.parametrize("stem", LAB_NOTEBOOKS)
-def test_a_listener_hears_a_notebook_in_jupyterlab(stem, reader, lab, build_handouts_meanwhile):
+def test_a_listener_hears_a_notebook_in_jupyterlab(stem, reader, lab):
     reader.events.clear()
     reader.speech_file.write_text("")
     try:
@@ -620,28 +637,6 @@ def test_a_listener_hears_a_notebook_in_jupyterlab(stem, reader, lab, build_hand
         TRANSCRIPTS.mkdir(parents=True, exist_ok=True)
         (TRANSCRIPTS / f"lab_{stem}.txt").write_text(reader.transcript())
     summary = (f"{stem} in JupyterLab: {listening.controls_moved} controls moved, "
-               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {listening.seconds:.0f} s")
-    print(summary)
-    assert not listening.problems, summary + "\n" + "\n".join(listening.problems)
-
-
-# --------------------------------------------------------------------------- the handouts, after JupyterLab
-
-
-#: Last in the file, so last in the run: the handouts build meanwhile (``build_handouts_meanwhile``, started by
-#: the first test of the file), and the listening in JupyterLab above needs none.
-@pytest.mark.parametrize("stem", PAGES)
-def test_a_listener_hears_the_handout(stem, handouts_dir, reader):
-    path = handouts_dir / f"{stem}.html"
-    assert path.is_file(), f"{path} was not built"
-    reader.events.clear()
-    reader.speech_file.write_text("")
-    try:
-        listening = listen_to_handout(reader, path)
-    finally:
-        TRANSCRIPTS.mkdir(parents=True, exist_ok=True)
-        (TRANSCRIPTS / f"{stem}.txt").write_text(reader.transcript())
-    summary = (f"{stem}: {listening.controls_moved} controls moved, {listening.figures_heard} figures heard, "
                f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {listening.seconds:.0f} s")
     print(summary)
     assert not listening.problems, summary + "\n" + "\n".join(listening.problems)

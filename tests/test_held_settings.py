@@ -137,7 +137,7 @@ def test_a_group_of_few_settings_is_held_with_its_message_still_from_the_kernel(
 
 def test_only_groups_that_say_so_hold_their_settings():
     assert HeadGrid.hold_settings is True
-    assert type(head_sizing()).hold_settings is False  # its figure also follows what it does not declare
+    assert type(head_sizing()).hold_settings is False  # hundreds of settings, and its readout changes on every move
 
 
 def test_settings_compare_as_the_page_compares_them():
@@ -145,3 +145,13 @@ def test_settings_compare_as_the_page_compares_them():
     assert not same_setting([True], [1])
     assert not same_setting([0], [0, 1])
     assert not same_setting(None, [0])
+
+
+def test_the_welcome_slider_is_held_step_by_step():
+    from mha_classroom.widgets.welcome import SHARPNESS_RANGE, SHARPNESS_STEP, smoke_check
+
+    group = smoke_check(1.0)
+    steps = round((SHARPNESS_RANGE[1] - SHARPNESS_RANGE[0]) / SHARPNESS_STEP) + 1
+    assert _states.hold(group) == steps == 17
+    values = sorted(s["values"][0] for s in group.figure._channel.held["states"])
+    assert values == [SHARPNESS_RANGE[0] + i * SHARPNESS_STEP for i in range(steps)]

@@ -41,6 +41,8 @@ class SmokeCheck(ControlGroup):
 
     #: A handout records every step of the slider (``widgets._states``).
     handout_controls = {"slider": None}
+    #: Every step's bars are in the page (``_states.hold``): a move switches them there, the kernel only hears it.
+    hold_settings = True
 
     def __init__(self, sharpness: float = 1.0):
         sharpness = _check_sharpness(sharpness)

@@ -209,6 +209,11 @@ class Hub:
         under it (a hub that was killed), and its images' loop devices, are released first."""
         unmount_under(str(self.state))
         subprocess.run(["rm", "-rf", "--one-file-system", str(self.state)], capture_output=True)
+        # The poll service's and the proxy's sockets, named by the hub's port, outside the state folder
+        # (deploy/jupyterhub_config.py: POLL_RUN, PROXY_RUN): six runs of this test had left theirs in /run.
+        for socket_file in (Path("/run/mha-hub-poll") / f"poll-{self.port}.sock",
+                            Path("/run/mha-hub-proxy") / f"api-{self.port}.sock"):
+            socket_file.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- one learner

@@ -156,7 +156,12 @@ class LiveFigure(anywidget.AnyWidget):
         new = _plain(built)
         width = self._mha_shown["layout"].get("width")
         if "width" not in new["layout"] and width is not None:
-            new = PlainFigure(data=new["data"], layout={**new["layout"], "width": width})
+            # Kept on the plain figure (it never changes): a remembered setting shown again is the same object as
+            # the one held or shown before, so ``figure_diff`` knows it at once.
+            widened = new.__dict__.get("_mha_widened")
+            if widened is None or widened["layout"]["width"] != width:
+                widened = new._mha_widened = PlainFigure(data=new["data"], layout={**new["layout"], "width": width})
+            new = widened
         if self._quiet:
             self._mha_shown = new
             return

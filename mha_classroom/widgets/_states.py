@@ -30,6 +30,7 @@ setting's figure once, when it is shown, and the page then switches between them
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -391,8 +392,6 @@ def hold(group) -> int:
     settings are walked as for a handout, with the figure ``quiet`` and the controls' and texts' syncing held, so
     nothing reaches the page while they are; the group ends where it started.
     """
-    import contextlib
-
     from ._words import words_of
 
     controls, _, _ = _plan(group)

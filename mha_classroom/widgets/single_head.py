@@ -42,11 +42,15 @@ class ScalingExplorer(ControlGroup):
             layout=widgets.Layout(width="480px"),
         )
         self.d_head.add_class("mha-d-head-slider")
-        self.figure = figure_widget(scaling_spec(self.data, d_head, theme=self.theme))
+        self.figure = figure_widget(self._build(int(d_head)))
         self.d_head.observe(self._on_change, names="value")
 
+    @remembered
+    def _build(self, d_head: int) -> dict:
+        return scaling_spec(self.data, d_head, theme=self.theme)
+
     def redraw(self):
-        update_in_place(self.figure, scaling_spec(self.data, self.d_head.value, theme=self.theme))
+        update_in_place(self.figure, self._build(self.d_head.value))
 
     def _on_change(self, change):
         self.redraw()

@@ -11,7 +11,7 @@ from mha_core import _validate, projector
 from mha_core.examples import TOKENS, WELCOME_QUERY, welcome_weights
 from mha_core.figures.welcome import weights_bar_figure
 
-from ._base import ControlGroup, figure_widget, update_in_place
+from ._base import ControlGroup, figure_widget, remembered, update_in_place
 
 #: The sharpness slider's range and step.
 SHARPNESS_RANGE = (0.0, 4.0)
@@ -53,11 +53,15 @@ class SmokeCheck(ControlGroup):
             style={"description_width": "initial"}, layout=widgets.Layout(width="420px"),
         )
         self.slider.add_class("mha-welcome-slider")
-        self.figure = figure_widget(static_figure(sharpness, theme=self.theme))
+        self.figure = figure_widget(self._build(sharpness))
         self.slider.observe(self._on_change, names="value")
 
+    @remembered
+    def _build(self, sharpness: float):
+        return static_figure(sharpness, theme=self.theme)
+
     def redraw(self):
-        update_in_place(self.figure, static_figure(self.slider.value, theme=self.theme))
+        update_in_place(self.figure, self._build(self.slider.value))
 
     def _on_change(self, change):
         self.redraw()

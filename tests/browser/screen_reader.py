@@ -41,6 +41,18 @@ SPEECH = re.compile(r"^SPEECH OUTPUT: '(.*?)'(?: voice=\w+)?$", re.M | re.S)
 ORCA_KEY = "Insert"
 
 
+def norm(text: str) -> str:
+    """Text as compared with speech: quotes, dashes and spaces made plain, lower case."""
+    text = text.replace("\u2018", "'").replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')
+    text = text.replace("\u2212", "-").replace("\u2013", "-").replace("\u2014", "-").replace("\u00a0", " ")
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def plain(said: str) -> str:
+    """What ``ScreenReader.said`` returns, as one ``norm`` text: Orca may split a sentence into utterances."""
+    return norm(said.replace(" | ", " "))
+
+
 class ScreenReaderError(RuntimeError):
     """Orca, Xvfb or Chromium did not start, or Orca stayed silent where it should speak."""
 
@@ -89,6 +101,9 @@ class ScreenReader:
         self.browser_proc: subprocess.Popen | None = None
         self.speech_file = self.work / "speech.log"
         self.events: list[tuple[int, str]] = []  # (offset in the speech file, key or note)
+        #: Each wait for speech that ran to its timeout (what was awaited, seconds): a test that goes on after one
+        #: spent those seconds listening to nothing; the summary of a page names them.
+        self.waited_out: list[tuple[str, float]] = []
         self._playwright = None
         self._browser = None
         self.env: dict[str, str] = {}
@@ -248,14 +263,17 @@ class ScreenReader:
         return "focus" if said and said[-1] == "Focus mode" else "browse"
 
     def wait_speech(self, start: int, pattern: str, *, timeout: float = 15, what: str = "") -> str:
-        """Wait until the speech since ``start`` matches ``pattern`` (a regex, case-insensitive); what was said."""
+        """Wait until the speech since ``start`` matches ``pattern`` (a regex, case-insensitive), as spoken or as
+        ``plain`` text (a pattern made from ``norm``'s text has straight quotes and dashes, and may span two
+        utterances); what was said."""
         deadline = time.monotonic() + timeout
         rx = re.compile(pattern, re.I | re.S)
         while True:
             text = self.said(start)
-            if rx.search(text):
+            if rx.search(text) or rx.search(plain(text)):
                 return text
             if time.monotonic() > deadline:
+                self.waited_out.append((what or pattern, timeout))
                 raise ScreenReaderError(f"Orca did not say {what or pattern!r} within {timeout:.0f} s; it said: {text[-600:]!r}")
             time.sleep(0.1)
 

@@ -35,7 +35,7 @@ from browser_config import fail_or_skip as _fail_or_skip
 sys.path.insert(0, str(REPO / "tools"))
 import handouts  # noqa: E402
 import screen_reader  # noqa: E402
-from screen_reader import ScreenReader, ScreenReaderError  # noqa: E402
+from screen_reader import ScreenReader, ScreenReaderError, norm, plain  # noqa: E402
 
 pytestmark = pytest.mark.browser
 PAGES = [p.stem for p in handouts.notebooks()]
@@ -96,20 +96,13 @@ class Listening:
     seconds: float = 0.0
 
 
-def norm(text: str) -> str:
-    """Text as compared with speech: quotes, dashes and spaces made plain, lower case."""
-    text = text.replace("\u2018", "'").replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')
-    text = text.replace("\u2212", "-").replace("\u2013", "-").replace("\u2014", "-").replace("\u00a0", " ")
-    return re.sub(r"\s+", " ", text).strip().lower()
-
-
 def numbers_in(text: str) -> list[str]:
     return re.findall(r"\d[\d,]*(?:\.\d+)?(?:e-?\d+)?", text)
 
 
 def heard(words: str, said: str) -> bool:
     """Whether ``words`` (a page text) were spoken in ``said``: the text, whatever Orca split it into."""
-    w, s = norm(words), norm(said.replace(" | ", " "))
+    w, s = norm(words), plain(said)
     return bool(w) and w in s
 
 
@@ -394,6 +387,7 @@ def test_a_listener_hears_the_handout(stem, handouts_dir, reader):
     path = handouts_dir / f"{stem}.html"
     assert path.is_file(), f"{path} was not built"
     reader.events.clear()
+    reader.waited_out.clear()
     reader.speech_file.write_text("")
     try:
         listening = listen_to_handout(reader, path)
@@ -401,7 +395,8 @@ def test_a_listener_hears_the_handout(stem, handouts_dir, reader):
         TRANSCRIPTS.mkdir(parents=True, exist_ok=True)
         (TRANSCRIPTS / f"{stem}.txt").write_text(reader.transcript())
     summary = (f"{stem}: {listening.controls_moved} controls moved, {listening.figures_heard} figures heard, "
-               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {listening.seconds:.0f} s")
+               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {listening.seconds:.0f} s, "
+               f"{len(reader.waited_out)} waits for speech ran out ({sum(t for _, t in reader.waited_out):.0f} s)")
     print(summary)
     assert not listening.problems, summary + "\n" + "\n".join(listening.problems)
 
@@ -630,6 +625,7 @@ def contextlib_suppress():
 @pytest.mark.parametrize("stem", LAB_NOTEBOOKS)
 def test_a_listener_hears_a_notebook_in_jupyterlab(stem, reader, lab):
     reader.events.clear()
+    reader.waited_out.clear()
     reader.speech_file.write_text("")
     try:
         listening = listen_to_notebook(reader, lab, stem)
@@ -637,6 +633,7 @@ def test_a_listener_hears_a_notebook_in_jupyterlab(stem, reader, lab):
         TRANSCRIPTS.mkdir(parents=True, exist_ok=True)
         (TRANSCRIPTS / f"lab_{stem}.txt").write_text(reader.transcript())
     summary = (f"{stem} in JupyterLab: {listening.controls_moved} controls moved, "
-               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {listening.seconds:.0f} s")
+               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {listening.seconds:.0f} s, "
+               f"{len(reader.waited_out)} waits for speech ran out ({sum(t for _, t in reader.waited_out):.0f} s)")
     print(summary)
     assert not listening.problems, summary + "\n" + "\n".join(listening.problems)

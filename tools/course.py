@@ -214,9 +214,8 @@ def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = No
 #: the class hub and the simulated cluster (one of each per run); the unit tests are everything else, on every core
 #: (pytest-xdist).
 SCREEN_READER = "tests/browser/test_screen_reader.py"
-#: The browser tests of the built handouts (no JupyterLab): their pages, layouts, settings and saving. The handouts'
-#: quick-check page and the live figures' texts read in a bare page need no build; they run in the browser part.
-HANDOUTS = ["tests/browser/test_handouts.py"]
+#: The browser tests of the static handouts (no JupyterLab): their pages, figures' texts and quick checks.
+HANDOUTS = ["tests/browser/test_handouts.py", "tests/browser/test_handout_quiz.py", "tests/browser/test_figure_text.py"]
 PARTS = {
     "unit": ["-n", "auto", "--ignore=tests/browser", "--ignore=tests/hub", "--ignore=tests/cluster"],
     "browser": ["tests/browser", f"--ignore={SCREEN_READER}", *(f"--ignore={path}" for path in HANDOUTS)],
@@ -242,11 +241,8 @@ NOTEBOOKS_IN_BROWSER = ["-m", "not notebooks"]
 #: its own, then the hub; the cluster after the unit tests), 1,077 s: every part slower still, and the cluster waited
 #: for the hub's session at the end; the handouts built in a process of their own while the screen reader listened in
 #: JupyterLab, 934 s (the build took 204 s beside three lanes, and the parts 14 % more CPU than the run of 881 s).
-#: The two cores are the limit. Then the lane of the screen reader and the handouts was the longest (848 s of a run
-#: of 848 s; JupyterLab's lane ended at 546 s), much of it waiting: 08's handout waited out five 10-s waits (mended).
-#: So the cluster (about 80 s, mostly waiting for nodes) runs first in JupyterLab's lane, long before the hub
-#: starts, and the handouts' quick-check page and the figures' texts (no build needed) run in the browser part.
-STAGES = ((("cluster", "browser"), ("screen reader", "handouts"), ("unit", "hub")),)
+#: The two cores are the limit.
+STAGES = ((("browser",), ("screen reader", "handouts"), ("unit", "cluster", "hub")),)
 #: Every lane of every stage, in order.
 LANES = tuple(lane for stage in STAGES for lane in stage)
 #: How many of the slowest tests, over every run, the summary at the end names.

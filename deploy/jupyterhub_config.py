@@ -375,8 +375,6 @@ c.Spawner.args = [
     # No update checks or news pop-ups: a class has no network.
     "--LabApp.news_url=",
     "--ServerApp.shutdown_no_activity_timeout=0",
-    # The kernel websocket writes each message at once (TCP_NODELAY): mha_classroom/server.py.
-    "--ServerApp.kernel_websocket_connection_class=mha_classroom.server.NoDelayConnection",
 ]
 c.Spawner.default_url = "/lab/tree/course/00_welcome.ipynb"
 #: Where the poll listens: as root, a Unix socket in a folder only the services' account may write

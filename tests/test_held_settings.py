@@ -155,3 +155,21 @@ def test_the_welcome_slider_is_held_step_by_step():
     assert _states.hold(group) == steps == 17
     values = sorted(s["values"][0] for s in group.figure._channel.held["states"])
     assert values == [SHARPNESS_RANGE[0] + i * SHARPNESS_STEP for i in range(steps)]
+
+
+def test_the_head_off_buttons_of_09_are_held_and_a_move_sends_nothing_back(sent):
+    from mha_classroom.widgets.induction import HeadOff
+    from mha_core.models.induction import InductionConfig, trained_induction
+
+    group = HeadOff(trained_induction(InductionConfig(seed=0, max_steps=40)))
+    group._ipython_display_()  # shown as the notebook shows it: the group gives the page its settings
+    held = group.figure._channel.held
+    assert len(held["states"]) == 5 * 2  # no head off or one of four, zero or mean
+    assert [c["trait"] for c in held["controls"]] == ["index", "index"]
+    sent.clear()
+    for head, ablation in (("L2 H1", "mean"), ("none", "zero"), ("L1 H2", "zero")):
+        group.head.value, group.ablation.value = head, ablation
+        assert figure_diff(group.figure.shown, group._build(head, ablation)) is None
+        label = "no head off" if head == "none" else f"{head} off ({ablation})"
+        assert group.figure.shown["data"][0]["x"][-1] == label
+    assert custom(sent, group.figure._channel) == []

@@ -20,7 +20,7 @@ import ipywidgets as widgets
 from mha_core import projector
 from mha_core.figures.induction import ablation_figure, head_name, training_figure
 
-from ._base import ControlGroup, TrainingGroup, figure_widget, message_box, show_message, update_in_place
+from ._base import ControlGroup, TrainingGroup, figure_widget, message_box, remembered, show_message, update_in_place
 from .toy import parse_seed
 
 #: Redraw the live figure at most this often (every ``eval_every`` steps the scores are measured).
@@ -168,6 +168,8 @@ class HeadOff(ControlGroup):
     """Which head is off (toggle buttons) and how (zero / mean); the figure against every head on."""
 
     handout_controls = {"head": None, "ablation": None}
+    #: Its ten settings are in the page (``_states.hold``): a move switches the figure there, the kernel only hears it.
+    hold_settings = True
 
     def __init__(self, trained):
         from mha_core import circuits
@@ -186,25 +188,27 @@ class HeadOff(ControlGroup):
         self.head.add_class("mha-induction-head-off")
         self.ablation.add_class("mha-induction-ablation")
         self.message = message_box()
-        self.figure = figure_widget(self._build())
+        self.figure = figure_widget(self._build(self.head.value, self.ablation.value))
         for control in (self.head, self.ablation):
             control.observe(self._on_change, names="value")
 
-    def measured(self) -> tuple[float, float, float, float]:
-        """(induction on, loss on, induction off, loss off) for the current setting."""
-        e = self.effects[self.ablation.value]
-        if self.head.value == "none":
+    def measured(self, head: str | None = None, ablation: str | None = None) -> tuple[float, float, float, float]:
+        """(induction on, loss on, induction off, loss off) for a setting (the current one by default)."""
+        head, ablation = head or self.head.value, ablation or self.ablation.value
+        e = self.effects[ablation]
+        if head == "none":
             return e.induction_on, e.repeat_loss_on, e.induction_on, e.repeat_loss_on
-        layer, head = (int(part[1:]) - 1 for part in self.head.value.split())
-        return e.induction_on, e.repeat_loss_on, float(e.induction[layer, head]), float(e.repeat_loss[layer, head])
+        layer, h = (int(part[1:]) - 1 for part in head.split())
+        return e.induction_on, e.repeat_loss_on, float(e.induction[layer, h]), float(e.repeat_loss[layer, h])
 
-    def _build(self):
-        label = "no head off" if self.head.value == "none" else f"{self.head.value} off ({self.ablation.value})"
-        return ablation_figure(*self.measured(), label=label, chance_induction=self.chance, validate=False,
+    @remembered
+    def _build(self, head: str, ablation: str):
+        label = "no head off" if head == "none" else f"{head} off ({ablation})"
+        return ablation_figure(*self.measured(head, ablation), label=label, chance_induction=self.chance, validate=False,
                                theme=self.theme)
 
     def redraw(self):
-        update_in_place(self.figure, self._build())
+        update_in_place(self.figure, self._build(self.head.value, self.ablation.value))
 
     def _on_change(self, change):
         self.redraw()

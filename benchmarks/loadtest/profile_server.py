@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -110,6 +111,8 @@ def main(argv=None) -> int:
     finally:
         server.terminate()
         server.wait(20)
+        if not args.py_spy:
+            shutil.rmtree(work, ignore_errors=True)  # the stacks, when asked for, stay for reading
     return 0
 
 

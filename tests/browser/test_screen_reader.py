@@ -386,19 +386,29 @@ def listen_to_handout(sr: ScreenReader, path: Path) -> Listening:
 def test_a_listener_hears_the_handout(stem, handouts_dir, reader):
     path = handouts_dir / f"{stem}.html"
     assert path.is_file(), f"{path} was not built"
+    listening = listened(reader, stem, lambda: listen_to_handout(reader, path))
+    summary = (f"{stem}: {listening.controls_moved} controls moved, {listening.figures_heard} figures heard, "
+               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {waits_and_time(reader, listening)}")
+    print(summary)
+    assert not listening.problems, summary + "\n" + "\n".join(listening.problems)
+
+
+def listened(reader: ScreenReader, transcript: str, listen) -> Listening:
+    """``listen()`` from a clean transcript, its keys and utterances written to ``TRANSCRIPTS/<transcript>.txt``."""
     reader.events.clear()
     reader.waited_out.clear()
     reader.speech_file.write_text("")
     try:
-        listening = listen_to_handout(reader, path)
+        return listen()
     finally:
         TRANSCRIPTS.mkdir(parents=True, exist_ok=True)
-        (TRANSCRIPTS / f"{stem}.txt").write_text(reader.transcript())
-    summary = (f"{stem}: {listening.controls_moved} controls moved, {listening.figures_heard} figures heard, "
-               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {listening.seconds:.0f} s, "
-               f"{len(reader.waited_out)} waits for speech ran out ({sum(t for _, t in reader.waited_out):.0f} s)")
-    print(summary)
-    assert not listening.problems, summary + "\n" + "\n".join(listening.problems)
+        (TRANSCRIPTS / f"{transcript}.txt").write_text(reader.transcript())
+
+
+def waits_and_time(reader: ScreenReader, listening: Listening) -> str:
+    """The listening's seconds, and how many waits for speech ran to their timeout (seconds heard of nothing)."""
+    return (f"{listening.seconds:.0f} s, {len(reader.waited_out)} waits for speech ran out "
+            f"({sum(t for _, t in reader.waited_out):.0f} s)")
 
 
 # --------------------------------------------------------------------------- JupyterLab
@@ -624,16 +634,8 @@ def contextlib_suppress():
 
 @pytest.mark.parametrize("stem", LAB_NOTEBOOKS)
 def test_a_listener_hears_a_notebook_in_jupyterlab(stem, reader, lab):
-    reader.events.clear()
-    reader.waited_out.clear()
-    reader.speech_file.write_text("")
-    try:
-        listening = listen_to_notebook(reader, lab, stem)
-    finally:
-        TRANSCRIPTS.mkdir(parents=True, exist_ok=True)
-        (TRANSCRIPTS / f"lab_{stem}.txt").write_text(reader.transcript())
+    listening = listened(reader, f"lab_{stem}", lambda: listen_to_notebook(reader, lab, stem))
     summary = (f"{stem} in JupyterLab: {listening.controls_moved} controls moved, "
-               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {listening.seconds:.0f} s, "
-               f"{len(reader.waited_out)} waits for speech ran out ({sum(t for _, t in reader.waited_out):.0f} s)")
+               f"quick check {'heard' if listening.quiz_heard else 'not heard'}, {waits_and_time(reader, listening)}")
     print(summary)
     assert not listening.problems, summary + "\n" + "\n".join(listening.problems)

@@ -243,7 +243,7 @@ NOTEBOOKS_IN_BROWSER = ["-m", "not notebooks"]
 #: JupyterLab, 934 s (the build took 204 s beside three lanes, and the parts 14 % more CPU than the run of 881 s);
 #: the cluster first in JupyterLab's lane, the hub after the unit tests, and the quick-check page's and the figures'
 #: texts' tests (no build needed) in the browser part, off the screen reader's lane, 953 s: the parts used 1,811 CPU-s
-#: against 1,462 (the machine 97 % busy, every part slower). The two cores are the limit.
+#: against 1,599 the same day without it (the machine 97 % busy, every part slower). The two cores are the limit.
 STAGES = ((("browser",), ("screen reader", "handouts"), ("unit", "cluster", "hub")),)
 #: Every lane of every stage, in order.
 LANES = tuple(lane for stage in STAGES for lane in stage)

@@ -33,6 +33,13 @@ the rules that keep one learner out of another's account:
   machine never end each other's learners. A server that dies on its own
   is noticed at once (a pidfd on the server's process), so its route is removed within
   milliseconds, not at the hub's next poll.
+- No TCP port (``unix_socket``, as root, servers started here): the server listens on a Unix
+  socket in its own private runtime folder (``/run/mha-hub/NAME``, a tmpfs that exists only in
+  the server's mount namespace), and the hub and the proxy reach it as
+  ``/proc/PID/root/run/mha-hub/NAME/jupyter-server.sock``. No other account can reach that
+  path, and the moment the server's process dies the path resolves to nothing: a port freed by
+  a dead server, which anyone's process could bind before the hub removed the route (1 ms
+  sufficed under load), no longer exists.
 - Home size (``home_bytes``, as root, servers started here): a hub-made account's home is an
   ext4 image of that size (``homes_root/.images/NAME.img``, root's), mounted at the home
   (loop, nosuid, nodev) while the server runs: a learner who fills it fills only it. For a PAM
@@ -55,6 +62,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Bool, Dict, Float, Int, Unicode
@@ -73,6 +81,8 @@ SERVICE_USER = "mha-hub-svc"
 RUNTIME_ROOT = Path("/run/mha-hub")
 #: The size of each learner's own tmpfs on their kernel-socket folder (connection files and sockets only).
 RUNTIME_BYTES = 16 * 1024**2
+#: The server's socket in its runtime folder (``unix_socket``).
+SERVER_SOCKET = "jupyter-server.sock"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -136,6 +146,17 @@ def account_refusal(name: str, *, create_users: bool, allowed_group: str = "", l
     if allowed_group and not in_group(name, allowed_group):
         return f"{name!r} is not in the group {allowed_group!r} (MHA_HUB_GROUP)"
     return None
+
+
+def proxy_target(url: str) -> str:
+    """``url`` as configurable-http-proxy reads a target: it takes a Unix socket target's whole host
+    as the socket's path, while JupyterHub writes a user server's URL with a port (``:80``), which
+    no socket's path has. Other targets are unchanged."""
+    scheme, sep, rest = url.partition("://")
+    if scheme != "http+unix":
+        return url
+    host, slash, path = rest.partition("/")
+    return scheme + sep + re.sub(r":[0-9]+$", "", host) + slash + path
 
 
 def _run_checked(cmd: list[str]) -> None:
@@ -492,8 +513,12 @@ class CourseSpawner(LocalProcessSpawner):
     pam_home_bytes = Int(0, config=True, help="PAM accounts: the server's home is a file system of its own, this size "
                          "(homes_root/NAME, bound over the login home inside the server); 0: the login home itself")
     scratch_bytes = Dict(config=True, help="tmpfs sizes of the learner's own /tmp, /var/tmp, /dev/shm, /run/lock; empty: shared ones")
+    unix_socket = Bool(True, config=True, help="As root, servers started here: listen on a Unix socket in the server's own "
+                       "mount namespace (reached through /proc/PID/root), not on a loopback port")
     #: Start the server here through learner_launch.py (False for a spawner that runs it elsewhere, e.g. a Slurm job).
     local_launch = True
+    #: The Unix socket the server listens on (in its own namespace), or None: a loopback port.
+    _sock: str | None = None
 
     def _account(self):
         """(uid, gid, home, made_by_hub) the learner's server runs with; refuses accounts it may not use."""
@@ -526,6 +551,7 @@ class CourseSpawner(LocalProcessSpawner):
         self._uid = uid if self.unix_users else None
         self._made_by_hub = made_by_hub
         self._login_home = None  # a PAM account's own home, hidden behind its image home in the server
+        self._sock = None
         local_root = os.geteuid() == 0 and self.local_launch
         self._image_home = bool(made_by_hub and self.home_bytes and local_root)
         if not self.unix_users:
@@ -561,12 +587,13 @@ class CourseSpawner(LocalProcessSpawner):
         """LocalProcessSpawner.start, with the server started by learner_launch.py inside its limits."""
         from jupyterhub.utils import random_port
 
-        if self.port == 0:
+        self._sock = str(self._runtime / SERVER_SOCKET) if self.unix_socket and self._private_runtime() else None
+        if self.port == 0 and not self._sock:
             self.port = random_port()
         procs = groups().make(self.user.name, max_tasks=self.max_tasks, memory_bytes=self.memory_bytes, cpus=self.cpus)
         spec = {"uid": uid, "gid": gid, "home": str(home), "procs": [str(p) for p in procs],
                 "nproc": self.max_tasks, "tmpfs": {k: int(v) for k, v in self.scratch_bytes.items() if int(v) > 0},
-                "private": {str(self._runtime): RUNTIME_BYTES} if str(self._runtime).startswith(str(RUNTIME_ROOT) + "/") else {},
+                "private": {str(self._runtime): RUNTIME_BYTES} if self._private_runtime() else {},
                 "homes": os.path.abspath(self.homes_root) if self._image_home else "",
                 # a PAM account's login home, covered by its image home: the server writes only there
                 "bind": {str(self._login_home): str(home)} if self._login_home and self._login_home.is_dir() else {},
@@ -581,7 +608,15 @@ class CourseSpawner(LocalProcessSpawner):
         self.pid = self.proc.pid
         self._stopping = False
         self._watch_exit()
+        if self._sock:
+            # Through the server's own root: only this process's mount namespace has the socket,
+            # and once the process is gone (a zombie included) the path leads nowhere.
+            return "http+unix://" + quote(f"/proc/{self.pid}/root{self._sock}", safe="")
         return (self.ip or "127.0.0.1", self.port)
+
+    def _private_runtime(self) -> bool:
+        """The runtime folder is one the launcher covers with the learner's own tmpfs in the server's namespace."""
+        return str(self._runtime).startswith(str(RUNTIME_ROOT) + "/")
 
     def _watch_exit(self) -> None:
         """React at once when the server's process ends on its own (a learner may kill their own
@@ -669,6 +704,8 @@ class CourseSpawner(LocalProcessSpawner):
 
     def get_args(self):
         args = super().get_args()
+        if self._sock:
+            args.append(f"--ServerApp.sock={self._sock}")
         if os.geteuid() == 0 and not self.unix_users:
             args.append("--allow-root")  # everyone runs as root then; JupyterLab refuses without it
         return args
@@ -677,6 +714,9 @@ class CourseSpawner(LocalProcessSpawner):
         env = super().get_env()
         env["MHA_COURSE_PROGRESS"] = str(self._progress)
         env["JUPYTER_RUNTIME_DIR"] = str(self._runtime)
+        if self._sock:
+            # No host and port for jupyterhub-singleuser to bind (it refuses a port beside --sock).
+            env["JUPYTERHUB_SERVICE_URL"] = "http+unix://" + quote(self._sock, safe="") + self.server.base_url
         # Nothing from the learner's own site-packages reaches the server.
         env["PYTHONNOUSERSITE"] = "1"
         # A control's change is not echoed back by the kernel (ipywidgets 8 sends every change

@@ -73,7 +73,7 @@ if str(HERE) not in sys.path:
 
 from course_spawner import (  # noqa: E402
     SERVICE_USER, CourseSpawner, UnsafePath, end_learner, ensure_service_user, names_from_env, open_trusted_dir, owned_dir,
-    refusing_authenticator, sweep_leftovers, uid_min,
+    proxy_target, refusing_authenticator, sweep_leftovers, uid_min,
 )
 from learner_limits import describe_holders, parse_size, port_holders, release_state, reserve_state  # noqa: E402
 from poll_service import READ_SCOPE, SERVICE_NAME  # noqa: E402
@@ -179,6 +179,7 @@ if HTTPS or TLS_IN_FRONT:
 
 # --------------------------------------------------------------------------- hub, proxy, state
 from jupyterhub.proxy import ConfigurableHTTPProxy  # noqa: E402
+from traitlets import Dict as TraitDict  # noqa: E402
 
 
 #: The cluster's configuration (deploy/cluster/jupyterhub_config.py) sets this before loading this file:
@@ -276,6 +277,27 @@ class CourseProxy(ConfigurableHTTPProxy):
     """
 
     _stopping = False
+
+    _targets = TraitDict(help="routespec -> the target as JupyterHub gave it")
+
+    # A learner's server is a Unix socket (CourseSpawner.unix_socket): the proxy is given the
+    # socket's path without the port JupyterHub writes into every user server's URL, and the hub,
+    # checking its routes, sees the target it gave (else it would re-add each route at each check).
+    async def add_route(self, routespec, target, data):
+        await super().add_route(routespec, proxy_target(target), data)
+        self._targets[routespec] = target
+
+    async def delete_route(self, routespec):
+        await super().delete_route(routespec)
+        self._targets.pop(routespec, None)
+
+    async def get_all_routes(self):
+        routes = await super().get_all_routes()
+        for spec, route in routes.items():
+            given = self._targets.get(spec)
+            if given and proxy_target(given) == route["target"]:
+                route["target"] = given
+        return routes
 
     async def start(self):
         if self._check_running_callback is not None:

@@ -265,6 +265,47 @@ def test_the_proxy_watcher_is_stopped_before_a_restart_and_for_good_on_stop(hub_
     assert restarted == [True], "a stopped hub's watcher restarted the proxy"
 
 
+def test_a_servers_socket_reaches_the_proxy_without_a_port_and_the_hub_sees_the_target_it_gave(hub_modules, monkeypatch,
+                                                                                                 tmp_path):
+    """JupyterHub writes every user server's URL with a port; configurable-http-proxy would take
+    ``path:80`` for the socket's path. The proxy gets the path alone, and the hub's route check sees
+    the target it gave (or it would re-add the route at every check)."""
+    import asyncio
+
+    from course_spawner import proxy_target
+
+    sock = "http+unix://%2fproc%2f412%2froot%2frun%2fmha-hub%2fht-finn%2fjupyter-server.sock"
+    assert proxy_target(sock + ":80") == sock
+    assert proxy_target(sock + ":80/user/ht-finn/") == sock + "/user/ht-finn/"
+    for unchanged in ("http://127.0.0.1:41234", "http+unix://%2Frun%2Fmha-hub-poll%2Fpoll-8000.sock", "https://[::1]:443"):
+        assert proxy_target(unchanged) == unchanged
+    proxy_class = load_config(monkeypatch, tmp_path, MHA_HUB_AUTH="dummy", MHA_HUB_PASSWORD="pw").JupyterHub.proxy_class
+    base = proxy_class.__mro__[1]
+    table = {}
+
+    async def add_route(self, spec, target, data):
+        table[spec] = {"routespec": spec, "target": target, "data": data}
+
+    async def delete_route(self, spec):
+        table.pop(spec)
+
+    async def get_all_routes(self):
+        return {spec: dict(route) for spec, route in table.items()}
+
+    for name, fn in (("add_route", add_route), ("delete_route", delete_route), ("get_all_routes", get_all_routes)):
+        monkeypatch.setattr(base, name, fn, raising=False)
+    proxy = proxy_class()
+    asyncio.run(proxy.add_route("ht-finn.localhost/user/ht-finn/", sock + ":80", {"user": "ht-finn"}))
+    assert table["ht-finn.localhost/user/ht-finn/"]["target"] == sock
+    routes = asyncio.run(proxy.get_all_routes())
+    assert routes["ht-finn.localhost/user/ht-finn/"]["target"] == sock + ":80"
+    asyncio.run(proxy.delete_route("ht-finn.localhost/user/ht-finn/"))
+    assert not table and not proxy._targets
+    # A hub that restarted has no record: the proxy's own target is reported, and the check re-adds it once.
+    table["ht-tess.localhost/user/ht-tess/"] = {"routespec": "x", "target": sock, "data": {}}
+    assert asyncio.run(proxy.get_all_routes())["ht-tess.localhost/user/ht-tess/"]["target"] == sock
+
+
 # --------------------------------------------------------------------------- accounts and folders
 
 

@@ -7,7 +7,8 @@ the poll service, CourseSpawner, real Unix accounts), failing if the attack succ
 - ports: the poll is a Unix socket no learner can replace; a port the hub needs, taken by
   another account, stops the hub with a message naming the holder;
 - the public port's other address family ([::1]) cannot be taken;
-- a learner who kills their own server and binds its port serves nothing on their origin;
+- a learner's server listens on no TCP port, only on a Unix socket in its own namespace that
+  no other learner reaches; a learner who kills it and takes its socket serves nothing on their origin;
 - the instructor's room view shows a hostile poll's reply as text;
 - limits: processes, memory, scratch space (/tmp, /dev/shm) per learner; the hub stays up;
 - the poll's posts are rate-limited and capped per learner;
@@ -21,6 +22,7 @@ import socket
 import sqlite3
 import subprocess
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -166,31 +168,66 @@ def test_the_public_port_on_the_other_address_family_is_the_hubs(shell_hub):
     assert b"200 OK" in data.split(b"\r\n", 1)[0] and b'name="password"' in data, data[:300]
 
 
-def test_a_learner_who_kills_their_server_and_binds_its_port_serves_nothing(shell_hub):
+def test_a_learners_server_listens_on_no_port_and_on_a_socket_only_the_hub_reaches(shell_hub):
+    """The server's only listening socket is a Unix socket in its own mount namespace: it holds no TCP port
+    (which a process of anyone's could take the moment the server died), and another learner reaches neither
+    that socket nor the folder it lies in."""
+    hub, tokens = shell_hub
+    out = kernel_run(hub, FINN, tokens[FINN], "import json, os\n"
+                     "print('__OUT__' + json.dumps({'url': os.environ['JUPYTERHUB_SERVICE_URL'], 'server': os.getppid()}))\n")
+    assert out["url"].startswith("http+unix://"), out
+    sock = urllib.parse.unquote(urllib.parse.urlsplit(out["url"]).netloc)
+    assert sock == f"/run/mha-hub/{FINN}/jupyter-server.sock", out
+    assert not ports_held_by({out["server"]}), f"{FINN}'s server listens on TCP: {ports_held_by({out['server']})}"
+    # Another learner, from her kernel (her own namespace): neither through the server's root nor by the path.
+    probe = kernel_run(hub, TESS, tokens[TESS], (
+        "import json, socket\ntried = {}\n"
+        f"for path in ({'/proc/%d/root%s' % (out['server'], sock)!r}, {sock!r}):\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        "    try:\n"
+        "        s.connect(path); tried[path] = 'connected'\n"
+        "    except OSError as exc:\n"
+        "        tried[path] = type(exc).__name__\n"
+        "    finally:\n"
+        "        s.close()\n"
+        "print('__OUT__' + json.dumps(tried))\n"))
+    assert "connected" not in probe.values(), f"{TESS} reached {FINN}'s server: {probe}"
+
+
+def test_a_learner_who_kills_their_server_and_takes_its_socket_serves_nothing(shell_hub):
     hub, tokens = shell_hub
     token = tokens[FINN]
-    # In the kernel: a detached process kills the server (the kernel's parent) and binds its port
-    # the moment it is free, answering with its own page.
+    # In the kernel: a detached process kills the server (the kernel's parent) and, the moment it is
+    # gone, listens at the server's socket path in its namespace (and on its port, were it on one),
+    # answering with its own page.
     code = (
         "import os, sys, json, subprocess, urllib.parse\n"
-        "port = urllib.parse.urlsplit(os.environ['JUPYTERHUB_SERVICE_URL']).port\n"
+        "url = urllib.parse.urlsplit(os.environ['JUPYTERHUB_SERVICE_URL'])\n"
+        "where = urllib.parse.unquote(url.netloc) if url.scheme == 'http+unix' else str(url.port)\n"
         "script = r'''\nimport os, signal, socket, sys, time\n"
-        "port, server = int(sys.argv[1]), int(sys.argv[2])\n"
+        "where, server = sys.argv[1], int(sys.argv[2])\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "os.kill(server, signal.SIGKILL)\n"
         "end = time.monotonic() + 40\n"
         "while time.monotonic() < end:\n"
         "    try:\n"
-        "        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', port)); s.listen(16); break\n"
+        "        if where.startswith('/'):\n"
+        "            s = socket.socket(socket.AF_UNIX)\n"
+        "            try: os.unlink(where)\n"
+        "            except OSError: pass\n"
+        "            s.bind(where)\n"
+        "        else:\n"
+        "            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', int(where)))\n"
+        "        s.listen(16); break\n"
         "    except OSError:\n"
         "        s.close(); time.sleep(0.001)\n"
         "while True:\n"
         "    c, _ = s.accept(); c.recv(4096)\n"
         "    c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Type: text/html\\r\\nContent-Length: 25\\r\\n\\r\\n<html>FINNS OWN PAGE</html>'); c.close()\n"
         "'''\n"
-        "subprocess.Popen([sys.executable, '-c', script, str(port), str(os.getppid())], start_new_session=True,"
+        "subprocess.Popen([sys.executable, '-c', script, where, str(os.getppid())], start_new_session=True,"
         " stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-        "print('__OUT__' + json.dumps({'port': port}))\n")
+        "print('__OUT__' + json.dumps({'where': where}))\n")
     kernel_run(hub, FINN, token, code)
     seen = []
     end = time.monotonic() + 12

@@ -200,6 +200,7 @@ def markdown(report: dict) -> str:
 
 def write_report(report: dict, out: Path) -> None:
     report.setdefault("git", git_revision())
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     out.with_suffix(".md").write_text(markdown(report))
     print(f"loadtest: wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}", flush=True)

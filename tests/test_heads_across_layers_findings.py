@@ -1,7 +1,11 @@
 """The claims notebook 09's prose, quick checks and guide section make, checked against the models it trains.
 
 The notebook prints these numbers live (seed 0, varying repeat length, 600 steps; fixed
-repeat length, 150 steps); this module keeps its prose from drifting away from them.
+repeat length, 150 steps); this module keeps its prose from drifting away from them. The text
+quotes one reference run; training on another processor rounds differently (an Intel Xeon and an
+AMD EPYC differ by up to 0.04 in a loss after 600 steps), and the notebook says so: a quoted number
+must lie within a few hundredths (``TOLERANCE``) of what this machine computes, and every comparison
+the text draws must hold exactly.
 """
 
 from __future__ import annotations
@@ -20,6 +24,18 @@ from mha_core.models.induction import EVAL_REPEAT, evaluation_tokens  # noqa: E4
 from mha_core.models.repeats import RepeatTask  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+#: "A few hundredths": how far this machine's numbers may lie from the text's reference run.
+TOLERANCE = 0.05
+
+
+def near(value: float, quoted: str, what: str) -> None:
+    assert abs(float(value) - float(quoted)) <= TOLERANCE, f"{what}: computed {value:.3f}, the text says {quoted}"
+
+
+def near_all(values, quoted: list[str], what: str) -> None:
+    assert len(values) == len(quoted), what
+    for v, q in zip(values, quoted):
+        near(v, q, what)
 NOTEBOOK = ROOT / "notebooks" / "09_heads_across_layers.ipynb"
 
 
@@ -56,13 +72,16 @@ def test_chance_levels_and_guessing(texts):
 def test_the_plateau_the_drop_and_the_tokens_seen(varying, texts):
     by_step = {p.step: p for p in varying.history}
     assert varying.formed_at == 380
-    assert (f"{by_step[300].repeated_half_loss:.2f}", f"{by_step[300].first_half_loss:.2f}") == ("2.83", "3.56")
-    assert f"{by_step[600].repeated_half_loss:.2f}" == "0.43"
+    near_all([by_step[300].repeated_half_loss, by_step[300].first_half_loss], ["2.83", "3.56"], "the plateau at step 300")
+    near(by_step[600].repeated_half_loss, "0.43", "the repeated half at step 600")
+    assert by_step[300].repeated_half_loss < by_step[300].first_half_loss
     tokens = varying.formed_at * varying.config.batch_size * RepeatTask().seq_len
     assert f"{tokens:,}" == "304,000"
     for where in ("notebook", "guide"):
         assert "2.83" in texts[where] and "3.56" in texts[where] and "0.43" in texts[where], where
         assert "304,000" in texts[where] and "step 380" in texts[where], where
+    assert "may differ from the text's by a few hundredths" in texts["notebook"]
+    assert "may differ by a few hundredths" in texts["guide"]
     assert "an induction head forms at step 380" in texts["notebook"]
     assert "2.5 to 5 billion tokens" in texts["notebook"] and "2.5 to 5 billion tokens" in texts["guide"]
     assert "after 304,000" in texts["quiz"] and "2.83 at step 300 against 3.56" in texts["quiz"]
@@ -73,8 +92,8 @@ def test_the_heads_named_by_score(varying, texts):
     scores = analysis.head_scores(varying)
     heads = analysis.find_heads(scores)
     assert heads == {"previous_token": (0, 0), "induction": (1, 1)}
-    assert f"{scores.previous_token[0, 0]:.2f}" == "0.50"
-    assert [f"{v:.2f}" for v in scores.induction[1]] == ["0.80", "0.81"]
+    near(scores.previous_token[0, 0], "0.50", "L1 H1 on the previous token")
+    near_all(scores.induction[1], ["0.80", "0.81"], "the layer-2 heads on induction")
     assert scores.previous_token[0, 1] < 0.12 and scores.previous_token[1].max() < 0.12
     assert scores.induction[0].max() < 0.4  # L1 H2 does neither
     assert round(scores.previous_token[0, 0] / 0.117) == 4 and round(scores.induction[1].mean() / 0.053) == 15
@@ -99,9 +118,9 @@ def test_the_stripe_sits_eleven_positions_left_of_the_diagonal(varying):
 def test_k_composition_against_the_baseline(varying, texts):
     comp = analysis.composition(varying)
     base = comp.baseline
-    assert f"{base.mean:.3f}" == "0.176"
-    assert [f"{v:.3f}" for v in comp.k_composition[0, 0]] == ["0.223", "0.226"]
-    assert [f"{v:.3f}" for v in comp.k_composition[0, 1]] == ["0.131", "0.120"]
+    near(base.mean, "0.176", "the random baseline")
+    near_all(comp.k_composition[0, 0], ["0.223", "0.226"], "L1 H1 into layer 2")
+    near_all(comp.k_composition[0, 1], ["0.131", "0.120"], "L1 H2 into layer 2")
     assert np.all(comp.k_composition[0, 0] > base.mean + 3 * base.std)
     assert np.all(comp.k_composition[0, 1] < base.mean)
     assert "0.223 and 0.226, more than three standard deviations above the random baseline of 0.176" in texts["notebook"]
@@ -111,14 +130,19 @@ def test_k_composition_against_the_baseline(varying, texts):
 
 def test_switching_heads_off(varying, texts):
     zero, mean = analysis.ablation_effects(varying, "zero"), analysis.ablation_effects(varying, "mean")
-    assert (f"{zero.induction_on:.2f}", f"{zero.repeat_loss_on:.2f}") == ("0.81", "0.63")
-    assert (f"{zero.induction[0, 0]:.2f}", f"{mean.induction[0, 0]:.2f}") == ("0.13", "0.17")
-    assert (f"{zero.repeat_loss[0, 0]:.2f}", f"{mean.repeat_loss[0, 0]:.2f}") == ("3.73", "3.01")
-    assert (f"{zero.induction[0, 1]:.2f}", f"{zero.repeat_loss[0, 1]:.2f}") == ("0.75", "0.54")
-    assert (f"{mean.induction[0, 1]:.2f}", f"{mean.repeat_loss[0, 1]:.2f}") == ("0.79", "0.44")
-    assert [f"{v:.2f}" for v in zero.induction[1]] == ["0.81", "0.81"]
-    assert [f"{v:.2f}" for v in zero.repeat_loss[1]] == ["1.46", "1.93"]
+    near_all([zero.induction_on, zero.repeat_loss_on], ["0.81", "0.63"], "every head on")
+    near_all([zero.induction[0, 0], mean.induction[0, 0]], ["0.13", "0.17"], "L1 H1 off: induction")
+    near_all([zero.repeat_loss[0, 0], mean.repeat_loss[0, 0]], ["3.73", "3.01"], "L1 H1 off: loss")
+    near_all([zero.induction[0, 1], zero.repeat_loss[0, 1]], ["0.75", "0.54"], "L1 H2 off (zero)")
+    near_all([mean.induction[0, 1], mean.repeat_loss[0, 1]], ["0.79", "0.44"], "L1 H2 off (mean)")
+    near_all(zero.induction[1], ["0.81", "0.81"], "a layer-2 head off: the other's induction")
+    near_all(zero.repeat_loss[1], ["1.46", "1.93"], "a layer-2 head off: loss")
+    # the comparisons the text draws
     assert mean.repeat_loss[0, 0] < zero.repeat_loss[0, 0]
+    assert zero.induction[0, 0] < mean.induction[0, 0] < 0.4 < zero.induction[0, 1]
+    assert abs(mean.repeat_loss[0, 0] - np.log(32)) < 0.6 and abs(zero.repeat_loss[0, 0] - np.log(32)) < 0.6  # near guessing
+    assert zero.repeat_loss_on < zero.repeat_loss[1].min() < zero.repeat_loss[0, 0]
+    assert 2.8 < mean.repeat_loss[0, 0] < 3.2, "the quiz's 'about 3 nats'"
     prose = texts["notebook"]
     assert "Every head on, the best induction score is 0.81 and the second repeat costs 0.63 nats." in prose
     assert "drops to 0.13 (zero ablation) or 0.17 (mean ablation)" in prose
@@ -129,15 +153,16 @@ def test_switching_heads_off(varying, texts):
     guide = texts["guide"]
     assert "from 0.81 to 0.13 (zero) or 0.17 (mean)" in guide and "from 0.63 to 3.73 or 3.01" in guide
     assert "0.75 / 0.54 and 0.79 / 0.44" in guide
-    assert "3.01 nats with mean ablation and to 3.73 with zero ablation" in texts["quiz"]
+    assert "about 3 nats with mean ablation and higher still with zero ablation" in texts["quiz"]
 
 
 def test_the_fixed_length_shortcut(varying, fixed, texts):
     scores, comp = analysis.head_scores(fixed), analysis.composition(fixed)
     assert fixed.formed_at == 70
-    assert (f"{scores.induction.min():.2f}", f"{scores.induction.max():.2f}") == ("0.83", "0.90")
-    assert f"{scores.previous_token[0].max():.2f}" == "0.05"
-    assert (f"{comp.k_composition.min():.3f}", f"{comp.k_composition.max():.3f}") == ("0.110", "0.122")
+    near_all([scores.induction.min(), scores.induction.max()], ["0.83", "0.90"], "fixed: induction in every head")
+    near(scores.previous_token[0].max(), "0.05", "fixed: the best previous-token score")
+    assert scores.previous_token[0].max() < circuits.chance_scores(25, EVAL_REPEAT).previous_token  # below chance
+    near_all([comp.k_composition.min(), comp.k_composition.max()], ["0.110", "0.122"], "fixed: K-composition")
     assert np.all(comp.k_composition < comp.baseline.mean)
     prose = texts["notebook"]
     assert "the stripe comes early (step 70 against 380)" in prose
@@ -147,8 +172,9 @@ def test_the_fixed_length_shortcut(varying, fixed, texts):
     for kind in ("varying", "fixed"):
         tokens = RepeatTask(kind).batch(512, seed=5).tokens
         losses[kind] = (analysis.second_repeat_loss(varying, tokens), analysis.second_repeat_loss(fixed, tokens))
-    assert f"{losses['varying'][1]:.2f}" == "5.98" and losses["varying"][1] > np.log(32)
-    assert f"{losses['fixed'][0]:.2f}" == "0.67"
+    near(losses["varying"][1], "5.98", "the fixed-length model on varying repeats")
+    assert losses["varying"][1] > np.log(32)
+    near(losses["fixed"][0], "0.67", "the varying-length model on fixed repeats")
     assert "the fixed-length model's loss is 5.98 nats, worse than guessing (3.47)" in prose
     assert "fixed ones included (0.67)" in prose
     guide = texts["guide"]

@@ -35,11 +35,14 @@ the rules that keep one learner out of another's account:
   milliseconds, not at the hub's next poll.
 - No TCP port (``unix_socket``, as root, servers started here): the server listens on a Unix
   socket in its own private runtime folder (``/run/mha-hub/NAME``, a tmpfs that exists only in
-  the server's mount namespace), and the hub and the proxy reach it as
-  ``/proc/PID/root/run/mha-hub/NAME/jupyter-server.sock``. No other account can reach that
-  path, and the moment the server's process dies the path resolves to nothing: a port freed by
-  a dead server, which anyone's process could bind before the hub removed the route (1 ms
-  sufficed under load), no longer exists.
+  the server's mount namespace). Once it is there the hub opens it (``O_PATH``, through
+  ``/proc/PID/root``, no link followed, a socket the learner owns) and keeps that handle; the
+  route is ``/proc/HUB_PID/fd/N``, so the proxy and the hub connect to that very inode and walk
+  no path a learner could change (a link of theirs to a root-only socket would otherwise make
+  the proxy, as root, connect there). No other account can reach the socket; when the server
+  dies nothing listens on that inode again (a new bind makes a new one): a port freed by a dead
+  server, which anyone's process could bind before the hub removed the route (1 ms sufficed
+  under load), no longer exists.
 - Home size (``home_bytes``, as root, servers started here): a hub-made account's home is an
   ext4 image of that size (``homes_root/.images/NAME.img``, root's), mounted at the home
   (loop, nosuid, nodev) while the server runs: a learner who fills it fills only it. For a PAM
@@ -62,7 +65,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Bool, Dict, Float, Int, Unicode
@@ -519,6 +522,8 @@ class CourseSpawner(LocalProcessSpawner):
     local_launch = True
     #: The Unix socket the server listens on (in its own namespace), or None: a loopback port.
     _sock: str | None = None
+    #: The hub's O_PATH handle on that socket (what the route names), or None.
+    _sock_fd: int | None = None
 
     def _account(self):
         """(uid, gid, home, made_by_hub) the learner's server runs with; refuses accounts it may not use."""
@@ -551,6 +556,7 @@ class CourseSpawner(LocalProcessSpawner):
         self._uid = uid if self.unix_users else None
         self._made_by_hub = made_by_hub
         self._login_home = None  # a PAM account's own home, hidden behind its image home in the server
+        self._release_socket()
         self._sock = None
         local_root = os.geteuid() == 0 and self.local_launch
         self._image_home = bool(made_by_hub and self.home_bytes and local_root)
@@ -609,10 +615,41 @@ class CourseSpawner(LocalProcessSpawner):
         self._stopping = False
         self._watch_exit()
         if self._sock:
-            # Through the server's own root: only this process's mount namespace has the socket,
-            # and once the process is gone (a zombie included) the path leads nowhere.
-            return "http+unix://" + quote(f"/proc/{self.pid}/root{self._sock}", safe="")
+            self._sock_fd = await self._hold_socket(uid)
+            # The hub's own handle on the socket the server bound: the proxy and the hub connect to that
+            # very inode, walking no path a learner could change (a link of theirs, or a root of their own).
+            return "http+unix://" + quote(f"/proc/{os.getpid()}/fd/{self._sock_fd}", safe="")
         return (self.ip or "127.0.0.1", self.port)
+
+    async def _hold_socket(self, uid: int) -> int:
+        """An O_PATH handle on the socket the server binds in its own namespace, once it is there: a socket
+        owned by the learner, reached through the server's root (``/proc/PID/root``), never through a link."""
+        import asyncio
+
+        path = f"/proc/{self.pid}/root{self._sock}"
+        flags = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+        for _ in range(int(self.start_timeout / 0.05)):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.user.name}'s server exited (status {self.proc.returncode}) before it listened")
+            try:
+                fd = os.open(path, flags)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            st = os.fstat(fd)
+            if stat.S_ISSOCK(st.st_mode) and st.st_uid == uid:
+                return fd
+            os.close(fd)  # not (yet) the server's socket
+            await asyncio.sleep(0.05)
+        raise RuntimeError(f"{self.user.name}'s server did not make its socket {self._sock} within {self.start_timeout} s")
+
+    def _release_socket(self) -> None:
+        """Close the hub's handle on the server's socket: only once the route to it is gone (``stop``), since
+        the next socket the hub holds may be given the same number."""
+        fd, self._sock_fd = self._sock_fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _private_runtime(self) -> bool:
         """The runtime folder is one the launcher covers with the learner's own tmpfs in the server's namespace."""
@@ -657,14 +694,24 @@ class CourseSpawner(LocalProcessSpawner):
                 alive = fields["State"].split()[0] != "Z" and uid in (int(x) for x in fields["Uid"].split()[:3])
             except (KeyError, OSError, ValueError):
                 alive = False
-            if not alive:
+            if not alive or not self._route_is_this_hubs():
+                # A server on a socket was reached through the old hub's handle, which died with it: the route
+                # would name another process's descriptor. The server is ended and started again.
                 self.clear_state()
                 return 0
         return await super().poll()
 
+    def _route_is_this_hubs(self) -> bool:
+        """Whether this server's route, if it is a hub-held socket (``/proc/HUB_PID/fd/N``), is held by this hub."""
+        server = self.server
+        if server is None or server.proto != "http+unix":
+            return True
+        return unquote(server.ip or "").startswith(f"/proc/{os.getpid()}/fd/")
+
     async def stop(self, now=False):
         self._stopping = True
         await super().stop(now=now)
+        self._release_socket()  # JupyterHub removes the route before it stops the server
         # The server is gone: whatever it started (kernels, a learner's detached processes) goes too,
         # and for an account the hub made, every process of the account.
         uid = getattr(self, "_uid", None)

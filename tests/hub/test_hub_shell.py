@@ -192,6 +192,35 @@ def test_a_learners_server_listens_on_no_port_and_on_a_socket_only_the_hub_reach
         "        s.close()\n"
         "print('__OUT__' + json.dumps(tried))\n"))
     assert "connected" not in probe.values(), f"{TESS} reached {FINN}'s server: {probe}"
+    # The learner puts a link to a root-only socket where their server's socket was: the proxy (root) must not
+    # follow it. It connects to the socket the hub holds, which the server still listens on.
+    secret_dir = Path(f"/run/mha-hubtest-secret-{hub.port}")
+    secret_dir.mkdir(mode=0o700)
+    secret = socket.socket(socket.AF_UNIX)
+    try:
+        secret.bind(str(secret_dir / "root-only.sock"))
+        secret.listen(8)
+        secret.settimeout(0.2)
+        kernel_run(hub, FINN, tokens[FINN], "import json, os\n"
+                   f"os.unlink({sock!r}); os.symlink({str(secret_dir / 'root-only.sock')!r}, {sock!r})\n"
+                   "print('__OUT__' + json.dumps({'link': os.readlink(" f"{sock!r}" ")}))\n")
+        answers = []
+        for _ in range(3):
+            try:
+                answers.append(hub.server_request(FINN, "GET", "/api/status", tokens[FINN], timeout=10).status)
+            except OSError as exc:  # the old route (through the server's root) hung here: the link's socket took it
+                answers.append(type(exc).__name__)
+        try:
+            secret.accept()
+            reached = True
+        except (TimeoutError, socket.timeout):
+            reached = False
+        assert not reached, f"a request to {FINN}'s origin reached a root-only socket through his link"
+        assert answers == [200, 200, 200], f"{FINN}'s own server stopped answering: {answers}"
+    finally:
+        secret.close()
+        (secret_dir / "root-only.sock").unlink(missing_ok=True)
+        secret_dir.rmdir()
 
 
 def test_a_learner_who_kills_their_server_and_takes_its_socket_serves_nothing(shell_hub):

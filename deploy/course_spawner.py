@@ -517,7 +517,7 @@ class CourseSpawner(LocalProcessSpawner):
                          "(homes_root/NAME, bound over the login home inside the server); 0: the login home itself")
     scratch_bytes = Dict(config=True, help="tmpfs sizes of the learner's own /tmp, /var/tmp, /dev/shm, /run/lock; empty: shared ones")
     unix_socket = Bool(True, config=True, help="As root, servers started here: listen on a Unix socket in the server's own "
-                       "mount namespace (reached through /proc/PID/root), not on a loopback port")
+                       "mount namespace, reached through the hub's own handle on it, not on a loopback port")
     #: Start the server here through learner_launch.py (False for a spawner that runs it elsewhere, e.g. a Slurm job).
     local_launch = True
     #: The Unix socket the server listens on (in its own namespace), or None: a loopback port.

@@ -168,7 +168,7 @@ def test_the_public_port_on_the_other_address_family_is_the_hubs(shell_hub):
     assert b"200 OK" in data.split(b"\r\n", 1)[0] and b'name="password"' in data, data[:300]
 
 
-def test_a_learners_server_listens_on_no_port_and_on_a_socket_only_the_hub_reaches(shell_hub):
+def test_a_learners_server_listens_on_no_port_and_on_a_socket_only_the_hub_reaches(shell_hub, hub_tmp):
     """The server's only listening socket is a Unix socket in its own mount namespace: it holds no TCP port
     (which a process of anyone's could take the moment the server died), and another learner reaches neither
     that socket nor the folder it lies in."""
@@ -194,7 +194,7 @@ def test_a_learners_server_listens_on_no_port_and_on_a_socket_only_the_hub_reach
     assert "connected" not in probe.values(), f"{TESS} reached {FINN}'s server: {probe}"
     # The learner puts a link to a root-only socket where their server's socket was: the proxy (root) must not
     # follow it. It connects to the socket the hub holds, which the server still listens on.
-    secret_dir = Path(f"/run/mha-hubtest-secret-{hub.port}")
+    secret_dir = hub_tmp / f"secret-{hub.port}"  # removed with the session's folder, even after a crash
     secret_dir.mkdir(mode=0o700)
     secret = socket.socket(socket.AF_UNIX)
     try:

@@ -214,13 +214,17 @@ def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = No
 #: the class hub and the simulated cluster (one of each per run); the unit tests are everything else, on every core
 #: (pytest-xdist).
 SCREEN_READER = "tests/browser/test_screen_reader.py"
+#: Orca in JupyterLab: a part of its own, beside the handouts' listening (it needs JupyterLab, not the build).
+SCREEN_READER_LAB = "tests/browser/test_screen_reader_lab.py"
 #: The browser tests of the static handouts (no JupyterLab): their pages, figures' texts and quick checks.
 HANDOUTS = ["tests/browser/test_handouts.py", "tests/browser/test_handout_quiz.py", "tests/browser/test_figure_text.py"]
 PARTS = {
     "unit": ["-n", "auto", "--ignore=tests/browser", "--ignore=tests/hub", "--ignore=tests/cluster"],
-    "browser": ["tests/browser", f"--ignore={SCREEN_READER}", *(f"--ignore={path}" for path in HANDOUTS)],
+    "browser": ["tests/browser", f"--ignore={SCREEN_READER}", f"--ignore={SCREEN_READER_LAB}",
+                *(f"--ignore={path}" for path in HANDOUTS)],
     "handouts": HANDOUTS,
     "screen reader": [SCREEN_READER],
+    "screen reader in JupyterLab": [SCREEN_READER_LAB],
     "hub": ["tests/hub"],
     "cluster": ["tests/cluster"],
 }
@@ -244,7 +248,7 @@ NOTEBOOKS_IN_BROWSER = ["-m", "not notebooks"]
 #: the cluster first in JupyterLab's lane, the hub after the unit tests, and the quick-check page's and the figures'
 #: texts' tests (no build needed) in the browser part, off the screen reader's lane, 953 s: the parts used 1,811 CPU-s
 #: against 1,599 the same day without it (the machine 97 % busy, every part slower). The two cores are the limit.
-STAGES = ((("browser",), ("screen reader", "handouts"), ("unit", "cluster", "hub")),)
+STAGES = ((("browser", "screen reader in JupyterLab"), ("screen reader", "handouts"), ("unit", "cluster", "hub")),)
 #: Every lane of every stage, in order.
 LANES = tuple(lane for stage in STAGES for lane in stage)
 #: How many of the slowest tests, over every run, the summary at the end names.

@@ -26,10 +26,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # lab_server, lab_page
 
 from browser_config import ARTIFACTS, BUDGET_S, REPO, SERVER_ROOT, missing_tools  # noqa: E402
 from browser_config import fail_or_skip as _fail_or_skip  # noqa: E402
+from course import chromium_path  # noqa: E402
 from lab_page import chromium  # noqa: E402
 from lab_server import LabStartError, running_lab  # noqa: E402
 
 RUN_KEY = pytest.StashKey[dict]()
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """GNOME Orca listening, for the screen-reader tests (``screen_reader.ScreenReader``), one per module."""
+    import screen_reader
+    from screen_reader import ScreenReader, ScreenReaderError
+
+    problems = missing_tools() + screen_reader.missing(chromium_path())
+    if problems:
+        _fail_or_skip("screen reader: " + "; ".join(problems))
+    try:
+        with ScreenReader(tmp_path_factory.mktemp("orca"), chromium=chromium_path()) as sr:
+            yield sr
+    except ScreenReaderError as exc:
+        pytest.fail(f"Orca did not start: {exc}", pytrace=False)
 
 
 def _run(config) -> dict:

@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -318,3 +319,46 @@ class ScreenReader:
             lines.append(f"[{text}]")
             lines += [f"  said: {u}" for u in self.spoken(start, stop)]
         return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ what a walk heard
+
+
+@dataclass
+class Listening:
+    """What one page's walk heard, and what was missing."""
+
+    stem: str
+    problems: list[str] = field(default_factory=list)
+    controls_moved: int = 0
+    figures_heard: int = 0
+    quiz_heard: bool = False
+    seconds: float = 0.0
+
+
+def numbers_in(text: str) -> list[str]:
+    return re.findall(r"\d[\d,]*(?:\.\d+)?(?:e-?\d+)?", text)
+
+
+def heard(words: str, said: str) -> bool:
+    """Whether ``words`` (a page text) were spoken in ``said``: the text, whatever Orca split it into."""
+    w, s = norm(words), plain(said)
+    return bool(w) and w in s
+
+
+def listened(reader: ScreenReader, transcript: str, listen, transcripts: Path) -> Listening:
+    """``listen()`` from a clean transcript, its keys and utterances written to ``<transcripts>/<transcript>.txt``."""
+    reader.events.clear()
+    reader.waited_out.clear()
+    reader.speech_file.write_text("")
+    try:
+        return listen()
+    finally:
+        transcripts.mkdir(parents=True, exist_ok=True)
+        (transcripts / f"{transcript}.txt").write_text(reader.transcript())
+
+
+def waits_and_time(reader: ScreenReader, listening: Listening) -> str:
+    """The listening's seconds, and how many waits for speech ran to their timeout (seconds heard of nothing)."""
+    return (f"{listening.seconds:.0f} s, {len(reader.waited_out)} waits for speech ran out "
+            f"({sum(t for _, t in reader.waited_out):.0f} s)")

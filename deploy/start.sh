@@ -84,6 +84,9 @@ build_env() {
         -r "$ROOT/requirements.lock" -r "$HERE/requirements-hub.lock"
     # Editable: a `git pull` of the course reaches every learner's next kernel.
     "$HUB_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT"
+    # Every learner's kernel uses the course's output streams (mha_classroom/kernel_io.py: no flush with
+    # nothing to send after each message, a control's change included), as in every course environment.
+    "$HUB_VENV/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import course; course.install_kernel_config(sys.prefix)' "$ROOT/tools"
     if "$HUB_VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(0 if (u.find_spec('lark') or u.find_spec('rfc3987_syntax')) else 1)"; then
         echo "deploy: lark or rfc3987-syntax is installed in $HUB_VENV; they slow every kernel's first figure. Remove them." >&2
         exit 1

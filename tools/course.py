@@ -53,6 +53,10 @@ DEFAULT_URL = f"/lab/tree/{FIRST_NOTEBOOK}"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: Where JupyterLab reads packaged setting defaults: {sys.prefix}/share/jupyter/lab/settings/overrides.d/.
 SETTINGS_PARTS = ("share", "jupyter", "lab", "settings", "overrides.d", "mha-course.json")
+#: Where IPython reads an environment's kernel settings: {sys.prefix}/etc/ipython/ipython_kernel_config.py.
+KERNEL_CONFIG_PARTS = ("etc", "ipython", "ipython_kernel_config.py")
+#: What the course puts there (``mha_classroom/kernel_io.py``: no flush with nothing to send after every message).
+KERNEL_CONFIG_LINE = 'c.IPKernelApp.outstream_class = "mha_classroom.kernel_io.QuietOutStream"'
 #: Declared by locked packages, kept out of every course environment on purpose.
 LEFT_OUT = {
     "lark": "with rfc3987-syntax, compiles a grammar on import: 2-5 s more for every kernel's first figure",
@@ -152,6 +156,21 @@ def install_settings(prefix: Path) -> Path:
     return target
 
 
+def install_kernel_config(prefix: Path) -> Path:
+    """Have every kernel of the environment at ``prefix`` use the course's output streams: ``KERNEL_CONFIG_LINE``
+    in its ``etc/ipython/ipython_kernel_config.py``, added to what the file already holds (once)."""
+    target = Path(prefix).joinpath(*KERNEL_CONFIG_PARTS)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = target.read_text(encoding="utf-8") if target.exists() else ""
+    if KERNEL_CONFIG_LINE not in text.splitlines():
+        if text and not text.endswith("\n"):
+            text += "\n"
+        text += ("# The course's kernels (tools/course.py, mha_classroom/kernel_io.py): no flush with nothing to send.\n"
+                 + KERNEL_CONFIG_LINE + "\n")
+        target.write_text(text, encoding="utf-8")
+    return target
+
+
 def install(python: str = sys.executable, *, root: Path = ROOT, system: str | None = None) -> Path:
     """Install the course environment into ``python``'s environment; returns its prefix."""
     for step in pip_install_steps(python, system=system, root=root):
@@ -161,6 +180,7 @@ def install(python: str = sys.executable, *, root: Path = ROOT, system: str | No
     if unwanted:
         _run([str(python), "-m", "pip", "uninstall", "--disable-pip-version-check", "-q", "-y", *unwanted])
     install_settings(prefix)
+    install_kernel_config(prefix)
     stamp_path(prefix).touch()
     return prefix
 

@@ -278,6 +278,16 @@ class ScreenReader:
                 raise ScreenReaderError(f"Orca did not say {what or pattern!r} within {timeout:.0f} s; it said: {text[-600:]!r}")
             time.sleep(0.1)
 
+    def said_after(self, start: int, first: str, *, timeout: float, what: str) -> str:
+        """What was spoken since ``start``, once the text ``first`` (its first 30 characters) was heard, or
+        ``timeout`` passed, and Orca then fell quiet for a second: the caller checks what is missing."""
+        try:
+            self.wait_speech(start, re.escape(norm(first)[:30]), timeout=timeout, what=what)
+        except ScreenReaderError:
+            pass
+        self.wait_quiet(1.0)
+        return self.said(start)
+
     def wait_quiet(self, quiet: float = 1.0, *, timeout: float = 15) -> None:
         """Wait until Orca has said nothing new for ``quiet`` seconds."""
         deadline = time.monotonic() + timeout

@@ -238,12 +238,7 @@ def answer_quiz(sr: ScreenReader, page, listening: Listening, focused: dict) -> 
         return
     feedback = page.evaluate(f"""() => Array.from(document.getElementById({question!r})
         .querySelectorAll('.mha-quiz-feedback p, .mha-quiz-feedback li')).map(p => p.innerText.trim()).filter(Boolean)""")
-    try:
-        sr.wait_speech(pressed, re.escape(norm(feedback[0])[:30]), timeout=10, what="the verdict")
-    except ScreenReaderError:
-        pass
-    sr.wait_quiet(1.0)
-    said = sr.said(pressed)
+    said = sr.said_after(pressed, feedback[0], timeout=10, what="the verdict")
     if not heard(feedback[0], said):
         listening.problems.append(f"{question}: the verdict {feedback[0]!r} was not spoken: {said[:300]!r}")
     missing = [f for f in feedback[1:] if not heard(f, said)]

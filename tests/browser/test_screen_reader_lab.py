@@ -174,12 +174,7 @@ def lab_quiz(sr: ScreenReader, page, listening: Listening) -> None:
         const parts = Array.from(f.querySelectorAll('div, p, li')).filter(e => !e.querySelector('div, p, li'))
           .map(e => e.innerText.trim()).filter(Boolean);
         return parts.length ? parts : f.innerText.split('\\n').map(t => t.trim()).filter(Boolean); }""")
-    try:
-        sr.wait_speech(pressed, re.escape(norm(lines[0])[:30]), timeout=12, what="the verdict")
-    except ScreenReaderError:
-        pass
-    sr.wait_quiet(1.0)
-    said = sr.said(pressed)
+    said = sr.said_after(pressed, lines[0], timeout=12, what="the verdict")
     missing = [line for line in lines if not heard(line, said)]
     if missing:
         listening.problems.append(f"the quick check's feedback was not all spoken; missing {missing[:2]!r}; said {said[:500]!r}")

@@ -268,6 +268,9 @@ NOTEBOOKS_IN_BROWSER = ["-m", "not notebooks"]
 #: the cluster first in JupyterLab's lane, the hub after the unit tests, and the quick-check page's and the figures'
 #: texts' tests (no build needed) in the browser part, off the screen reader's lane, 953 s: the parts used 1,811 CPU-s
 #: against 1,599 the same day without it (the machine 97 % busy, every part slower). The two cores are the limit.
+#: Then the screen reader in JupyterLab (two notebooks, its own JupyterLab) split from the handouts' listening into a
+#: part of its own after JupyterLab's, since the screen reader then the handouts was the longest lane (565 s + 271 s
+#: against 538 s; 836 s in all, the cores 87 % busy): 825 s, the lanes 680 / 825 / 806 s, the cores 94 % busy.
 STAGES = ((("browser", "screen reader in JupyterLab"), ("screen reader", "handouts"), ("unit", "cluster", "hub")),)
 #: Every lane of every stage, in order.
 LANES = tuple(lane for stage in STAGES for lane in stage)

@@ -10,6 +10,7 @@ and ``mha_core`` never imports it:
                 ``python -m mha_classroom.quiz`` in a terminal
     describe    a figure in words, for a screen reader
     _display    where code is shown: a kernel or not, live or for a static page
+    kernel_io   the kernels' output streams (no flush with nothing to send; an environment setting)
 
 Importing it changes nothing. Each notebook's first cell calls ``show_figures_with_words()``:
 from then on the kernel shows every ``go.Figure`` (a builder's from ``mha_core.figures``) with its

@@ -547,3 +547,20 @@ def test_the_load_test_report_says_whether_each_class_size_was_taken_on_a_quiet_
     assert "not recorded per class size" in old and "[9.0, 8.0, 7.0]" in old
 
 
+
+
+def test_the_load_test_removes_the_run_folders_its_hub_made_and_only_those(tmp_path, monkeypatch):
+    from benchmarks.loadtest import run
+
+    before, made, kept = tmp_path / "mha-hub", tmp_path / "mha-hub-poll", tmp_path / "mha-hub-proxy"
+    before.mkdir()
+    monkeypatch.setattr(run.Hub, "RUN_FOLDERS", (before, made, kept))
+    monkeypatch.setattr(run, "WORK", tmp_path / "work")
+    hub = run.Hub("t", ["teacher"])
+    made.mkdir()  # as the hub makes them when it starts as root
+    kept.mkdir()
+    (kept / "someone-elses.sock").write_text("")
+    hub.remove_state()
+    assert before.is_dir()  # there before the run: left as it was
+    assert not made.exists()  # made by the run, empty: removed
+    assert (kept / "someone-elses.sock").exists()  # made by the run but not empty: nothing in it is removed

@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import course  # noqa: E402
+from kernel_run import run_in_kernel  # noqa: E402
 
 #: The stream class the course's kernel setting names.
 STREAM = re.search(r'outstream_class = "([\w.]+)"', course.KERNEL_CONFIG_LINE).group(1)
@@ -37,19 +38,9 @@ def kernel():
 
 
 def run(kc, code: str, timeout: float = 60) -> list[tuple[str, str]]:
-    """``code`` executed; every (stream name, text) the kernel published for it, up to its idle, in order."""
-    msg_id = kc.execute(code)
-    out = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream":
-            out.append((msg["content"]["name"], msg["content"]["text"]))
-        elif msg["msg_type"] == "error":
-            raise AssertionError(f"the kernel raised {msg['content']['ename']}: {msg['content']['evalue']}")
-        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return out
+    out = run_in_kernel(kc, code, timeout)
+    assert not [text for name, text in out if name == "error"], f"the kernel raised: {out}"
+    return out
 
 
 #: In the kernel: how many pieces of work three flushes with nothing written hand to the IO thread, and how many

@@ -191,6 +191,7 @@ def test_interrupting_a_widget_callback_in_a_real_kernel_keeps_the_model():
     import time
 
     from jupyter_client.manager import KernelManager
+    from kernel_run import run_in_kernel
 
     km = KernelManager(kernel_name="python3")
     km.start_kernel()
@@ -200,18 +201,7 @@ def test_interrupting_a_widget_callback_in_a_real_kernel_keeps_the_model():
         kc.wait_for_ready(timeout=60)
 
         def run(code, timeout=120):
-            msg_id = kc.execute(code)
-            out = []
-            while True:
-                msg = kc.get_iopub_msg(timeout=timeout)
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                if msg["msg_type"] == "stream":
-                    out.append(msg["content"]["text"])
-                elif msg["msg_type"] == "error":
-                    out.append("ERROR " + msg["content"]["ename"])
-                elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                    return "".join(out)
+            return "".join(text if name != "error" else "ERROR " + text for name, text in run_in_kernel(kc, code, timeout))
 
         comm_id = run("from mha_classroom.widgets.toy import LiveTraining\n"
                       "g = LiveTraining(n_heads=1, seed=0, max_steps=20); g.train()\n"

@@ -36,6 +36,7 @@ at the end) and the hub's environment (``deploy/start.sh --build-only``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import grp
 import http.client
 import json
@@ -146,6 +147,9 @@ class Hub:
 
     #: What starts the hub (benchmarks/loadtest/cluster.py starts deploy/cluster/start.sh instead).
     start_script = DEPLOY / "start.sh"
+    #: The folders a hub started as root makes in /run (deploy/course_spawner.py's RUNTIME_ROOT, and
+    #: deploy/jupyterhub_config.py's POLL_RUN and PROXY_RUN): removed at the end when this run made them.
+    RUN_FOLDERS = (Path("/run/mha-hub"), Path("/run/mha-hub-poll"), Path("/run/mha-hub-proxy"))
 
     def __init__(self, tag: str, instructors: list[str]):
         self.state = WORK / f"state-{tag}"
@@ -160,6 +164,7 @@ class Hub:
                         # The instructor is the hub's admin too: the warm start (--warm) is theirs to run.
                         MHA_HUB_ADMINS=",".join(instructors))
         self.proc = None
+        self.had_run_folders = {p for p in self.RUN_FOLDERS if p.exists()}
 
     def server_url(self, name: str) -> str:
         """Where ``name``'s own server answers: their origin, NAME.localhost (the path stays /user/NAME/)."""
@@ -214,6 +219,12 @@ class Hub:
         for socket_file in (Path("/run/mha-hub-poll") / f"poll-{self.port}.sock",
                             Path("/run/mha-hub-proxy") / f"api-{self.port}.sock"):
             socket_file.unlink(missing_ok=True)
+        # The folders, when this run made them and nothing is left in them (the poll's belonged to its service
+        # account, which the run removes: a folder of a removed account's number stayed behind).
+        for folder in self.RUN_FOLDERS:
+            if folder not in self.had_run_folders and folder.is_dir() and not folder.is_symlink():
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
 
 # --------------------------------------------------------------------------- one learner

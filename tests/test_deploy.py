@@ -564,3 +564,6 @@ def test_the_load_test_removes_the_run_folders_its_hub_made_and_only_those(tmp_p
     assert before.is_dir()  # there before the run: left as it was
     assert not made.exists()  # made by the run, empty: removed
     assert (kept / "someone-elses.sock").exists()  # made by the run but not empty: nothing in it is removed
+    (kept / "someone-elses.sock").unlink()  # emptied later (remove_accounts, the learners' folders)
+    hub.remove_run_folders()
+    assert not kept.exists() and before.is_dir()

@@ -219,8 +219,12 @@ class Hub:
         for socket_file in (Path("/run/mha-hub-poll") / f"poll-{self.port}.sock",
                             Path("/run/mha-hub-proxy") / f"api-{self.port}.sock"):
             socket_file.unlink(missing_ok=True)
-        # The folders, when this run made them and nothing is left in them (the poll's belonged to its service
-        # account, which the run removes: a folder of a removed account's number stayed behind).
+        self.remove_run_folders()
+
+    def remove_run_folders(self) -> None:
+        """The /run folders, when this run made them and nothing is left in them (the poll's belonged to its
+        service account, which the run removes: a folder of a removed account's number stayed behind). Again
+        after ``remove_accounts``, which empties ``/run/mha-hub`` of the learners' folders."""
         for folder in self.RUN_FOLDERS:
             if folder not in self.had_run_folders and folder.is_dir() and not folder.is_symlink():
                 with contextlib.suppress(OSError):
@@ -640,6 +644,7 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
                 pass
         result["per_learner"] = [ln.result for ln in learners]
     remove_accounts(names + [teacher], had_group=had_group, had_service_user=had_service_user)
+    hub.remove_run_folders()
     return result
 
 

@@ -84,9 +84,6 @@ build_env() {
         -r "$ROOT/requirements.lock" -r "$HERE/requirements-hub.lock"
     # Editable: a `git pull` of the course reaches every learner's next kernel.
     "$HUB_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT"
-    # Every learner's kernel uses the course's output streams (mha_classroom/kernel_io.py: no flush with
-    # nothing to send after each message, a control's change included), as in every course environment.
-    "$HUB_VENV/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import course; course.install_kernel_config(sys.prefix)' "$ROOT/tools"
     if "$HUB_VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(0 if (u.find_spec('lark') or u.find_spec('rfc3987_syntax')) else 1)"; then
         echo "deploy: lark or rfc3987-syntax is installed in $HUB_VENV; they slow every kernel's first figure. Remove them." >&2
         exit 1
@@ -102,6 +99,10 @@ build_proxy() {
 }
 
 build_env
+# Every learner's kernel uses the course's output streams (mha_classroom/kernel_io.py: no flush with nothing to
+# send after each message, a control's change included), as in every course environment. At every start, not
+# only when the environment is built: a hub built before the setting existed gets it too (once; cheap).
+"$HUB_VENV/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import course; course.install_kernel_config(sys.prefix)' "$ROOT/tools"
 build_proxy
 [[ "${1:-}" == "--build-only" ]] && exit 0
 

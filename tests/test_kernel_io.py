@@ -101,7 +101,13 @@ def test_output_written_to_the_file_descriptor_arrives(kernel):
 
 
 def test_the_setting_is_written_into_an_environment_once_beside_what_it_holds(tmp_path):
-    target = course.install_kernel_config(tmp_path)
+    old_umask = os.umask(0o077)  # a root shell's strict umask: the learners' kernels must still read it
+    try:
+        target = course.install_kernel_config(tmp_path)
+    finally:
+        os.umask(old_umask)
+    assert all(p.stat().st_mode & 0o005 == 0o005 for p in (tmp_path / "etc", tmp_path / "etc" / "ipython"))
+    assert target.stat().st_mode & 0o004
     assert target == tmp_path / "etc" / "ipython" / "ipython_kernel_config.py"
     assert course.KERNEL_CONFIG_LINE in target.read_text().splitlines()
     course.install_kernel_config(tmp_path)
@@ -112,7 +118,12 @@ def test_the_setting_is_written_into_an_environment_once_beside_what_it_holds(tm
     assert lines[0] == "c.InteractiveShell.colors = 'nocolor'" and course.KERNEL_CONFIG_LINE in lines
 
 
-def test_every_route_to_an_environment_writes_the_setting():
+def test_every_route_to_an_environment_writes_the_setting(tmp_path, monkeypatch):
     assert "install_kernel_config(prefix)" in Path(course.__file__).read_text()  # tools/course.py install and env
+    # An environment installed before the setting existed, and up to date: make lab and make test still write it.
+    course.stamp_path(tmp_path).touch()
+    monkeypatch.setattr(course.sys, "prefix", str(tmp_path))
+    assert course.course_python() == sys.executable
+    assert course.KERNEL_CONFIG_LINE in tmp_path.joinpath(*course.KERNEL_CONFIG_PARTS).read_text().splitlines()
     start = (ROOT / "deploy" / "start.sh").read_text()
     assert "course.install_kernel_config(sys.prefix)" in start  # the hub's environment

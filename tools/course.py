@@ -158,9 +158,13 @@ def install_settings(prefix: Path) -> Path:
 
 def install_kernel_config(prefix: Path) -> Path:
     """Have every kernel of the environment at ``prefix`` use the course's output streams: ``KERNEL_CONFIG_LINE``
-    in its ``etc/ipython/ipython_kernel_config.py``, added to what the file already holds (once)."""
+    in its ``etc/ipython/ipython_kernel_config.py``, added to what the file already holds (once). Readable by every
+    account whatever the umask: the hub's learners run kernels from an environment root wrote."""
     target = Path(prefix).joinpath(*KERNEL_CONFIG_PARTS)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    for folder in reversed(target.parents[:len(KERNEL_CONFIG_PARTS) - 1]):
+        if not folder.exists():
+            folder.mkdir()
+            folder.chmod(0o755)
     text = target.read_text(encoding="utf-8") if target.exists() else ""
     if KERNEL_CONFIG_LINE not in text.splitlines():
         if text and not text.endswith("\n"):
@@ -168,6 +172,7 @@ def install_kernel_config(prefix: Path) -> Path:
         text += ("# The course's kernels (tools/course.py, mha_classroom/kernel_io.py): no flush with nothing to send.\n"
                  + KERNEL_CONFIG_LINE + "\n")
         target.write_text(text, encoding="utf-8")
+        target.chmod(target.stat().st_mode | 0o444)
     return target
 
 
@@ -205,6 +210,7 @@ def course_python() -> str:
     if stamp_path(here).exists():
         if not is_up_to_date(here):
             install(sys.executable)
+        install_kernel_config(here)  # also in an environment installed before the setting existed
         return sys.executable
     python = venv_python()
     if not python.exists():
@@ -212,6 +218,7 @@ def course_python() -> str:
         _run([sys.executable, "-m", "venv", str(VENV)])
     if not is_up_to_date(VENV):
         install(str(python))
+    install_kernel_config(VENV)
     return str(python)
 
 
@@ -270,7 +277,8 @@ NOTEBOOKS_IN_BROWSER = ["-m", "not notebooks"]
 #: against 1,599 the same day without it (the machine 97 % busy, every part slower). The two cores are the limit.
 #: Then the screen reader in JupyterLab (two notebooks, its own JupyterLab) split from the handouts' listening into a
 #: part of its own after JupyterLab's, since the screen reader then the handouts was the longest lane (565 s + 271 s
-#: against 538 s; 836 s in all, the cores 87 % busy): 825 s, the lanes 680 / 825 / 806 s, the cores 94 % busy.
+#: against 538 s; 836 s in all, the cores 87 % busy): 825 s, the lanes 680 / 825 / 806 s, the cores 94 % busy; three
+#: runs later the same day 768-815 s with 1,408-1,515 CPU-s (the lanes within 20 s of each other, the cores 92-94 % busy).
 STAGES = ((("browser", "screen reader in JupyterLab"), ("screen reader", "handouts"), ("unit", "cluster", "hub")),)
 #: Every lane of every stage, in order.
 LANES = tuple(lane for stage in STAGES for lane in stage)

@@ -11,6 +11,7 @@ and ``mha_core`` never imports it:
     describe    a figure in words, for a screen reader
     _display    where code is shown: a kernel or not, live or for a static page
     kernel_io   the kernels' output streams (no flush with nothing to send; an environment setting)
+    server_io   the hub's learners' servers: a kernel's activity read with less work (a server option)
 
 Importing it changes nothing. Each notebook's first cell calls ``show_figures_with_words()``:
 from then on the kernel shows every ``go.Figure`` (a builder's from ``mha_core.figures``) with its

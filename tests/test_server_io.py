@@ -61,10 +61,10 @@ def test_leaves_out_what_it_cannot_trust_or_read(session):
     assert read_activity([b"<IDS|MSG>", b"", b"{}", b"{}", b"{}", b"{}"], None) is None  # a header with no type
 
 
-async def _observe(manager_class) -> list:
+async def _observe(manager_class, folder: Path) -> list:
     """What ``manager_class`` records for one kernel through a fixed sequence of requests: the execution state and
     whether the activity time moved, after each step (and the state seen while a cell runs)."""
-    manager = manager_class(root_dir=str(ROOT))
+    manager = manager_class(root_dir=str(ROOT), connection_dir=str(folder))
     kernel_id = await manager.start_kernel(kernel_name="python3")
     kernel = manager.get_kernel(kernel_id)
     client = kernel.client()
@@ -80,7 +80,12 @@ async def _observe(manager_class) -> list:
                 await asyncio.sleep(0.02)
             await asyncio.sleep(0.2)  # the idle status reaches the watcher after the reply
 
-        await asyncio.sleep(0.3)
+        # The watcher's socket may join after the kernel published that (a subscriber misses what was sent
+        # before it joined): ask again, an untracked request, until the watcher has seen the kernel leave starting.
+        deadline = time.monotonic() + 20
+        while kernel.execution_state == "starting" and time.monotonic() < deadline:
+            await asyncio.wait_for(client.kernel_info(reply=True), 10)
+            await asyncio.sleep(0.2)
         seen.append(("ready", kernel.execution_state))
         before = kernel.last_activity
         await settle(client.comm_info(reply=True))
@@ -101,18 +106,18 @@ async def _observe(manager_class) -> list:
     return seen
 
 
-def test_records_what_jupyter_servers_own_watcher_records():
-    theirs = asyncio.run(_observe(AsyncMappingKernelManager))
-    ours = asyncio.run(_observe(CourseKernelManager))
+def test_records_what_jupyter_servers_own_watcher_records(tmp_path):
+    theirs = asyncio.run(_observe(AsyncMappingKernelManager, tmp_path))
+    ours = asyncio.run(_observe(CourseKernelManager, tmp_path))
     assert theirs == ours
     # And what that is: idle once ready; a comm_info request leaves the activity alone; a cell is busy while it
     # runs, idle after, and moves the activity.
     assert ours == [("ready", "idle"), ("comm_info", "idle", False), ("execute", True, "idle", True)]
 
 
-def test_watching_again_replaces_the_stream_and_a_shutdown_stops_watching():
+def test_watching_again_replaces_the_stream_and_a_shutdown_stops_watching(tmp_path):
     async def run():
-        manager = CourseKernelManager(root_dir=str(ROOT))
+        manager = CourseKernelManager(root_dir=str(ROOT), connection_dir=str(tmp_path))
         kernel_id = await manager.start_kernel(kernel_name="python3")
         first = manager._course_watchers[kernel_id]
         manager.start_watching_activity(kernel_id)  # one stream per kernel, whoever starts watching again

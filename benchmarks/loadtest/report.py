@@ -153,6 +153,11 @@ def markdown(report: dict) -> str:
                          f"less its idle rate): " + ", ".join(f"{k} {v:.1f}" for k, v in row.items())
                          + f"; total {sum(row.values()):.1f}"
                          + (f" (idle not subtracted: total {sum(raw[mode].values()):.1f})." if mode in raw else "."))
+        clients = s.get("client_cpu_ms_per_change") or {}
+        if clients:
+            lines.append("- CPU per control change of the load test itself (its simulated browsers, on the same two cores; "
+                         "a class's browsers run on the learners' machines): "
+                         + ", ".join(f"{mode} {v:.1f} ms" for mode, v in clients.items()) + ".")
         if s.get("cpu_idle_ms_per_s"):
             lines.append("- CPU with the class connected and idle (ms per second, all learners together): "
                          + ", ".join(f"{k} {v:.1f}" for k, v in s["cpu_idle_ms_per_s"].items()) + ".")

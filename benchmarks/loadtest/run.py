@@ -476,6 +476,12 @@ def memory_by_account(names: list[str]) -> dict[str, dict]:
     return rows
 
 
+def own_cpu_seconds() -> float:
+    """CPU seconds so far of this process (every thread: the simulated browsers)."""
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
+
+
 def cpu_by_kind(names: list[str], hub: Hub) -> dict[str, float]:
     """CPU seconds so far of all learners' servers, all their kernels, the proxy, and the hub's other processes."""
     uids = set()
@@ -605,8 +611,9 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
         idle_s = time.perf_counter() - idle_start
         idle_rate = {k: (after[k] - before[k]) / idle_s for k in after}
         result["cpu_idle_ms_per_s"] = {k: 1000 * v for k, v in idle_rate.items()}
+        result["client_cpu_ms_per_change"] = {}
         for mode in ("staggered", "lockstep"):
-            before = cpu_by_kind(names, hub)
+            before, own_before = cpu_by_kind(names, hub), own_cpu_seconds()
             phase_start = time.perf_counter()
             watcher = None
             if mode == "lockstep" and teacher_client is not None:
@@ -618,7 +625,7 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
             drive(learners, mode, changes, pace)
             if watcher is not None:
                 watcher.join(timeout=300)
-            after = cpu_by_kind(names, hub)
+            after, own_after = cpu_by_kind(names, hub), own_cpu_seconds()
             phase_s = time.perf_counter() - phase_start
             done = sum(len(ln.result["latency_s"][mode]) for ln in learners)
             if done:
@@ -627,6 +634,9 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
                 result["cpu_ms_per_change_raw"][mode] = {k: 1000 * (after[k] - before[k]) / done for k in after}
                 result["cpu_ms_per_change"][mode] = {
                     k: 1000 * max(0.0, after[k] - before[k] - idle_rate[k] * phase_s) / done for k in after}
+                # This process: the learners' simulated browsers (and the instructor's Refreshes in lock-step), on
+                # the same two cores as the class; a class's browsers run on the learners' own machines.
+                result["client_cpu_ms_per_change"][mode] = 1000 * (own_after - own_before) / done
         result["memory_mib"] = memory_by_account(names)
         usage = hub_usage(hub)
         result["hub"] = {"rss_mib": usage["rss_mib"], "pss_mib": usage["pss_mib"], "cpu_s": usage["cpu_s"] - cpu0}
@@ -715,6 +725,7 @@ def summarise(run: dict) -> dict:
     s["cpu_ms_per_change"] = run.get("cpu_ms_per_change")
     s["cpu_ms_per_change_raw"] = run.get("cpu_ms_per_change_raw")
     s["cpu_idle_ms_per_s"] = run.get("cpu_idle_ms_per_s")
+    s["client_cpu_ms_per_change"] = run.get("client_cpu_ms_per_change")
     torch = {}
     kernel_rss = {}
     cpu = {}

@@ -49,7 +49,17 @@ def _load_paragraph(report: dict) -> str:
              f"each class size). " if quiet else
              f"**Taken under load** (a 1-minute load average of {QUIET_BELOW} or more before a class size): CPU-bound "
              f"figures are pessimistic, memory figures are not affected. ")
-            + f"Load average (1, 5, 15 minutes) per class size: {each}.")
+            + f"Load average (1, 5, 15 minutes) per class size: {each}." + _speed_sentence(report))
+
+
+def _speed_sentence(report: dict) -> str:
+    """The machine's speed before each class size (``run.speed_reference_ms``), when the run recorded it."""
+    rows = [(r["summary"]["learners"], r["summary"].get("speed_reference_ms")) for r in report["runs"]]
+    if any(ms is None for _, ms in rows):
+        return ""
+    each = ", ".join(f"{ms:.0f} ms before {n} learners" for n, ms in rows)
+    return (f" Machine speed: a fixed piece of Python work like a message's (`run.speed_reference_ms`) took {each}; "
+            "the same machine is up to half again slower in some hours, and CPU per change and latencies scale with it.")
 
 
 def _cpu_row(summary: dict) -> dict:

@@ -766,6 +766,33 @@ def wait_until_quiet(limit_s: float = 240.0) -> float:
     return time.monotonic() - start
 
 
+#: The fixed work ``speed_reference_ms`` times: a kernel message's header, as the kernel, the server and a client
+#: each handle it (made, signed, parsed), this many times.
+REFERENCE_MESSAGES = 4000
+
+
+def speed_reference_ms(repeats: int = 5) -> float:
+    """Milliseconds this machine takes now for a fixed piece of Python work like a message's (the median of
+    ``repeats``): the same machine runs up to half again slower in some hours, and a report's figures scale with it."""
+    import hashlib
+    import hmac
+    import statistics
+
+    key = b"reference-key"
+    header = {"msg_id": "0" * 32, "msg_type": "comm_msg", "session": "1" * 32, "username": "learner",
+              "date": "2026-12-07T00:00:00.000000Z", "version": "5.3"}
+    took = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for i in range(REFERENCE_MESSAGES):
+            header["msg_id"] = f"{i:032d}"
+            raw = json.dumps(header).encode()
+            hmac.new(key, raw, hashlib.sha256).hexdigest()
+            json.loads(raw)["msg_type"]
+        took.append(1000 * (time.perf_counter() - start))
+    return statistics.median(took)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.loadtest", description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", default="1,4,8,16", help="class sizes, comma-separated (default 1,4,8,16)")
@@ -790,8 +817,9 @@ def main(argv=None) -> int:
     report = {"machine_before": machine(), "runs": [], "settings": vars(args)}
     for n in sizes:
         waited = wait_until_quiet()
-        before = os.getloadavg()
-        print(f"loadtest: {n} learners; load average before {before} (waited {waited:.0f} s for it)", flush=True)
+        before, reference = os.getloadavg(), speed_reference_ms()
+        print(f"loadtest: {n} learners; load average before {before} (waited {waited:.0f} s for it); "
+              f"speed reference {reference:.1f} ms", flush=True)
         try:
             run = run_class(n, changes=args.changes, pace=args.pace, notebooks=notebooks, stagger_login_s=args.login_stagger,
                             protocol=args.protocol, warm=args.warm)
@@ -802,6 +830,7 @@ def main(argv=None) -> int:
         print(f"loadtest: {n} learners done; load average after {after}", flush=True)
         summary = summarise(run) if run["per_learner"] else {"learners": n, "failures": run["failures"]}
         summary["load_average"] = {"before": [round(x, 2) for x in before], "after": [round(x, 2) for x in after]}
+        summary["speed_reference_ms"] = round(reference, 1)
         report["runs"].append({"summary": summary, "raw": run})
         print(json.dumps(report["runs"][-1]["summary"], default=str)[:1500], flush=True)
     if not args.no_profile:

@@ -39,7 +39,7 @@ def read_activity(parts: list, sign=None) -> tuple[str, str | None, str | None] 
             return None
         msg_type = json.loads(header)["msg_type"]
         parent_type = json.loads(parent).get("msg_type")
-        state = json.loads(content).get("execution_state") if msg_type == "status" else None
+        state = json.loads(content)["execution_state"] if msg_type == "status" else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
     return msg_type, parent_type, state

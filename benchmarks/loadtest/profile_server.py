@@ -3,6 +3,8 @@
     python -m benchmarks.loadtest.profile_server                  # 300 changes of notebook 03's head count
     python -m benchmarks.loadtest.profile_server --server-option=--ServerApp.kernel_websocket_connection_class=...
     python -m benchmarks.loadtest.profile_server --py-spy /path/to/py-spy   # where the server's CPU goes (raw stacks)
+    python -m benchmarks.loadtest.profile_server --changes 250 --pace-ms 60 --idle-s 12 \
+        --server-option=--ServerApp.kernel_manager_class=mha_classroom.server_io.CourseKernelManager   # the watcher A/B
 
 Starts ``jupyter_server`` on loopback (``JUPYTER_WIDGETS_ECHO=0``, as the class hub starts servers), runs notebook
 03 in a kernel through the kernel websocket (``kernel_client.KernelClient``, the v1 protocol JupyterLab speaks),
@@ -47,6 +49,11 @@ def main(argv=None) -> int:
     parser.add_argument("--changes", type=int, default=300, help="changes timed (default 300), after 20 untimed")
     parser.add_argument("--server-option", action="append", default=[], help="one more option for jupyter_server")
     parser.add_argument("--py-spy", help="py-spy's path: record the server's stacks while the changes run")
+    parser.add_argument("--pace-ms", type=float, default=0.0,
+                        help="start a change at most this often (default 0: back to back); with it, runs whose changes "
+                             "come back at different speeds spend the same wall time per change")
+    parser.add_argument("--idle-s", type=float, default=0.0,
+                        help="first measure each process idle for this long, and subtract that rate (default 0: not)")
     args = parser.parse_args(argv)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,6 +96,12 @@ def main(argv=None) -> int:
                                     str(work / "server-stacks.txt"), "--nonblocking"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1)
+        idle_server = idle_kernel = 0.0
+        if args.idle_s > 0:
+            i0, j0, t0 = _cpu(srv), _cpu(kernel), time.perf_counter()
+            time.sleep(args.idle_s)
+            t1 = time.perf_counter()
+            idle_server, idle_kernel = (_cpu(srv) - i0) / (t1 - t0), (_cpu(kernel) - j0) / (t1 - t0)
         s0, k0, m0, w0 = _cpu(srv), _cpu(kernel), _cpu(me), time.perf_counter()
         seconds = []
         for i in range(args.changes):
@@ -96,14 +109,16 @@ def main(argv=None) -> int:
             if replies:
                 raise SystemExit(f"the kernel sent {replies} widget messages back for a held setting")
             seconds.append(took)
+            time.sleep(max(0.0, args.pace_ms / 1000 - took))
         s1, k1, m1, w1 = _cpu(srv), _cpu(kernel), _cpu(me), time.perf_counter()
         if spy:
             spy.send_signal(2)
             spy.wait(30)
         n = args.changes
         seconds.sort()
-        print(json.dumps({"changes": n, "held": held, "server_ms": round((s1 - s0) / n * 1e3, 2),
-                          "kernel_ms": round((k1 - k0) / n * 1e3, 2), "client_ms": round((m1 - m0) / n * 1e3, 2),
+        print(json.dumps({"changes": n, "held": held, "server_ms": round((s1 - s0 - idle_server * (w1 - w0)) / n * 1e3, 2),
+                          "kernel_ms": round((k1 - k0 - idle_kernel * (w1 - w0)) / n * 1e3, 2),
+                          "idle_subtracted_ms_per_s": [round(idle_server * 1e3, 2), round(idle_kernel * 1e3, 2)], "client_ms": round((m1 - m0) / n * 1e3, 2),
                           "wall_ms_per_change": round((w1 - w0) / n * 1e3, 2), "median_ms": round(seconds[n // 2] * 1e3, 2),
                           "options": args.server_option, "stacks": str(work / "server-stacks.txt") if spy else None,
                           "load_average": os.getloadavg()}))

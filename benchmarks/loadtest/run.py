@@ -477,7 +477,8 @@ def memory_by_account(names: list[str]) -> dict[str, dict]:
 
 
 def own_cpu_seconds() -> float:
-    """CPU seconds so far of this process (every thread: the simulated browsers)."""
+    """CPU seconds so far of this process, its ended threads included (the simulated browsers' threads end with
+    each phase, which ``cpu_seconds``'s live-thread count would miss)."""
     times = psutil.Process().cpu_times()
     return times.user + times.system
 

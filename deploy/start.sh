@@ -99,9 +99,9 @@ build_proxy() {
 }
 
 build_env
-# Every learner's kernel uses the course's output streams (mha_classroom/kernel_io.py: no flush with nothing to
-# send after each message, a control's change included), as in every course environment. At every start, not
-# only when the environment is built: a hub built before the setting existed gets it too (once; cheap).
+# Every learner's kernel is the course's (mha_classroom/kernel_io.py: no flush with nothing to send after each
+# message, and a control's change answered with idle alone when quick), as in every course environment. At every
+# start, not only when the environment is built: a hub built before a setting existed gets it too (once; cheap).
 "$HUB_VENV/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import course; course.install_kernel_config(sys.prefix)' "$ROOT/tools"
 build_proxy
 [[ "${1:-}" == "--build-only" ]] && exit 0

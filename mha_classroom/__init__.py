@@ -10,7 +10,8 @@ and ``mha_core`` never imports it:
                 ``python -m mha_classroom.quiz`` in a terminal
     describe    a figure in words, for a screen reader
     _display    where code is shown: a kernel or not, live or for a static page
-    kernel_io   the kernels' output streams (no flush with nothing to send; an environment setting)
+    kernel_io   the course's kernels: output streams with no empty flush, a control's change answered
+                with idle alone when quick (environment settings)
     server_io   the hub's learners' servers: a kernel's activity read with less work (a server option)
 
 Importing it changes nothing. Each notebook's first cell calls ``show_figures_with_words()``:

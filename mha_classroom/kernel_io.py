@@ -13,11 +13,27 @@ writing to the file descriptor, goes through ``write`` too and so makes the next
 
 Measured with ``python -m benchmarks.loadtest.profile_server`` (300 changes of notebook 03's head count,
 four interleaved pairs on two cores): the kernel's CPU per change 2.1-2.3 ms with it, 2.3-2.8 ms without.
+
+A control's change is one message to the kernel, and the kernel answers it with two on IOPub: ``busy`` before it
+handles the change and ``idle`` after. Each goes through the kernel's IO thread, the learner's server and the
+hub's proxy to the page. The page needs only ``idle`` (ipywidgets sends a control's next change once the last one
+is idle); ``busy`` is for JupyterLab's kernel indicator, which a change handled in a few milliseconds only makes
+flicker. The course's kernels (``IPKernelApp.kernel_class``, the same configuration file) are ipykernel's with
+one difference, in ``LateBusySession``: for a widget message (``comm_msg``) the ``busy`` waits. It goes out
+after ``busy_after_s`` (half a second) if the kernel is still at it, or at once before anything else the kernel
+sends while at it (a figure's update, a reply); if ``idle`` comes first, it never goes. Every other message, a
+cell's run included, has its ``busy`` at once, as before. (ipykernel itself sends no status at all for a widget
+message that arrives while an async cell runs.)
 """
 
 from __future__ import annotations
 
+import threading
+import time
+
 from ipykernel.iostream import OutStream
+from ipykernel.ipkernel import IPythonKernel
+from jupyter_client.session import Session
 
 
 class QuietOutStream(OutStream):
@@ -40,3 +56,93 @@ class QuietOutStream(OutStream):
             return
         self._course_written = False
         super().flush()
+
+
+#: The messages to the kernel whose ``busy`` waits (``LateBusySession``): a control's change in the page.
+LATE_BUSY_TYPES = frozenset({"comm_msg"})
+
+
+class LateBusySession(Session):
+    """jupyter_client's ``Session`` whose ``send`` holds back a widget message's ``busy`` status.
+
+    Made with ``beside(session)``: a copy of the kernel's session (key, signature scheme, session id) that draws
+    its message ids from the original, so the two never give one id twice. The held ``busy`` goes out:
+
+    - before any other message this session sends (in the order the kernel sent them);
+    - after ``busy_after_s`` seconds, from a watcher thread, if the kernel is still handling the message;
+    - never, if the kernel says ``idle`` for the message first.
+    """
+
+    #: False: every ``busy`` goes out at once, as ipykernel's own session does (``benchmarks/loadtest/ab.sh``).
+    hold_busy = True
+    #: How long a widget message may run before the page is told the kernel is busy with it.
+    busy_after_s = 0.5
+
+    @classmethod
+    def beside(cls, session: Session) -> "LateBusySession":
+        new = cls()
+        for name in session.traits():  # as Session.clone does
+            setattr(new, name, getattr(session, name))
+        new._origin = session
+        new._lock = threading.Lock()
+        new._held = None  # (the message's id, when its busy is due, the busy's send arguments)
+        new._due = threading.Event()
+        new._watcher = None
+        return new
+
+    @property
+    def msg_id(self) -> str:
+        origin = getattr(self, "_origin", None)
+        return super().msg_id if origin is None else origin.msg_id
+
+    def send(self, stream, msg_or_type, content=None, parent=None, ident=None, buffers=None, track=False,
+             header=None, metadata=None):
+        call = (stream, msg_or_type, content, parent, ident, buffers, track, header, metadata)
+        if not self.hold_busy or getattr(self, "_origin", None) is None:
+            return super().send(*call)
+        with self._lock:
+            held, self._held = self._held, None
+            if msg_or_type == "status" and isinstance(content, dict) and isinstance(parent, dict):
+                state, asked = content.get("execution_state"), parent.get("header") or {}
+                if state == "idle" and held is not None and held[0] == asked.get("msg_id"):
+                    return super().send(*call)  # handled before its busy was due: the busy never goes
+                if state == "busy" and asked.get("msg_type") in LATE_BUSY_TYPES:
+                    if held is not None:
+                        super().send(*held[2])
+                    self._held = (asked.get("msg_id"), time.monotonic() + self.busy_after_s, call)
+                    self._start_watch()
+                    return None
+            if held is not None:
+                super().send(*held[2])
+            return super().send(*call)
+
+    def _start_watch(self) -> None:
+        if self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch, name="course-late-busy", daemon=True)
+            self._watcher.start()
+        self._due.set()
+
+    def _watch(self) -> None:
+        """Sends a held ``busy`` once it is due; sleeps until the next is held."""
+        while True:
+            self._due.wait()
+            self._due.clear()
+            while True:
+                with self._lock:
+                    if self._held is None:
+                        break
+                    wait = self._held[1] - time.monotonic()
+                    if wait <= 0:
+                        held, self._held = self._held, None
+                        Session.send(self, *held[2])
+                        break
+                time.sleep(wait)
+
+
+class CourseKernel(IPythonKernel):
+    """ipykernel's Python kernel, sending with a ``LateBusySession`` beside the app's session."""
+
+    def __init__(self, **kwargs):
+        if kwargs.get("session") is not None:
+            kwargs["session"] = LateBusySession.beside(kwargs["session"])
+        super().__init__(**kwargs)

@@ -1,11 +1,14 @@
-"""The course's kernel output streams (``mha_classroom/kernel_io.py``), in a real kernel, and how an environment
-gets them (``tools/course.py``'s ``install_kernel_config``)."""
+"""The course's kernels (``mha_classroom/kernel_io.py``): their output streams and their late ``busy`` for a
+control's change, in a real kernel and on their own, and how an environment gets them (``tools/course.py``'s
+``install_kernel_config``)."""
 
 from __future__ import annotations
 
 import os
 import re
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 import course  # noqa: E402
 from kernel_run import run_in_kernel  # noqa: E402
 
-#: The stream class the course's kernel setting names.
-STREAM = re.search(r'outstream_class = "([\w.]+)"', course.KERNEL_CONFIG_LINE).group(1)
+#: The stream and kernel classes the course's kernel settings name.
+SETTINGS = dict(re.search(r'IPKernelApp\.(\w+) = "([\w.]+)"', line).groups() for line in course.KERNEL_CONFIG_LINES)
+STREAM, KERNEL = SETTINGS["outstream_class"], SETTINGS["kernel_class"]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +30,9 @@ def kernel():
     km = KernelManager(kernel_name="python3")
     # Without pytest's marker: ipykernel does not capture the file descriptors under pytest.
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    km.start_kernel(extra_arguments=[f"--IPKernelApp.outstream_class={STREAM}"], env=env)
+    env["JUPYTER_WIDGETS_ECHO"] = "0"  # as the class's servers start kernels: a change is not echoed back
+    km.start_kernel(extra_arguments=[f"--IPKernelApp.outstream_class={STREAM}", f"--IPKernelApp.kernel_class={KERNEL}"],
+                    env=env)
     kc = km.client()
     kc.start_channels()
     try:
@@ -109,13 +115,14 @@ def test_the_setting_is_written_into_an_environment_once_beside_what_it_holds(tm
     assert all(p.stat().st_mode & 0o005 == 0o005 for p in (tmp_path / "etc", tmp_path / "etc" / "ipython"))
     assert target.stat().st_mode & 0o004
     assert target == tmp_path / "etc" / "ipython" / "ipython_kernel_config.py"
-    assert course.KERNEL_CONFIG_LINE in target.read_text().splitlines()
+    assert set(course.KERNEL_CONFIG_LINES) <= set(target.read_text().splitlines())
     course.install_kernel_config(tmp_path)
-    assert target.read_text().count(course.KERNEL_CONFIG_LINE) == 1
-    target.write_text("c.InteractiveShell.colors = 'nocolor'")  # an environment's own setting stays
+    assert all(target.read_text().count(line) == 1 for line in course.KERNEL_CONFIG_LINES)
+    target.write_text("c.InteractiveShell.colors = 'nocolor'\n" + course.KERNEL_CONFIG_LINES[0])  # an older setting
     course.install_kernel_config(tmp_path)
     lines = target.read_text().splitlines()
-    assert lines[0] == "c.InteractiveShell.colors = 'nocolor'" and course.KERNEL_CONFIG_LINE in lines
+    assert lines[0] == "c.InteractiveShell.colors = 'nocolor'"  # an environment's own setting stays
+    assert all(lines.count(line) == 1 for line in course.KERNEL_CONFIG_LINES)  # only the missing line added
 
 
 def test_every_route_to_an_environment_writes_the_setting(tmp_path, monkeypatch):
@@ -124,6 +131,171 @@ def test_every_route_to_an_environment_writes_the_setting(tmp_path, monkeypatch)
     course.stamp_path(tmp_path).touch()
     monkeypatch.setattr(course.sys, "prefix", str(tmp_path))
     assert course.course_python() == sys.executable
-    assert course.KERNEL_CONFIG_LINE in tmp_path.joinpath(*course.KERNEL_CONFIG_PARTS).read_text().splitlines()
+    assert set(course.KERNEL_CONFIG_LINES) <= set(tmp_path.joinpath(*course.KERNEL_CONFIG_PARTS).read_text().splitlines())
     start = (ROOT / "deploy" / "start.sh").read_text()
     assert "course.install_kernel_config(sys.prefix)" in start  # the hub's environment
+
+
+# --------------------------------------------------------------------------- a control's change: busy only when slow
+
+
+#: In the kernel: three sliders. Moving ``quick`` does nothing more; moving ``slow`` takes a second; moving
+#: ``echo`` sets ``quick``, so the kernel sends the page an update of it (as a figure's change does).
+SLIDERS = """
+import time
+import ipywidgets as widgets
+quick, slow, echo = widgets.IntSlider(), widgets.IntSlider(), widgets.IntSlider()
+slow.observe(lambda change: time.sleep(1.0), "value")
+echo.observe(lambda change: setattr(quick, "value", change["new"]), "value")
+print(quick.model_id, slow.model_id, echo.model_id)
+"""
+
+
+@pytest.fixture(scope="module")
+def sliders(kernel):
+    out = run(kernel, SLIDERS)
+    quick, slow, echo = out[-1][1].split()
+    return {"quick": quick, "slow": slow, "echo": echo}
+
+
+def move(kc, comm_id: str, value: int, timeout: float = 30) -> list[tuple[float, str, str]]:
+    """A control moved as the page does; every IOPub message answering it up to its idle, each as (seconds after
+    the move was sent, type, execution state or the comm message's method)."""
+    msg = kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": {"value": value},
+                                                                    "buffer_paths": []}})
+    start = time.monotonic()
+    kc.shell_channel.send(msg)
+    got = []
+    while True:
+        reply = kc.get_iopub_msg(timeout=timeout)
+        if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            continue
+        content = reply["content"]
+        got.append((time.monotonic() - start, reply["msg_type"],
+                    content.get("execution_state") or content.get("data", {}).get("method", "")))
+        if reply["msg_type"] == "status" and content["execution_state"] == "idle":
+            return got
+
+
+def test_a_quick_change_is_answered_with_idle_alone(kernel, sliders):
+    for value in range(1, 6):
+        assert [kind for _, *kind in move(kernel, sliders["quick"], value)] == [["status", "idle"]]
+    assert run(kernel, "print(quick.value)") == [("stdout", "5\n")]  # the kernel took every change
+
+
+def test_a_slow_change_says_busy_once_half_a_second_has_passed(kernel, sliders):
+    got = move(kernel, sliders["slow"], 7)
+    assert [kind for _, *kind in got] == [["status", "busy"], ["status", "idle"]]
+    (busy_at, *_), (idle_at, *_) = got
+    assert 0.45 <= busy_at < 0.95 <= idle_at  # the busy came while the one-second callback ran
+
+
+def test_anything_the_kernel_sends_for_a_change_comes_after_its_busy(kernel, sliders):
+    got = move(kernel, sliders["echo"], 3)
+    assert [kind for _, *kind in got] == [["status", "busy"], ["comm_msg", "update"], ["status", "idle"]]
+
+
+def test_a_cell_still_says_busy_first(kernel, sliders):
+    msg_id = kernel.execute("quick.value")
+    first = kernel.get_iopub_msg(timeout=30)
+    while first["parent_header"].get("msg_id") != msg_id:
+        first = kernel.get_iopub_msg(timeout=30)
+    assert (first["msg_type"], first["content"].get("execution_state")) == ("status", "busy")
+    while not (first["msg_type"] == "status" and first["content"]["execution_state"] == "idle"
+               and first["parent_header"].get("msg_id") == msg_id):
+        first = kernel.get_iopub_msg(timeout=30)
+
+
+def test_ipykernels_own_busy_when_held_back_is_off(kernel, sliders):
+    """The same quick change with the session behaving as ipykernel's (``hold_busy = False``): busy, then idle,
+    so the first test above would see a busy sent at once."""
+    try:
+        run(kernel, "from mha_classroom.kernel_io import LateBusySession\nLateBusySession.hold_busy = False")
+        assert [kind for _, *kind in move(kernel, sliders["quick"], 9)] == [["status", "busy"], ["status", "idle"]]
+    finally:
+        run(kernel, "LateBusySession.hold_busy = True")
+
+
+def test_the_kernel_and_its_streams_never_give_one_message_id_twice(kernel, sliders):
+    msg_id = kernel.execute("for k in range(3):\n    print(k, flush=True)\n    quick.value = 100 + k")
+    ids = []
+    while True:
+        msg = kernel.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        ids.append((msg["msg_type"], msg["header"]["msg_id"]))
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    kinds = {kind for kind, _ in ids}
+    assert {"stream", "comm_msg", "status"} <= kinds  # the app's session (streams) and the kernel's (the rest)
+    assert len({i for _, i in ids}) == len(ids)
+
+
+class Recorder:
+    """A socket the session sends on: keeps the type and state of each message, with the time."""
+
+    def __init__(self, session):
+        self.session, self.sent, self.lock = session, [], threading.Lock()
+
+    def send_multipart(self, parts, copy=True, **kwargs):
+        _, msg = self.session.feed_identities(parts)
+        msg = self.session.deserialize(msg)
+        with self.lock:
+            self.sent.append((msg["msg_type"], msg["content"].get("execution_state"),
+                              msg["parent_header"].get("msg_id")))
+
+
+@pytest.fixture
+def late():
+    from jupyter_client.session import Session
+
+    from mha_classroom.kernel_io import LateBusySession
+
+    origin = Session(key=b"a-key")
+    session = LateBusySession.beside(origin)
+    assert session.key == origin.key and session.session == origin.session
+    return session, Recorder(origin)
+
+
+def status(session, sock, state, parent):
+    session.send(sock, "status", {"execution_state": state}, parent=parent)
+
+
+def test_the_session_holds_a_widget_messages_busy_and_drops_it_at_idle(late):
+    session, sock = late
+    change, cell = session.msg("comm_msg", {}), session.msg("execute_request", {})
+    status(session, sock, "busy", change)
+    assert sock.sent == []
+    status(session, sock, "idle", change)
+    status(session, sock, "busy", cell)
+    status(session, sock, "idle", cell)
+    assert sock.sent == [("status", "idle", change["header"]["msg_id"]), ("status", "busy", cell["header"]["msg_id"]),
+                         ("status", "idle", cell["header"]["msg_id"])]
+
+
+def test_the_session_sends_a_held_busy_before_the_next_message_or_when_due(late):
+    session, sock = late
+    first, second = session.msg("comm_msg", {}), session.msg("comm_msg", {})
+    status(session, sock, "busy", first)
+    session.send(sock, "comm_msg", {"comm_id": "x", "data": {}}, parent=first)
+    status(session, sock, "idle", first)
+    assert [s[:2] for s in sock.sent] == [("status", "busy"), ("comm_msg", None), ("status", "idle")]
+    session.busy_after_s = 0.2
+    status(session, sock, "busy", second)
+    deadline = time.monotonic() + 10
+    while len(sock.sent) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sock.sent[3] == ("status", "busy", second["header"]["msg_id"])
+    status(session, sock, "idle", second)
+    assert sock.sent[4:] == [("status", "idle", second["header"]["msg_id"])]
+
+
+def test_a_session_beside_another_never_gives_an_id_the_other_gives():
+    from jupyter_client.session import Session
+
+    from mha_classroom.kernel_io import LateBusySession
+
+    origin = Session(key=b"a-key")
+    beside = LateBusySession.beside(origin)
+    ids = [s.msg_id for s in (origin, beside, origin, beside, beside)]
+    assert len(set(ids)) == len(ids)  # one counter for both; ipykernel's streams send with the original

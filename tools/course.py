@@ -55,8 +55,10 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 SETTINGS_PARTS = ("share", "jupyter", "lab", "settings", "overrides.d", "mha-course.json")
 #: Where IPython reads an environment's kernel settings: {sys.prefix}/etc/ipython/ipython_kernel_config.py.
 KERNEL_CONFIG_PARTS = ("etc", "ipython", "ipython_kernel_config.py")
-#: What the course puts there (``mha_classroom/kernel_io.py``: no flush with nothing to send after every message).
-KERNEL_CONFIG_LINE = 'c.IPKernelApp.outstream_class = "mha_classroom.kernel_io.QuietOutStream"'
+#: What the course puts there (``mha_classroom/kernel_io.py``): no flush with nothing to send after every message,
+#: and a control's change answered with ``idle`` alone when the kernel handles it within half a second.
+KERNEL_CONFIG_LINES = ('c.IPKernelApp.outstream_class = "mha_classroom.kernel_io.QuietOutStream"',
+                       'c.IPKernelApp.kernel_class = "mha_classroom.kernel_io.CourseKernel"')
 #: Declared by locked packages, kept out of every course environment on purpose.
 LEFT_OUT = {
     "lark": "with rfc3987-syntax, compiles a grammar on import: 2-5 s more for every kernel's first figure",
@@ -157,20 +159,22 @@ def install_settings(prefix: Path) -> Path:
 
 
 def install_kernel_config(prefix: Path) -> Path:
-    """Have every kernel of the environment at ``prefix`` use the course's output streams: ``KERNEL_CONFIG_LINE``
-    in its ``etc/ipython/ipython_kernel_config.py``, added to what the file already holds (once). Readable by every
-    account whatever the umask: the hub's learners run kernels from an environment root wrote."""
+    """Have every kernel of the environment at ``prefix`` use the course's output streams and kernel:
+    ``KERNEL_CONFIG_LINES`` in its ``etc/ipython/ipython_kernel_config.py``, each added once to what the file
+    already holds. Readable by every account whatever the umask: the hub's learners run kernels from an
+    environment root wrote."""
     target = Path(prefix).joinpath(*KERNEL_CONFIG_PARTS)
     for folder in reversed(target.parents[:len(KERNEL_CONFIG_PARTS) - 1]):
         if not folder.exists():
             folder.mkdir()
             folder.chmod(0o755)
     text = target.read_text(encoding="utf-8") if target.exists() else ""
-    if KERNEL_CONFIG_LINE not in text.splitlines():
+    missing = [line for line in KERNEL_CONFIG_LINES if line not in text.splitlines()]
+    if missing:
         if text and not text.endswith("\n"):
             text += "\n"
-        text += ("# The course's kernels (tools/course.py, mha_classroom/kernel_io.py): no flush with nothing to send.\n"
-                 + KERNEL_CONFIG_LINE + "\n")
+        text += ("# The course's kernels (tools/course.py, mha_classroom/kernel_io.py): no flush with nothing to send,\n"
+                 "# and a control's change answered without a busy that only flickers.\n" + "\n".join(missing) + "\n")
         target.write_text(text, encoding="utf-8")
         target.chmod(target.stat().st_mode | 0o444)
     return target

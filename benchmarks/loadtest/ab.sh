@@ -10,6 +10,7 @@
 #   socket_ab: ab.sh socket_ab deploy/course_spawner.py '    unix_socket = Bool(True, config=True,' '    unix_socket = Bool(False, config=True,'
 #   flush_ab:  ab.sh flush_ab mha_classroom/kernel_io.py '    skip_clean_flush = True' '    skip_clean_flush = False'
 #   watcher_ab: ab.sh watcher_ab mha_classroom/server_io.py '    light_watcher = True' '    light_watcher = False'
+#   busy_ab:   ab.sh busy_ab mha_classroom/kernel_io.py '    hold_busy = True' '    hold_busy = False'
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 name=$1 file=$2 committed=$3 changed=$4

@@ -549,6 +549,27 @@ def test_the_load_test_report_says_whether_each_class_size_was_taken_on_a_quiet_
 
 
 
+def test_the_load_test_reports_the_learner_in_chromium_apart_from_the_simulated_ones():
+    from benchmarks.loadtest.report import markdown
+    from benchmarks.loadtest.run import summarise
+
+    run = _fake_run()
+    run["browser_learner"] = {"name": "w", "failures": [], "setup_s": 61.0,
+                              "page_ms": {"staggered": [20.0, 30.0, 40.0], "lockstep": [50.0, 60.0, 70.0, 80.0]}}
+    s = summarise(run)
+    assert s["staggered"]["n"] == 6  # the simulated learners' kernel times only
+    web = s["browser_learner"]
+    assert web["staggered"] == {"n": 3, "p50_ms": 30.0, "p95_ms": pytest.approx(39.0), "max_ms": 40.0}
+    assert web["lockstep"]["p50_ms"] == 65.0 and web["failures"] == 0 and web["setup_s"] == 61.0
+    s["load_average"] = {"before": [0.5, 1.0, 1.0], "after": [2.0, 1.0, 1.0]}
+    machine = {"cores": 2, "cpu": "x", "ram_gib": 24, "time": "t", "load_average": [0.5, 1.0, 1.0]}
+    text = markdown({"machine_before": machine, "machine_after": machine, "settings": {"learners": "2"},
+                     "runs": [{"summary": s}]})
+    assert "lockstep p50 / p95 / max 65 / 78 / 80 ms over 4 clicks" in text
+    assert "One more learner" not in markdown({"machine_before": machine, "machine_after": machine,
+                                                "settings": {"learners": "2"}, "runs": [{"summary": summarise(_fake_run())}]})
+
+
 def test_the_load_test_removes_the_run_folders_its_hub_made_and_only_those(tmp_path, monkeypatch):
     from benchmarks.loadtest import run
 

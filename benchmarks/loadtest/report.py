@@ -177,6 +177,15 @@ def markdown(report: dict) -> str:
                          f"{held['of']} learners. A change is the page switching the figure by itself; what is timed "
                          "is the kernel taking the new value (from the change sent to the kernel's idle), with no "
                          "widget message back.")
+        web = s.get("browser_learner")
+        if web:
+            parts = [f"{mode} p50 / p95 / max {_f(web[mode]['p50_ms'])} / {_f(web[mode]['p95_ms'])} / "
+                     f"{_f(web[mode]['max_ms'])} ms over {web[mode]['n']} clicks" for mode in ("staggered", "lockstep")
+                     if mode in web]
+            lines.append(f"- One more learner in JupyterLab in Chromium (`browser_learner.py`, on the same two cores), "
+                         f"clicking with the others: from the click to the new grid painted, timed in the page, "
+                         + "; ".join(parts) + f". Set-up (login, Run All of notebook 03) {_f(web.get('setup_s'), 1)} s; "
+                         f"{web['failures']} failures.")
         lines.append(f"- Control changes measured: staggered {s['staggered']['n']}, lock-step {s['lockstep']['n']}; "
                      f"max {_f(s['staggered']['max_ms'])} / {_f(s['lockstep']['max_ms'])} ms.")
         if s["notebook_errors"]:

@@ -43,6 +43,7 @@ import json
 import os
 import pwd
 import random
+import shutil
 import signal
 import socket
 import statistics
@@ -414,6 +415,10 @@ class Learner:
             self.fail(f"control {mode}", exc)
 
 
+#: Seconds between a phase's reconnections and its first timed change (``drive``).
+SETTLE_S = 3.0
+
+
 def drive(learners: list[Learner], mode: str, changes: int, pace: float) -> None:
     """Each live learner changes the control ``changes`` times, one every ``pace`` seconds."""
     live = [ln for ln in learners if ln.client is not None]
@@ -426,6 +431,11 @@ def drive(learners: list[Learner], mode: str, changes: int, pace: float) -> None
         except Exception as exc:
             ln.fail(f"reconnect {mode}", exc)
             return
+        # A browser stays connected: the class's servers are given time to finish the reconnections (each a new
+        # websocket, its channels to the kernel, the server's kernel_info nudges) before the first timed change.
+        # Without it, the first lock-step round after 32 reconnections took 95-165 ms at the median, the other
+        # rounds 50-70 ms (benchmarks/loadtest/busy_ab/, before this wait).
+        time.sleep(SETTLE_S)
         if mode == "staggered":
             time.sleep(rng.uniform(0, pace))
         for k in range(changes):
@@ -540,9 +550,12 @@ def warm_class(hub: Hub, teacher: str, names: list[str], notebook: str, parallel
 
 
 def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagger_login_s: float, protocol: str = "v1",
-              hub_class: type = Hub, warm: bool = False) -> dict:
+              hub_class: type = Hub, warm: bool = False, browser_learner: bool = False) -> dict:
     names = [f"mhalt{n:02d}x{i:02d}" for i in range(n)]
     teacher = f"mhalt{n:02d}teach"
+    # One more learner in Chromium (browser_learner.py), beside the class: not among ``names``, so its server's
+    # and kernel's CPU is not in the class's CPU per change.
+    web = f"mhalt{n:02d}web" if browser_learner else None
     result = {"learners": n, "changes_per_learner": changes, "pace_s": pace, "failures": []}
     had_group, had_service_user = _exists(grp.getgrnam, LEARNER_GROUP), _exists(pwd.getpwnam, SERVICE_USER)
     with hub_class(f"n{n}", instructors=[teacher]) as hub:
@@ -564,6 +577,12 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
         for t in threads:
             t.join(timeout=900)
         result["all_ready_s"] = time.perf_counter() - t0
+        browser = None
+        if web:
+            from .browser_learner import BrowserLearner
+
+            browser = BrowserLearner(hub, web, n, PASSWORD, WORK / f"browser-{n}")
+            browser.setup()
         # The neighbour's file exists only once the neighbour's quick check ran: check again now.
         for i, ln in enumerate(learners):
             if n > 1 and ln.client is not None and ln.result.get("neighbour_progress") == "missing":
@@ -623,7 +642,7 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
                 watcher = threading.Thread(target=_room_view_during,
                                            args=(teacher_client, result["room_view"], 4 * changes, pace / 4))
                 watcher.start()
-            drive(learners, mode, changes, pace)
+            drive(learners + ([browser] if browser else []), mode, changes, pace)
             if watcher is not None:
                 watcher.join(timeout=300)
             after, own_after = cpu_by_kind(names, hub), own_cpu_seconds()
@@ -654,7 +673,12 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
             except Exception:
                 pass
         result["per_learner"] = [ln.result for ln in learners]
-    remove_accounts(names + [teacher], had_group=had_group, had_service_user=had_service_user)
+        if browser is not None:
+            browser.close()
+            result["browser_learner"] = browser.result
+            result["failures"] += [f"{web}: {f}" for f in browser.result["failures"]]
+            shutil.rmtree(WORK / f"browser-{n}", ignore_errors=True)
+    remove_accounts(names + [teacher] + ([web] if web else []), had_group=had_group, had_service_user=had_service_user)
     hub.remove_run_folders()
     return result
 
@@ -713,6 +737,12 @@ def summarise(run: dict) -> dict:
         lat = [x * 1000 for p in per for x in p["latency_s"][mode]]
         s[mode] = {"n": len(lat), "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95), "max_ms": max(lat) if lat else None}
     held = [p.get("held_by_page") for p in per if "held_by_page" in p]
+    web = run.get("browser_learner")
+    if web:
+        s["browser_learner"] = {"setup_s": web.get("setup_s"), "failures": len(web["failures"])}
+        for mode, values in web["page_ms"].items():
+            s["browser_learner"][mode] = {"n": len(values), "p50_ms": pct(values, 0.5), "p95_ms": pct(values, 0.95),
+                                          "max_ms": max(values) if values else None}
     s["held_by_page"] = {"learners": sum(1 for h in held if h), "of": len(held), "settings": max(map(len, held), default=0)}
     firsts = [p["first_figure_s"] for p in per if "first_figure_s" in p]
     s["first_figure_s"] = {"median": statistics.median(firsts) if firsts else None, "max": max(firsts) if firsts else None}
@@ -807,6 +837,9 @@ def main(argv=None) -> int:
     parser.add_argument("--warm", action="store_true",
                         help="the instructor warms the class up first (deploy/warm_start.py: servers started, the "
                              "first notebook open with its imports run); the first figure is then timed from login")
+    parser.add_argument("--browser-learner", action="store_true",
+                        help="one more learner in JupyterLab in Chromium, clicking with the others: times in the page "
+                             "from a click to the new grid painted (benchmarks/loadtest/browser_learner.py)")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "report"), help="report path without suffix")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -823,7 +856,7 @@ def main(argv=None) -> int:
               f"speed reference {reference:.1f} ms", flush=True)
         try:
             run = run_class(n, changes=args.changes, pace=args.pace, notebooks=notebooks, stagger_login_s=args.login_stagger,
-                            protocol=args.protocol, warm=args.warm)
+                            protocol=args.protocol, warm=args.warm, browser_learner=args.browser_learner)
         except Exception:
             traceback.print_exc()
             run = {"learners": n, "per_learner": [], "failures": [traceback.format_exc(limit=3)], "all_ready_s": None}

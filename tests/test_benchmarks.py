@@ -117,3 +117,20 @@ def test_files_per_change_names_the_files_a_head_count_change_runs_code_in():
     assert "mha_classroom/widgets/heads.py" in files and "mha_core/figures/heads.py" in files
     assert all(f.startswith(("mha_core/", "mha_classroom/")) for f in files), files
     assert done.stdout.splitlines()[-1].startswith(f"{len(files)} files: ")
+
+
+def test_the_page_switch_profile_sorts_self_time_by_where_the_code_comes_from():
+    from benchmarks.page_switch import self_time_by_source
+
+    def node(i, name, url="", script="7"):
+        return {"id": i, "callFrame": {"functionName": name, "url": url, "scriptId": script}}
+
+    profile = {"nodes": [node(1, "(idle)", script="0"), node(2, "(program)", script="0"),
+                         node(3, "getBoundingClientRect", script="0"), node(4, "drawHeatmap"),  # new Function: no URL
+                         node(5, "render", "blob:http://x/1"), node(6, "m", "http://x/lab/extensions/ipywidgets/a.js"),
+                         node(7, "(garbage collector)", script="0")],
+               "samples": [1, 2, 3, 4, 4, 5, 6, 7], "timeDeltas": [1000, 2000, 500, 250, 250, 100, 300, 50]}
+    assert self_time_by_source(profile) == {
+        "the browser itself (layout, paint, style)": 2.0, "idle": 1.0,
+        "the browser's built-ins (DOM calls, from any script)": 0.5, "plotly.js": 0.5,
+        "ipywidgets and JupyterLab": 0.3, "the course's widgets": 0.1, "garbage collection": 0.05}

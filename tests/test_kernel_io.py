@@ -139,13 +139,13 @@ def test_every_route_to_an_environment_writes_the_setting(tmp_path, monkeypatch)
 # --------------------------------------------------------------------------- a control's change: busy only when slow
 
 
-#: In the kernel: three sliders. Moving ``quick`` does nothing more; moving ``slow`` takes a second; moving
+#: In the kernel: three sliders. Moving ``quick`` does nothing more; moving ``slow`` takes two seconds; moving
 #: ``echo`` sets ``quick``, so the kernel sends the page an update of it (as a figure's change does).
 SLIDERS = """
 import time
 import ipywidgets as widgets
 quick, slow, echo = widgets.IntSlider(), widgets.IntSlider(), widgets.IntSlider()
-slow.observe(lambda change: time.sleep(1.0), "value")
+slow.observe(lambda change: time.sleep(2.0), "value")
 echo.observe(lambda change: setattr(quick, "value", change["new"]), "value")
 print(quick.model_id, slow.model_id, echo.model_id)
 """
@@ -178,8 +178,12 @@ def move(kc, comm_id: str, value: int, timeout: float = 30) -> list[tuple[float,
 
 
 def test_a_quick_change_is_answered_with_idle_alone(kernel, sliders):
-    for value in range(1, 6):
-        assert [kind for _, *kind in move(kernel, sliders["quick"], value)] == [["status", "idle"]]
+    answers = [move(kernel, sliders["quick"], value) for value in range(1, 6)]
+    alone = [a for a in answers if [kind for _, *kind in a] == [["status", "idle"]]]
+    # A busy only if the machine held the kernel up for half a second (a loaded test machine), never at once.
+    late = [a for a in answers if a not in alone]
+    assert all([kind for _, *kind in a] == [["status", "busy"], ["status", "idle"]] and a[0][0] >= 0.45 for a in late)
+    assert len(alone) >= 3, answers
     assert run(kernel, "print(quick.value)") == [("stdout", "5\n")]  # the kernel took every change
 
 
@@ -187,7 +191,9 @@ def test_a_slow_change_says_busy_once_half_a_second_has_passed(kernel, sliders):
     got = move(kernel, sliders["slow"], 7)
     assert [kind for _, *kind in got] == [["status", "busy"], ["status", "idle"]]
     (busy_at, *_), (idle_at, *_) = got
-    assert 0.45 <= busy_at < 0.95 <= idle_at  # the busy came while the one-second callback ran
+    # The busy came once half a second had passed, while the two-second callback still ran (the margin is for a
+    # loaded machine, where the watcher thread may wake late).
+    assert 0.45 <= busy_at < 1.9 and idle_at >= 1.95
 
 
 def test_anything_the_kernel_sends_for_a_change_comes_after_its_busy(kernel, sliders):

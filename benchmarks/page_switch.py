@@ -10,6 +10,8 @@ click times by head count and the profile's self time per click, grouped by wher
 (evaluated from a string, so its functions have no script URL), the course's own modules (anywidget's blob URLs),
 ipywidgets and JupyterLab, the browser's built-in functions that any of them call (DOM reads and writes), and the
 browser's own work outside scripts (style, layout, paint: the profiler's "(program)"), and garbage collection.
+Last, without clicks, it times the two ways a page could switch between the five grids it holds: plotly.js
+redrawing the one plot (what the page does), or each grid drawn once into a plot of its own and only shown.
 """
 
 from __future__ import annotations
@@ -66,6 +68,60 @@ def self_time_by_source(profile: dict) -> dict[str, float]:
     return dict(sorted(times.items(), key=lambda kv: -kv[1]))
 
 
+#: In the page, after the clicks: the grid's figure for each head count (read from the plot as each click left
+#: it), then two ways to switch between them, each timed to the next frame after the change: plotly.js redrawing
+#: the one plot (``Plotly.react``, as the page does now), and every figure drawn once into a plot of its own and
+#: the switch only showing one and hiding the others.
+REDRAW_OR_SHOW = """async ([figures, rounds]) => {
+  const Plotly = await window.__mhaPlotly.promise;
+  const output = [...document.querySelectorAll('.jp-OutputArea-output')]
+    .find(o => o.querySelector('.mha-head-count') && o.querySelector('.js-plotly-plot'));
+  const plot = output.querySelector('.js-plotly-plot');
+  const config = {displaylogo: false, responsive: false};
+  const nextFrame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const copy = (x) => JSON.parse(JSON.stringify(x));
+  const redraw = [], show = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const f of figures) {
+      const t = performance.now();
+      await Plotly.react(plot, copy(f.data), copy(f.layout), config);
+      await nextFrame();
+      redraw.push(performance.now() - t);
+    }
+  }
+  const box = document.createElement('div');
+  plot.parentElement.insertBefore(box, plot.nextSibling);
+  const drawn = [];
+  for (const f of figures) {
+    const div = document.createElement('div');
+    box.appendChild(div);
+    await Plotly.newPlot(div, copy(f.data), copy(f.layout), config);
+    div.style.display = 'none';
+    drawn.push(div);
+  }
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < drawn.length; i++) {
+      const t = performance.now();
+      drawn.forEach((d, j) => { d.style.display = i === j ? '' : 'none'; });
+      await nextFrame();
+      show.push(performance.now() - t);
+    }
+  }
+  drawn.forEach(d => Plotly.purge(d));
+  box.remove();
+  const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+  return {redraw_ms_median: median(redraw), show_ms_median: median(show), switches: redraw.length};
+}"""
+
+#: In the page: the grid's figure as shown now (data and layout, as plain JSON).
+SHOWN = """() => {
+  const output = [...document.querySelectorAll('.jp-OutputArea-output')]
+    .find(o => o.querySelector('.mha-head-count') && o.querySelector('.js-plotly-plot'));
+  const plot = output.querySelector('.js-plotly-plot');
+  return JSON.parse(JSON.stringify({data: plot.data, layout: plot.layout}));
+}"""
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clicks", type=int, default=20)
@@ -100,6 +156,14 @@ def main(argv=None) -> int:
                 clicks.append((heads, page.evaluate(CLICK_AND_TIME, [str(heads), heads])))
                 page.wait_for_timeout(300)
             profile = cdp.send("Profiler.stop")["profile"]
+            figures = []
+            for k in range(len(HEAD_COUNTS)):
+                position = (position + 1) % len(HEAD_COUNTS)
+                heads = HEAD_COUNTS[position]
+                page.evaluate(CLICK_AND_TIME, [str(heads), heads])
+                page.wait_for_timeout(300)
+                figures.append(page.evaluate(SHOWN))
+            compared = page.evaluate(REDRAW_OR_SHOW, [figures, 4])
     by_heads = defaultdict(list)
     for heads, ms in clicks:
         by_heads[heads].append(ms)
@@ -117,6 +181,9 @@ def main(argv=None) -> int:
         "click_to_paint_ms_median": round(statistics.median(ms for _, ms in clicks), 1),
         "by_head_count_ms_median": {h: round(statistics.median(v), 1) for h, v in sorted(by_heads.items())},
         "script_self_ms_per_click": {k: round(v / len(clicks), 1) for k, v in busy.items()},
+        "switch_without_a_click_ms_median": {"plotly_redraws_the_plot": round(compared["redraw_ms_median"], 1),
+                                             "each_figure_drawn_once_then_shown": round(compared["show_ms_median"], 1),
+                                             "switches_each": compared["switches"]},
     }, indent=2))
     return 0
 

@@ -433,8 +433,8 @@ def drive(learners: list[Learner], mode: str, changes: int, pace: float) -> None
             return
         # A browser stays connected: the class's servers are given time to finish the reconnections (each a new
         # websocket, its channels to the kernel, the server's kernel_info nudges) before the first timed change.
-        # Without it, the first lock-step round after 32 reconnections took 95-165 ms at the median, the other
-        # rounds 50-70 ms (benchmarks/loadtest/busy_ab/, before this wait).
+        # Without it, the first lock-step round after 32 reconnections took 92-168 ms at the median, the other
+        # rounds 45-72 ms (benchmarks/loadtest/busy_ab/, before this wait).
         time.sleep(SETTLE_S)
         if mode == "staggered":
             time.sleep(rng.uniform(0, pace))
@@ -558,7 +558,8 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
     web = f"mhalt{n:02d}web" if browser_learner else None
     result = {"learners": n, "changes_per_learner": changes, "pace_s": pace, "failures": []}
     had_group, had_service_user = _exists(grp.getgrnam, LEARNER_GROUP), _exists(pwd.getpwnam, SERVICE_USER)
-    with hub_class(f"n{n}", instructors=[teacher]) as hub:
+    # ``cleanup`` closes the browser learner's Chromium, and removes its profile, however the class ends.
+    with hub_class(f"n{n}", instructors=[teacher]) as hub, contextlib.ExitStack() as cleanup:
         homes = hub.state / "homes"
         if warm:
             result["warm_start"] = warm_class(hub, teacher, names, notebooks[0])
@@ -581,7 +582,9 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
         if web:
             from .browser_learner import BrowserLearner
 
+            cleanup.callback(shutil.rmtree, WORK / f"browser-{n}", ignore_errors=True)
             browser = BrowserLearner(hub, web, n, PASSWORD, WORK / f"browser-{n}")
+            cleanup.callback(browser.close)
             browser.setup()
         # The neighbour's file exists only once the neighbour's quick check ran: check again now.
         for i, ln in enumerate(learners):
@@ -674,10 +677,8 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
                 pass
         result["per_learner"] = [ln.result for ln in learners]
         if browser is not None:
-            browser.close()
             result["browser_learner"] = browser.result
             result["failures"] += [f"{web}: {f}" for f in browser.result["failures"]]
-            shutil.rmtree(WORK / f"browser-{n}", ignore_errors=True)
     remove_accounts(names + [teacher] + ([web] if web else []), had_group=had_group, had_service_user=had_service_user)
     hub.remove_run_folders()
     return result

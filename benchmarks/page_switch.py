@@ -28,10 +28,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 sys.path.insert(0, str(REPO))
 
-from benchmarks.loadtest.browser_learner import CLICK_AND_TIME, HEAD_COUNTS  # noqa: E402
+from benchmarks.loadtest.browser_learner import CLICK_AND_TIME, HEAD_COUNTS, in_page, run_to_the_grid  # noqa: E402
 
 #: Where a profiled function's code comes from, by its script's URL (first match wins).
-SOURCES = (("plotly.js", ("plotly",)), ("the course's widgets", ("mha_classroom", "mha-", "anywidget")),
+SOURCES = (("plotly.js", ("plotly",)), ("the course's widgets and anywidget", ("mha_classroom", "mha-", "anywidget")),
            ("ipywidgets and JupyterLab", ("lab/extensions", "static/", "jupyter")))
 
 
@@ -54,7 +54,7 @@ def source_of(node: dict) -> str:
         if any(p in url for p in parts):
             return label
     if url.startswith("blob:") or url.startswith("data:"):
-        return "the course's widgets"  # anywidget loads a module from a blob URL
+        return "the course's widgets and anywidget"  # anywidget loads a widget's module from a blob URL
     return "other scripts"
 
 
@@ -72,11 +72,9 @@ def self_time_by_source(profile: dict) -> dict[str, float]:
 #: it), then two ways to switch between them, each timed to the next frame after the change: plotly.js redrawing
 #: the one plot (``Plotly.react``, as the page does now), and every figure drawn once into a plot of its own and
 #: the switch only showing one and hiding the others.
-REDRAW_OR_SHOW = """async ([figures, rounds]) => {
+REDRAW_OR_SHOW = in_page("""async ([figures, rounds]) => {
   const Plotly = await window.__mhaPlotly.promise;
-  const output = [...document.querySelectorAll('.jp-OutputArea-output')]
-    .find(o => o.querySelector('.mha-head-count') && o.querySelector('.js-plotly-plot'));
-  const plot = output.querySelector('.js-plotly-plot');
+  const plot = gridPlot();
   const config = {displaylogo: false, responsive: false};
   const nextFrame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   const copy = (x) => JSON.parse(JSON.stringify(x));
@@ -111,15 +109,13 @@ REDRAW_OR_SHOW = """async ([figures, rounds]) => {
   box.remove();
   const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
   return {redraw_ms_median: median(redraw), show_ms_median: median(show), switches: redraw.length};
-}"""
+}""")
 
 #: In the page: the grid's figure as shown now (data and layout, as plain JSON).
-SHOWN = """() => {
-  const output = [...document.querySelectorAll('.jp-OutputArea-output')]
-    .find(o => o.querySelector('.mha-head-count') && o.querySelector('.js-plotly-plot'));
-  const plot = output.querySelector('.js-plotly-plot');
+SHOWN = in_page("""() => {
+  const plot = gridPlot();
   return JSON.parse(JSON.stringify({data: plot.data, layout: plot.layout}));
-}"""
+}""")
 
 
 def main(argv=None) -> int:
@@ -127,7 +123,7 @@ def main(argv=None) -> int:
     parser.add_argument("--clicks", type=int, default=20)
     parser.add_argument("--names", action="store_true", help="also print the 25 functions with the most self time")
     args = parser.parse_args(argv)
-    from lab_page import chromium, open_notebook, run_all, wait_kernel_idle
+    from lab_page import chromium, open_notebook
     from lab_server import running_lab
 
     (REPO / "artifacts").mkdir(exist_ok=True)
@@ -136,15 +132,7 @@ def main(argv=None) -> int:
             page = context.new_page()
             page.set_viewport_size({"width": 1280, "height": 800})
             open_notebook(page, lab, "notebooks/03_multiple_heads.ipynb", workspace="page-switch")
-            wait_kernel_idle(page, timeout_s=120)
-            run_all(page, timeout_s=60)
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('.jp-OutputArea-output')].some(o => "
-                "o.querySelector('.mha-head-count') && ((o.querySelector('.js-plotly-plot') || {}).layout || {}).title)",
-                timeout=300_000, polling=200)
-            for _ in range(2):
-                page.wait_for_timeout(1000)
-                wait_kernel_idle(page, timeout_s=300)
+            run_to_the_grid(page, timeout_s=300)
             cdp = context.new_cdp_session(page)
             cdp.send("Profiler.enable")
             cdp.send("Profiler.setSamplingInterval", {"interval": 100})
@@ -168,7 +156,7 @@ def main(argv=None) -> int:
     for heads, ms in clicks:
         by_heads[heads].append(ms)
     busy = {k: v for k, v in self_time_by_source(profile).items() if k != "idle"}
-    if "--names" in sys.argv:
+    if args.names:
         nodes = {n["id"]: n for n in profile["nodes"]}
         named = defaultdict(float)
         for sample, delta in zip(profile["samples"], profile["timeDeltas"]):

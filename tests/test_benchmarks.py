@@ -133,4 +133,4 @@ def test_the_page_switch_profile_sorts_self_time_by_where_the_code_comes_from():
     assert self_time_by_source(profile) == {
         "the browser itself (layout, paint, style)": 2.0, "idle": 1.0,
         "the browser's built-ins (DOM calls, from any script)": 0.5, "plotly.js": 0.5,
-        "ipywidgets and JupyterLab": 0.3, "the course's widgets": 0.1, "garbage collection": 0.05}
+        "ipywidgets and JupyterLab": 0.3, "the course's widgets and anywidget": 0.1, "garbage collection": 0.05}

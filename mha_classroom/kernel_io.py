@@ -77,6 +77,8 @@ class LateBusySession(Session):
     hold_busy = True
     #: How long a widget message may run before the page is told the kernel is busy with it.
     busy_after_s = 0.5
+    #: The session this one sends beside (``beside``); None: a plain ``Session``.
+    _origin = None
 
     @classmethod
     def beside(cls, session: Session) -> "LateBusySession":
@@ -92,13 +94,12 @@ class LateBusySession(Session):
 
     @property
     def msg_id(self) -> str:
-        origin = getattr(self, "_origin", None)
-        return super().msg_id if origin is None else origin.msg_id
+        return super().msg_id if self._origin is None else self._origin.msg_id
 
     def send(self, stream, msg_or_type, content=None, parent=None, ident=None, buffers=None, track=False,
              header=None, metadata=None):
         call = (stream, msg_or_type, content, parent, ident, buffers, track, header, metadata)
-        if not self.hold_busy or getattr(self, "_origin", None) is None:
+        if not self.hold_busy or self._origin is None:
             return super().send(*call)
         with self._lock:
             held, self._held = self._held, None

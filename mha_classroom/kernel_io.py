@@ -1,7 +1,7 @@
 """The course's kernels: standard output and error that skip a flush with nothing to send.
 
-ipykernel (7.4) flushes ``sys.stdout`` and ``sys.stderr`` after every message it handles, a control's change
-in the page included. Each flush hands two pieces of work to the kernel's IO thread and waits for the
+ipykernel (6.31, and 7.4 alike) flushes ``sys.stdout`` and ``sys.stderr`` after every message it handles, a
+control's change in the page included. Each flush hands two pieces of work to the kernel's IO thread and waits for the
 second, even when nothing was written: four thread hand-overs per change that carry nothing.
 
 The course's kernels use ``QuietOutStream`` for both streams instead (ipykernel's own setting
@@ -22,8 +22,12 @@ flicker. The course's kernels (``IPKernelApp.kernel_class``, the same configurat
 one difference, in ``LateBusySession``: for a widget message (``comm_msg``) the ``busy`` waits. It goes out
 after ``busy_after_s`` (half a second) if the kernel is still at it, or at once before anything else the kernel
 sends while at it (a figure's update, a reply); if ``idle`` comes first, it never goes. Every other message, a
-cell's run included, has its ``busy`` at once, as before. (ipykernel itself sends no status at all for a widget
-message that arrives while an async cell runs.)
+cell's run included, has its ``busy`` at once, as before.
+
+The course pins ipykernel 6 (``pyproject.toml``): ipykernel 7 hands every message from the shell socket to the
+kernel's main thread through a thread of its own, for kernel subshells, which the course does not use; that hand-over
+was about 0.45 ms of the kernel's CPU for each change (``benchmarks/loadtest/analysis.md``). Both classes here work
+with either.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
     python -m benchmarks.loadtest.profile_server                  # 300 changes of notebook 03's head count
     python -m benchmarks.loadtest.profile_server --server-option=--ServerApp.kernel_websocket_connection_class=...
     python -m benchmarks.loadtest.profile_server --py-spy /path/to/py-spy   # where the server's CPU goes (raw stacks)
+    python -m benchmarks.loadtest.profile_server --py-spy /path/to/py-spy --spy-on kernel   # the kernel's, by thread
     python -m benchmarks.loadtest.profile_server --changes 250 --pace-ms 60 --idle-s 12 \
         --server-option=--ServerApp.kernel_manager_class=mha_classroom.server_io.CourseKernelManager   # the watcher A/B
 
@@ -35,13 +36,15 @@ from pathlib import Path
 import psutil
 import requests
 
+from benchmarks.loadtest.cpu import cpu_seconds
 from benchmarks.loadtest.kernel_client import KernelClient
 from benchmarks.loadtest.run import HEAD_COUNT_INDICES, ROOT, code_cells
 
 
 def _cpu(proc: psutil.Process) -> float:
-    times = proc.cpu_times()
-    return times.user + times.system
+    """Its CPU so far, to the nanosecond (``cpu_seconds``): a few hundred changes of a few ms each are too
+    few for psutil's 10 ms clock ticks."""
+    return cpu_seconds(proc.pid)
 
 
 def main(argv=None) -> int:
@@ -49,6 +52,8 @@ def main(argv=None) -> int:
     parser.add_argument("--changes", type=int, default=300, help="changes timed (default 300), after 20 untimed")
     parser.add_argument("--server-option", action="append", default=[], help="one more option for jupyter_server")
     parser.add_argument("--py-spy", help="py-spy's path: record the server's stacks while the changes run")
+    parser.add_argument("--spy-on", choices=("server", "kernel"), default="server",
+                        help="whose stacks --py-spy records (default: the server)")
     parser.add_argument("--pace-ms", type=float, default=0.0,
                         help="start a change at most this often (default 0: back to back); with it, runs whose changes "
                              "come back at different speeds spend the same wall time per change")
@@ -92,8 +97,9 @@ def main(argv=None) -> int:
             client.widget_update(comm, {"index": values[i % len(values)]})
         spy = None
         if args.py_spy:
-            spy = subprocess.Popen([args.py_spy, "record", "-p", str(server.pid), "-r", "500", "-f", "raw", "-o",
-                                    str(work / "server-stacks.txt"), "--nonblocking"],
+            spied = server.pid if args.spy_on == "server" else kernel.pid
+            spy = subprocess.Popen([args.py_spy, "record", "-p", str(spied), "-r", "500", "-f", "raw", "-o",
+                                    str(work / f"{args.spy_on}-stacks.txt"), "--nonblocking", "--threads"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1)
         idle_server = idle_kernel = 0.0
@@ -120,7 +126,7 @@ def main(argv=None) -> int:
                           "kernel_ms": round((k1 - k0 - idle_kernel * (w1 - w0)) / n * 1e3, 2),
                           "idle_subtracted_ms_per_s": [round(idle_server * 1e3, 2), round(idle_kernel * 1e3, 2)], "client_ms": round((m1 - m0) / n * 1e3, 2),
                           "wall_ms_per_change": round((w1 - w0) / n * 1e3, 2), "median_ms": round(seconds[n // 2] * 1e3, 2),
-                          "options": args.server_option, "stacks": str(work / "server-stacks.txt") if spy else None,
+                          "options": args.server_option, "stacks": str(work / f"{args.spy_on}-stacks.txt") if spy else None,
                           "load_average": os.getloadavg()}))
         client.close()
     finally:

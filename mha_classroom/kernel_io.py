@@ -32,6 +32,9 @@ with either.
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 import threading
 import time
 
@@ -66,6 +69,54 @@ class QuietOutStream(OutStream):
 LATE_BUSY_TYPES = frozenset({"comm_msg"})
 
 
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _Itimerspec(ctypes.Structure):
+    _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
+
+
+class Alarm:
+    """A one-shot alarm that one thread sets and another waits on, without waking the one that waits: a Linux
+    ``timerfd`` (through ctypes). Setting and clearing it is one system call each; the waiting thread wakes only
+    when it goes off. ``Alarm.create()`` is None where there is no ``timerfd`` (macOS, Windows)."""
+
+    CLOCK_MONOTONIC, TFD_CLOEXEC = 1, 0o2000000
+
+    def __init__(self, fd: int, settime):
+        self.fd, self._settime = fd, settime
+
+    @classmethod
+    def create(cls) -> "Alarm | None":
+        if not sys.platform.startswith("linux"):
+            return None
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            create, settime = libc.timerfd_create, libc.timerfd_settime
+        except (OSError, AttributeError):
+            return None
+        create.argtypes, create.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        settime.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec), ctypes.c_void_p]
+        settime.restype = ctypes.c_int
+        fd = create(cls.CLOCK_MONOTONIC, cls.TFD_CLOEXEC)
+        return cls(fd, settime) if fd >= 0 else None
+
+    def set(self, seconds: float) -> None:
+        """Go off once, ``seconds`` from now (0: never), in place of any earlier setting."""
+        whole = int(seconds)
+        spec = _Itimerspec(_Timespec(0, 0), _Timespec(whole, int((seconds - whole) * 1e9)))
+        if self._settime(self.fd, 0, ctypes.byref(spec), None) != 0:
+            raise OSError(ctypes.get_errno(), "timerfd_settime failed")
+
+    def clear(self) -> None:
+        self.set(0)
+
+    def wait(self) -> None:
+        """Until the alarm goes off (at once if it went off since it was last set)."""
+        os.read(self.fd, 8)
+
+
 class LateBusySession(Session):
     """jupyter_client's ``Session`` whose ``send`` holds back a widget message's ``busy`` status.
 
@@ -75,10 +126,16 @@ class LateBusySession(Session):
     - before any other message this session sends (in the order the kernel sent them);
     - after ``busy_after_s`` seconds, from a watcher thread, if the kernel is still handling the message;
     - never, if the kernel says ``idle`` for the message first.
+
+    The watcher sleeps on an ``Alarm`` set when a ``busy`` is held and cleared when it goes or is dropped, so a
+    quick change never wakes it (a woken thread costs the kernel as much CPU as the ``busy`` would have); where
+    there is no ``Alarm``, it is woken by an event at each held ``busy`` and sleeps until that one is due.
     """
 
     #: False: every ``busy`` goes out at once, as ipykernel's own session does (``benchmarks/loadtest/ab.sh``).
     hold_busy = True
+    #: False: the watcher is woken by an event at each held ``busy``, as where there is no ``Alarm`` (ab.sh).
+    use_alarm = True
     #: How long a widget message may run before the page is told the kernel is busy with it.
     busy_after_s = 0.5
     #: The session this one sends beside (``beside``); None: a plain ``Session``.
@@ -93,7 +150,9 @@ class LateBusySession(Session):
         new._lock = threading.Lock()
         new._held = None  # (the message's id, when its busy is due, the busy's send arguments)
         new._due = threading.Event()
+        new._alarm = Alarm.create() if cls.use_alarm else None
         new._watcher = None
+        new.watcher_wakes = 0  # how often the watcher woke (tests: a quick change does not wake it)
         return new
 
     @property
@@ -107,6 +166,8 @@ class LateBusySession(Session):
             return super().send(*call)
         with self._lock:
             held, self._held = self._held, None
+            if held is not None and self._alarm is not None:
+                self._alarm.clear()
             if msg_or_type == "status" and isinstance(content, dict) and isinstance(parent, dict):
                 state, asked = content.get("execution_state"), parent.get("header") or {}
                 if state == "idle" and held is not None and held[0] == asked.get("msg_id"):
@@ -114,9 +175,13 @@ class LateBusySession(Session):
                 if state == "busy" and asked.get("msg_type") in LATE_BUSY_TYPES:
                     if held is not None:
                         super().send(*held[2])
+                        held = None
                     self._held = (asked.get("msg_id"), time.monotonic() + self.busy_after_s, call)
-                    self._start_watch()
-                    return None
+                    try:
+                        self._start_watch()
+                        return None
+                    except OSError:  # the alarm could not be set (not expected): the busy goes at once
+                        self._held = None
             if held is not None:
                 super().send(*held[2])
             return super().send(*call)
@@ -125,22 +190,36 @@ class LateBusySession(Session):
         if self._watcher is None:
             self._watcher = threading.Thread(target=self._watch, name="course-late-busy", daemon=True)
             self._watcher.start()
-        self._due.set()
+        if self._alarm is not None:
+            self._alarm.set(self.busy_after_s)
+        else:
+            self._due.set()
+
+    def _send_if_due(self) -> float:
+        """Sends the held ``busy`` if it is due; else how long until it is (0: nothing held)."""
+        with self._lock:
+            if self._held is None:
+                return 0.0
+            wait = self._held[1] - time.monotonic()
+            if wait > 0:
+                return wait
+            held, self._held = self._held, None
+            Session.send(self, *held[2])
+            return 0.0
 
     def _watch(self) -> None:
         """Sends a held ``busy`` once it is due; sleeps until the next is held."""
         while True:
+            if self._alarm is not None:
+                self._alarm.wait()  # set for the busy held now: it is due (or already gone, or held again)
+                self.watcher_wakes += 1
+                if (wait := self._send_if_due()) > 0:  # held again meanwhile, and set again: not expected
+                    self._alarm.set(wait)
+                continue
             self._due.wait()
             self._due.clear()
-            while True:
-                with self._lock:
-                    if self._held is None:
-                        break
-                    wait = self._held[1] - time.monotonic()
-                    if wait <= 0:
-                        held, self._held = self._held, None
-                        Session.send(self, *held[2])
-                        break
+            self.watcher_wakes += 1
+            while (wait := self._send_if_due()) > 0:
                 time.sleep(wait)
 
 

@@ -305,3 +305,54 @@ def test_a_session_beside_another_never_gives_an_id_the_other_gives():
     beside = LateBusySession.beside(origin)
     ids = [s.msg_id for s in (origin, beside, origin, beside, beside)]
     assert len(set(ids)) == len(ids)  # one counter for both; ipykernel's streams send with the original
+
+
+def test_a_quick_change_does_not_wake_the_watcher_on_linux(kernel, sliders):
+    """The watcher sleeps on an ``Alarm`` (a timerfd) that a held busy sets and its idle clears: five quick
+    changes wake it at most as often as one went past half a second (a loaded machine), not once each."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the alarm is Linux's timerfd; elsewhere the watcher is woken by an event")
+    count = "print(type(get_ipython().kernel.session._alarm).__name__, get_ipython().kernel.session.watcher_wakes)"
+    kind, before = run(kernel, count)[0][1].split()
+    answers = [move(kernel, sliders["quick"], value) for value in range(11, 16)]
+    late = sum(1 for a in answers if a[0][1:] == ("status", "busy"))
+    after = int(run(kernel, count)[0][1].split()[1])
+    assert kind == "Alarm"
+    assert after - int(before) <= late, (before, after, answers)
+
+
+def test_the_alarm_goes_off_once_when_set_and_never_when_cleared():
+    from mha_classroom.kernel_io import Alarm
+
+    alarm = Alarm.create()
+    if alarm is None:
+        pytest.skip("no timerfd here")
+    import select
+
+    alarm.set(0.05)
+    start = time.monotonic()
+    alarm.wait()
+    assert 0.045 <= time.monotonic() - start < 5
+    alarm.set(0.05)
+    alarm.clear()
+    assert select.select([alarm.fd], [], [], 0.2)[0] == []  # cleared: it never goes off
+    alarm.set(0.05)
+    alarm.set(0.3)  # set again: only the later one counts
+    assert select.select([alarm.fd], [], [], 0.15)[0] == []
+    alarm.wait()
+    os.close(alarm.fd)
+
+
+def test_without_an_alarm_the_watcher_still_sends_a_held_busy_when_due(late):
+    """macOS and Windows have no timerfd: the watcher is woken by an event at each held busy instead."""
+    session, sock = late
+    session._alarm = None
+    session.busy_after_s = 0.2
+    change = session.msg("comm_msg", {})
+    status(session, sock, "busy", change)
+    deadline = time.monotonic() + 10
+    while not sock.sent and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sock.sent == [("status", "busy", change["header"]["msg_id"])]
+    status(session, sock, "idle", change)
+    assert sock.sent[1:] == [("status", "idle", change["header"]["msg_id"])]

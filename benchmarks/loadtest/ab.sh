@@ -11,6 +11,7 @@
 #   flush_ab:  ab.sh flush_ab mha_classroom/kernel_io.py '    skip_clean_flush = True' '    skip_clean_flush = False'
 #   watcher_ab: ab.sh watcher_ab mha_classroom/server_io.py '    light_watcher = True' '    light_watcher = False'
 #   busy_ab:   ab.sh busy_ab mha_classroom/kernel_io.py '    hold_busy = True' '    hold_busy = False'
+#   alarm_ab:  ab.sh alarm_ab mha_classroom/kernel_io.py '    use_alarm = True' '    use_alarm = False'
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 name=$1 file=$2 committed=$3 changed=$4

@@ -12,10 +12,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 name=$1 arm_a=$2 arm_b=$3
 pip_hub() { deploy/.venv-hub/bin/python -m pip install -q --disable-pip-version-check --no-deps "$@"; }
-trap 'pip_hub $arm_b' EXIT
+names() { for pin in $1; do echo "${pin%%[=<>]*}"; done | sort -u; }
+# For each B run and at the end: arm B's pins, and no package only arm A named (nest-asyncio2 above).
+only_a=$(comm -23 <(names "$arm_a") <(names "$arm_b") | tr '\n' ' ')
+back_to_b() {
+  pip_hub $arm_b
+  [ -z "${only_a// }" ] || deploy/.venv-hub/bin/python -m pip uninstall -q -y $only_a
+}
+trap back_to_b EXIT
 for round in 1 2; do
   for arm in A B; do
-    if [ "$arm" = A ]; then pip_hub $arm_a; else pip_hub $arm_b; fi
+    if [ "$arm" = A ]; then pip_hub $arm_a; else back_to_b; fi
     .venv/bin/python -m benchmarks.loadtest --learners 32 --notebooks 03_multiple_heads --no-profile \
       --out "benchmarks/loadtest/$name/$arm$round"
   done

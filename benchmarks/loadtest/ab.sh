@@ -12,6 +12,8 @@
 #   watcher_ab: ab.sh watcher_ab mha_classroom/server_io.py '    light_watcher = True' '    light_watcher = False'
 #   busy_ab:   ab.sh busy_ab mha_classroom/kernel_io.py '    hold_busy = True' '    hold_busy = False'
 #   alarm_ab:  ab.sh alarm_ab mha_classroom/kernel_io.py '    use_alarm = True' '    use_alarm = False'
+#   floor_ab:  ab.sh floor_ab mha_classroom/widgets/heads.py '        self.head_count.observe(self._on_change, names="value")' \
+#                '        pass  # floor_ab arm A: the course'"'"'s code hears no change'
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 name=$1 file=$2 committed=$3 changed=$4

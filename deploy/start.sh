@@ -33,7 +33,7 @@ PYTHON="${PYTHON:-$(command -v /usr/bin/python3.11 || command -v python3.11 || c
 # On a fresh Debian 12 (as root) install what the build needs and the system lacks:
 # python3.11-venv (Debian splits venv/ensurepip out of python3.11) and node/npm (the proxy).
 apt_missing=()
-if [[ "$PYTHON" == /usr/bin/python3.11 ]] && ! /usr/bin/python3.11 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+if [[ "$PYTHON" == /usr/bin/python3.11 ]] && ! /usr/bin/python3.11 -I -c 'import ensurepip, venv' >/dev/null 2>&1; then
     apt_missing+=(python3.11-venv)
 fi
 if [[ ! -x "$HERE/node_modules/.bin/configurable-http-proxy" ]] && ! command -v npm >/dev/null 2>&1; then
@@ -55,14 +55,14 @@ if (( ${#apt_missing[@]} )); then
     fi
 fi
 
-if ! "$PYTHON" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 12) else 1)'; then
+if ! "$PYTHON" -I -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 12) else 1)'; then
     echo "deploy: $PYTHON is not Python 3.11.x; set PYTHON=/path/to/python3.11" >&2
     exit 1
 fi
 # As root, learners' servers run as their own Unix accounts, so the interpreter must be
 # one every account can run: not one under a private folder such as /root/.pyenv.
-if [[ "$(id -u)" == 0 && "${MHA_HUB_UNIX_USERS:-1}" == 1 ]] && ! "$PYTHON" -c 'import os, sys, pathlib; p = pathlib.Path(os.path.realpath(sys.base_prefix)); sys.exit(0 if all(os.stat(d).st_mode & 0o001 for d in [p, *p.parents]) else 1)'; then
-    echo "deploy: $PYTHON lives in a folder the learners' accounts cannot enter ($("$PYTHON" -c 'import sys; print(sys.base_prefix)'))." >&2
+if [[ "$(id -u)" == 0 && "${MHA_HUB_UNIX_USERS:-1}" == 1 ]] && ! "$PYTHON" -I -c 'import os, sys, pathlib; p = pathlib.Path(os.path.realpath(sys.base_prefix)); sys.exit(0 if all(os.stat(d).st_mode & 0o001 for d in [p, *p.parents]) else 1)'; then
+    echo "deploy: $PYTHON lives in a folder the learners' accounts cannot enter ($("$PYTHON" -I -c 'import sys; print(sys.base_prefix)'))." >&2
     echo "deploy: set PYTHON to a Python 3.11 every account can run (default: Debian's /usr/bin/python3.11)." >&2
     exit 1
 fi
@@ -77,14 +77,14 @@ build_env() {
         return
     fi
     echo "deploy: building $HUB_VENV (the course lock + the hub lock, --no-deps) ..."
-    [[ -x "$HUB_VENV/bin/python" ]] || "$PYTHON" -m venv "$HUB_VENV"
+    [[ -x "$HUB_VENV/bin/python" ]] || "$PYTHON" -I -m venv "$HUB_VENV"
     # --no-deps and exact lists: nothing beyond the two locks, so rfc3987-syntax and lark
     # (which jupyter-events would pull in, and which slow every kernel's first figure) stay out.
-    "$HUB_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+    "$HUB_VENV/bin/python" -I -m pip install -q --disable-pip-version-check --no-deps \
         -r "$ROOT/requirements.lock" -r "$HERE/requirements-hub.lock"
     # Editable: a `git pull` of the course reaches every learner's next kernel.
-    "$HUB_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT"
-    if "$HUB_VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(0 if (u.find_spec('lark') or u.find_spec('rfc3987_syntax')) else 1)"; then
+    "$HUB_VENV/bin/python" -I -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT"
+    if "$HUB_VENV/bin/python" -I -c "import importlib.util as u, sys; sys.exit(0 if (u.find_spec('lark') or u.find_spec('rfc3987_syntax')) else 1)"; then
         echo "deploy: lark or rfc3987-syntax is installed in $HUB_VENV; they slow every kernel's first figure. Remove them." >&2
         exit 1
     fi
@@ -102,7 +102,7 @@ build_env
 # Every learner's kernel is the course's (mha_classroom/kernel_io.py: no flush with nothing to send after each
 # message, and a control's change answered with idle alone when quick), as in every course environment. At every
 # start, not only when the environment is built: a hub built before a setting existed gets it too (once; cheap).
-"$HUB_VENV/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import course; course.install_kernel_config(sys.prefix)' "$ROOT/tools"
+"$HUB_VENV/bin/python" -I -c 'import sys; sys.path.insert(0, sys.argv[1]); import course; course.install_kernel_config(sys.prefix)' "$ROOT/tools"
 build_proxy
 [[ "${1:-}" == "--build-only" ]] && exit 0
 

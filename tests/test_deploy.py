@@ -460,6 +460,29 @@ def test_the_start_script_installs_without_dependencies_from_the_two_locks():
     subprocess.run(["bash", "-n", str(DEPLOY / "start.sh")], check=True)
 
 
+def test_the_start_script_runs_no_python_module_from_the_folder_it_is_started_in(tmp_path):
+    """An admin may run ``sudo deploy/start.sh`` from any folder, /tmp or a learner's among them: ``python -c`` and
+    ``python -m`` put the current folder first on the module path, so a ``pathlib.py`` left there ran as root.
+    Every Python start.sh runs is isolated (``-I``). Needs the hub's environment built (as CI does)."""
+    import hashlib
+
+    venv = DEPLOY / ".venv-hub"
+    stamp = venv / ".hub-env-installed"
+    want = hashlib.sha256(b"".join(p.read_bytes() for p in (ROOT / "requirements.lock", DEPLOY / "requirements-hub.lock",
+                                                             ROOT / "pyproject.toml"))).hexdigest()[:16]
+    if not stamp.is_file() or stamp.read_text().strip() != want:
+        pytest.skip("deploy/.venv-hub is not built from today's locks (deploy/start.sh --build-only)")
+    planted = ["pathlib", "ensurepip", "venv", "course", "json", "pip", "importlib_util", "shutil", "tempfile"]
+    here = tmp_path / "a learner's folder"
+    here.mkdir()
+    for name in planted:
+        (here / f"{name}.py").write_text(f"open({str(tmp_path / ('RAN-' + name))!r}, 'w').close()\n")
+    done = subprocess.run([str(DEPLOY / "start.sh"), "--build-only"], cwd=here, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in tmp_path.glob("RAN-*")) == []
+
+
 def test_the_start_script_uses_debians_python_and_installs_what_a_fresh_debian_lacks():
     script = (DEPLOY / "start.sh").read_text()
     assert 'PYTHON="${PYTHON:-$(command -v /usr/bin/python3.11' in script

@@ -149,8 +149,8 @@ class LateBusySession(Session):
         new._origin = session
         new._lock = threading.Lock()
         new._held = None  # (the message's id, when its busy is due, the busy's send arguments)
-        new._due = threading.Event()
         new._alarm = Alarm.create() if cls.use_alarm else None
+        new._due = threading.Event() if new._alarm is None else None  # where there is no alarm: the watcher's wake-up
         new._watcher = None
         new.watcher_wakes = 0  # how often the watcher woke (tests: a quick change does not wake it)
         return new

@@ -343,10 +343,15 @@ def test_the_alarm_goes_off_once_when_set_and_never_when_cleared():
     os.close(alarm.fd)
 
 
-def test_without_an_alarm_the_watcher_still_sends_a_held_busy_when_due(late):
+def test_without_an_alarm_the_watcher_still_sends_a_held_busy_when_due(monkeypatch):
     """macOS and Windows have no timerfd: the watcher is woken by an event at each held busy instead."""
-    session, sock = late
-    session._alarm = None
+    from jupyter_client.session import Session
+
+    from mha_classroom.kernel_io import Alarm, LateBusySession
+
+    monkeypatch.setattr(Alarm, "create", classmethod(lambda cls: None))  # as where there is no timerfd
+    origin = Session(key=b"a-key")
+    session, sock = LateBusySession.beside(origin), Recorder(origin)
     session.busy_after_s = 0.2
     change = session.msg("comm_msg", {})
     status(session, sock, "busy", change)

@@ -743,10 +743,12 @@ def test_a_parts_cpu_counts_a_process_left_to_init(tmp_path):
     if probe is None:
         pytest.skip("no control group can be made here (not root, or no cgroup v1 cpuacct)")
     course.remove_group(probe)
-    spin = "import time; end = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
-    # The child starts a spinner, never waits for it, and exits after it has spun: init reaps the spinner.
-    script = (f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {spin!r}], start_new_session=True);"
-              f" time.sleep(1.5)")
+    spun = tmp_path / "spun"
+    spin = f"import time; end = time.process_time() + 0.5\nwhile time.process_time() < end: pass\nopen({str(spun)!r}, 'w').close()"
+    # The child starts a spinner, never waits for it (no wait4), and exits once the spinner has spun 0.5 CPU-s, however
+    # busy the machine (a fixed sleep gave it 0.43 CPU-s beside the other parts): init reaps the spinner.
+    script = (f"import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {spin!r}], start_new_session=True)\n"
+              f"end = time.monotonic() + 120\nwhile not os.path.exists({str(spun)!r}) and time.monotonic() < end: time.sleep(0.01)")
     code, cpu = course.run_part([sys.executable, "-c", script], tmp_path / "r.xml", tmp_path / "l.log", dict(os.environ))
     assert code == 0 and cpu >= 0.45, (code, cpu, (tmp_path / "l.log").read_text())
     # This run's group is gone (named by this process; in `make test` the other parts' groups are there meanwhile).

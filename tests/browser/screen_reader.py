@@ -263,16 +263,21 @@ class ScreenReader:
         said = [u for u in self.spoken() if u in ("Focus mode", "Browse mode")]
         return "focus" if said and said[-1] == "Focus mode" else "browse"
 
-    def wait_speech(self, start: int, pattern: str, *, timeout: float = 15, what: str = "") -> str:
+    def wait_speech(self, start: int, pattern: str, *, timeout: float = 15, what: str = "",
+                    silent_grace: float = 0.0) -> str:
         """Wait until the speech since ``start`` matches ``pattern`` (a regex, case-insensitive), as spoken or as
         ``plain`` text (a pattern made from ``norm``'s text has straight quotes and dashes, and may span two
-        utterances); what was said."""
+        utterances); what was said. ``silent_grace``: when ``timeout`` passes and Orca has said nothing at all since
+        ``start`` (it has not yet reacted: on a loaded machine it lags), wait that much longer; anything else said
+        still fails at ``timeout``."""
         deadline = time.monotonic() + timeout
         rx = re.compile(pattern, re.I | re.S)
         while True:
             text = self.said(start)
             if rx.search(text) or rx.search(plain(text)):
                 return text
+            if time.monotonic() > deadline and silent_grace > 0 and not text.strip():
+                deadline, timeout, silent_grace = deadline + silent_grace, timeout + silent_grace, 0.0
             if time.monotonic() > deadline:
                 self.waited_out.append((what or pattern, timeout))
                 raise ScreenReaderError(f"Orca did not say {what or pattern!r} within {timeout:.0f} s; it said: {text[-600:]!r}")

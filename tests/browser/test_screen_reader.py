@@ -126,7 +126,7 @@ def move_control(sr: ScreenReader, page, listening: Listening, focused: dict, st
     # A checkbox inside a group is named by its own label (Orca says the group's legend on entering it only).
     name = control["label"] if kind_of(control) == "checkbox" and control["label"] else control["legend"]
     try:
-        said = sr.wait_speech(start, re.escape(norm(name)[:30]), timeout=8, what=f"the name of {where}")
+        said = sr.wait_speech(start, re.escape(norm(name)[:30]), timeout=8, what=f"the name of {where}", silent_grace=12)
     except ScreenReaderError as exc:
         listening.problems.append(f"{where}: Tab reached it and its name was not spoken ({exc})")
         said = sr.said(start)

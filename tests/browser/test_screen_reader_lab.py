@@ -47,6 +47,21 @@ def lab_focus_first(page, cell: int, selector: str) -> bool:
       if (!el) return false; el.focus(); return document.activeElement === el; }""", [cell, selector])
 
 
+def lab_focus_moved(page, arrived, timeout: float = 3.0) -> bool:
+    """After a Tab: whether the focused control (``keyboard_walk.focused_control``) satisfies ``arrived`` within
+    ``timeout`` seconds. On a loaded machine JupyterLab can take longer than a fixed pause to move the focus; a
+    second Tab pressed meanwhile would go one stop too far."""
+    from keyboard_walk import focused_control
+
+    deadline = time.monotonic() + timeout
+    while True:
+        time.sleep(0.15)
+        if arrived(focused_control(page) or {}):
+            return True
+        if time.monotonic() > deadline:
+            return False
+
+
 def lab_move(sr: ScreenReader, page, listening: Listening, cell: int, control: dict, start: int, tried_focus: list) -> None:
     """One control of a notebook's group: its name spoken on Tab; moved; its new value and the figure's new words
     spoken; the focus, the active cell and command mode where they were (the keys stayed in the group)."""
@@ -56,7 +71,8 @@ def lab_move(sr: ScreenReader, page, listening: Listening, cell: int, control: d
     where = f"cell {cell + 1} {control['kind']} {control['name']!r}"
     if control["name"]:
         try:
-            sr.wait_speech(start, re.escape(norm(control["name"])[:30]), timeout=8, what=f"the name of {where}")
+            sr.wait_speech(start, re.escape(norm(control["name"])[:30]), timeout=8, what=f"the name of {where}",
+                           silent_grace=12)
         except ScreenReaderError as exc:
             listening.problems.append(f"{where}: Tab reached it and its name was not spoken ({exc})")
     sr.wait_quiet(0.8)
@@ -214,8 +230,7 @@ def listen_to_notebook(sr: ScreenReader, lab, stem: str) -> Listening:
         sr.wait_quiet(0.4, timeout=4)
         for _ in range(3):  # back over the cell's toolbar, if Shift+Tab left for the cell itself
             start = sr.key("Tab")
-            time.sleep(0.3)
-            if (focused_control(page) or {}).get("in_group"):
+            if lab_focus_moved(page, lambda c: c.get("in_group")):
                 break
             sr.wait_quiet(0.4, timeout=4)
         tried_focus: list = []
@@ -227,7 +242,7 @@ def listen_to_notebook(sr: ScreenReader, lab, stem: str) -> Listening:
             seen.add(control["id"])
             lab_move(sr, page, listening, cell, control, start, tried_focus)
             start = sr.key("Tab")
-            time.sleep(0.3)
+            lab_focus_moved(page, lambda c, was=control["id"]: c.get("id") != was)
         if not listening.controls_moved:
             listening.problems.append(f"cell {cell + 1}: no control of the group was moved")
     lab_quiz(sr, page, listening)

@@ -103,14 +103,18 @@ class Alarm:
         return cls(fd, settime) if fd >= 0 else None
 
     def set(self, seconds: float) -> None:
-        """Go off once, ``seconds`` from now (0: never), in place of any earlier setting."""
-        whole = int(seconds)
-        spec = _Itimerspec(_Timespec(0, 0), _Timespec(whole, int((seconds - whole) * 1e9)))
-        if self._settime(self.fd, 0, ctypes.byref(spec), None) != 0:
-            raise OSError(ctypes.get_errno(), "timerfd_settime failed")
+        """Go off once, ``seconds`` from now (at once for 0 or less), in place of any earlier setting."""
+        nanos = max(1, round(seconds * 1e9))  # a zero time would disarm the timer instead
+        self._arm(nanos // 1_000_000_000, nanos % 1_000_000_000)
 
     def clear(self) -> None:
-        self.set(0)
+        """Never go off (until set again); an expiry not yet waited for is dropped."""
+        self._arm(0, 0)
+
+    def _arm(self, whole: int, nanos: int) -> None:
+        spec = _Itimerspec(_Timespec(0, 0), _Timespec(whole, nanos))
+        if self._settime(self.fd, 0, ctypes.byref(spec), None) != 0:
+            raise OSError(ctypes.get_errno(), "timerfd_settime failed")
 
     def wait(self) -> None:
         """Until the alarm goes off (at once if it went off since it was last set)."""

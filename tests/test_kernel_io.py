@@ -340,6 +340,10 @@ def test_the_alarm_goes_off_once_when_set_and_never_when_cleared():
     alarm.set(0.3)  # set again: only the later one counts
     assert select.select([alarm.fd], [], [], 0.15)[0] == []
     alarm.wait()
+    for soon in (0, 1e-12):  # no time left (a busy due now): it goes off at once, it is not disarmed
+        alarm.set(soon)
+        assert select.select([alarm.fd], [], [], 1)[0] == [alarm.fd], soon
+        alarm.wait()
     os.close(alarm.fd)
 
 

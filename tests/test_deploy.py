@@ -472,7 +472,7 @@ def test_the_start_script_runs_no_python_module_from_the_folder_it_is_started_in
                                                              ROOT / "pyproject.toml"))).hexdigest()[:16]
     if not stamp.is_file() or stamp.read_text().strip() != want:
         pytest.skip("deploy/.venv-hub is not built from today's locks (deploy/start.sh --build-only)")
-    planted = ["pathlib", "ensurepip", "venv", "course", "json", "pip", "importlib_util", "shutil", "tempfile"]
+    planted = ["pathlib", "ensurepip", "venv", "course", "json", "pip", "sysconfig", "shutil", "tempfile"]
     here = tmp_path / "a learner's folder"
     here.mkdir()
     for name in planted:

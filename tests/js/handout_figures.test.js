@@ -70,6 +70,29 @@ test("each figure is drawn without the mode bar, its drawing hidden, its save bu
   assert.deepEqual(Plotly.calls.at(-1)[1].filename, "weights-of-head-1");
 });
 
+test("a fit records the width it fitted for; a resize of 20 px or more fits again, a smaller one does not", async () => {
+  const Plotly = fakePlotly();
+  const window = handoutScripts([{ widget: "label.js" }, { widget: "save.js" }, "figures.js"],
+                                { body: FIGURE, window: { Plotly } });
+  const plot = window.document.querySelector(".mha-plot");
+  let width = 820;
+  Object.defineProperty(plot, "clientWidth", { get: () => width });
+  await settle();
+  assert.equal(plot.dataset.mhaFitted, "820");
+  const resized = async (to) => {
+    width = to;
+    for (const [type, fn] of window.listeners) if (type === "resize") fn();
+    await new Promise((resolve) => setTimeout(resolve, 200));  // figures.js waits 150 ms after a resize
+    await settle();
+  };
+  await resized(390);
+  assert.equal(plot.dataset.mhaFitted, "390");
+  const relayouts = Plotly.calls.filter((c) => c[0] === "relayout").length;
+  await resized(400);
+  assert.equal(plot.dataset.mhaFitted, "390");
+  assert.equal(Plotly.calls.filter((c) => c[0] === "relayout").length, relayouts, "no second fit for 10 px");
+});
+
 test("without plotly.js the page keeps its words and draws nothing", async () => {
   const window = handoutScripts([{ widget: "label.js" }, { widget: "save.js" }, "figures.js"], { body: FIGURE });
   await settle();

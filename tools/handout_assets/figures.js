@@ -83,15 +83,20 @@
     var config = {responsive: true, displayModeBar: false, displaylogo: false};
     var drawn = window.Plotly.newPlot(plot, spec.data || [], layout, config);
     var width = 0;
+    // Fits the figure to the width it has now, once that width has moved by 20 px or more. When a fit is done,
+    // data-mha-fitted holds the width it fitted for (after a resize, the page is laid out again once it is there).
     function refit() {
       if (Math.abs(plot.clientWidth - width) < 20) return Promise.resolve();
-      width = plot.clientWidth;
+      var fitting = width = plot.clientWidth;
       return window.Plotly.relayout(plot, {"title.text": original.text, "margin.t": margin.t,
                                            "title.pad.t": original.pad ? original.pad.t : 12})
         .then(function () { return fitTitle(plot, original, margin); })
-        .then(function () { return narrow(plot); });
+        .then(function () { return narrow(plot); })
+        .then(function () { if (width === fitting) plot.setAttribute("data-mha-fitted", String(fitting)); });
     }
     window.addEventListener("resize", function () { window.setTimeout(refit, 150); });
+    // The plot's own box can change width without the window's (a web font or a wide table laid out late).
+    if (window.ResizeObserver) new window.ResizeObserver(function () { window.setTimeout(refit, 150); }).observe(plot);
     // Another setting of the same figure (states.js): drawn in place, its title fitted to the page again.
     figure.mhaShow = function (next) {
       var nextLayout = pageLayout(next);

@@ -507,6 +507,18 @@ def test_ci_runs_the_readme_test_command():
     assert commands[-1] == "make test"
 
 
+@pytest.mark.parametrize(("ci", "asked", "taken"), [(None, None, True), ("true", None, False), ("true", "1", True),
+                                                    (None, "0", False)])
+def test_the_browser_tests_take_pictures_except_under_ci_unless_asked(ci, asked, taken):
+    """CI keeps no files: under CI=true the browser tests take no screenshots, unless MHA_PICTURES=1."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "MHA_PICTURES")}
+    env.update({"PYTHONPATH": str(ROOT / "tests" / "browser")}, **({"CI": ci} if ci else {}),
+               **({"MHA_PICTURES": asked} if asked else {}))
+    run = subprocess.run([sys.executable, "-c", "import browser_config; print(browser_config.PICTURES)"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == str(taken), run.stderr[-2000:]
+
+
 def test_quiz_bank_is_found_from_an_installed_copy(tmp_path):
     """`pip install .` (not editable) puts the data inside the package, found without a checkout, and the
     widgets' JavaScript (mha_classroom/widgets/js) beside their modules."""

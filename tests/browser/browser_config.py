@@ -16,6 +16,11 @@ NOTEBOOK_DIR = Path(os.environ.get("MHA_BROWSER_NOTEBOOKS") or REPO / "notebooks
 SERVER_ROOT = NOTEBOOK_DIR.parent
 ARTIFACTS = REPO / "artifacts" / "browser"
 CHROMIUM = chromium_path()
+#: Pictures of what the tests saw (each notebook whole, each control group presented, each handout's first
+#: screen) are for a person to look at, in ARTIFACTS. CI keeps no files, so under CI=true none are taken: they
+#: cost about 4 CPU-s per notebook (measured on notebooks 03 and 07, 75.7 against 67.3 CPU-s for both).
+#: MHA_PICTURES=1 takes them anyway, MHA_PICTURES=0 never.
+PICTURES = os.environ.get("MHA_PICTURES", "0" if os.environ.get("CI") == "true" else "1") == "1"
 #: The whole browser run should stay under this many seconds on two cores; measured and reported.
 BUDGET_S = 300
 

@@ -24,7 +24,7 @@ from filelock import FileLock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # lab_server, lab_page, notebook_checks
 
-from browser_config import ARTIFACTS, BUDGET_S, REPO, SERVER_ROOT, missing_tools  # noqa: E402
+from browser_config import ARTIFACTS, BUDGET_S, PICTURES, REPO, SERVER_ROOT, missing_tools  # noqa: E402
 from browser_config import fail_or_skip as _fail_or_skip  # noqa: E402
 from course import chromium_path  # noqa: E402
 from lab_page import chromium  # noqa: E402
@@ -245,5 +245,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.write_line(handouts_line(run))
     left = run["cleanup"].get("leftover_processes")
     tr.write_line(f"processes left behind: {left or 'none'}")
-    tr.write_line(f"report: {md_path.relative_to(REPO)}, {json_path.relative_to(REPO)}; "
-                  f"screenshots in {ARTIFACTS.relative_to(REPO)}/")
+    pictures = (f"screenshots in {ARTIFACTS.relative_to(REPO)}/" if PICTURES
+                else "no screenshots taken (browser_config.PICTURES; MHA_PICTURES=1 takes them)")
+    tr.write_line(f"report: {md_path.relative_to(REPO)}, {json_path.relative_to(REPO)}; {pictures}")

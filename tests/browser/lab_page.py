@@ -337,8 +337,10 @@ _NOTEBOOK_HEIGHT = """() => {
 
 def on_whole_notebook(page, read, *, picture: Path | None = None, max_height: int = 16000):
     """``read()`` with the window stretched to the notebook's whole height, so every cell and output is in view
-    (a check of what is drawn sees all of it, not one screen), and a screenshot of it to ``picture`` (if given)
-    in the same stretch; the window's size is put back after."""
+    (a check of what is drawn sees all of it, not one screen), and a screenshot of it to ``picture`` (if given,
+    and pictures are taken: ``browser_config.PICTURES``) in the same stretch; the window's size is put back after."""
+    from browser_config import PICTURES
+
     screen = page.viewport_size
     try:
         # Twice: cells outside the viewport are sized by an estimate until they are shown.
@@ -348,7 +350,7 @@ def on_whole_notebook(page, read, *, picture: Path | None = None, max_height: in
             page.wait_for_timeout(700)  # layout, and plotly's relayout on resize
         page.evaluate(_NOTEBOOK_HEIGHT)
         value = read()
-        if picture is not None:
+        if picture is not None and PICTURES:
             picture.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(picture), timeout=30_000)
         return value
@@ -357,7 +359,12 @@ def on_whole_notebook(page, read, *, picture: Path | None = None, max_height: in
 
 
 def save_screenshot(page, path: Path, *, max_height: int = 16000) -> None:
-    """One picture of the whole notebook: the viewport is stretched to the notebook's height first."""
+    """One picture of the whole notebook: the viewport is stretched to the notebook's height first (nothing, when
+    no pictures are taken)."""
+    from browser_config import PICTURES
+
+    if not PICTURES:
+        return
     on_whole_notebook(page, lambda: None, picture=path, max_height=max_height)
 
 

@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 
 import page_text
-from browser_config import ARTIFACTS
+from browser_config import ARTIFACTS, PICTURES
 from lab_page import (
     CONTROL_SELECTORS,
     OUTPUT,
@@ -77,7 +77,10 @@ def toggle_simple_interface(page) -> None:
 
 
 def save_group_screenshots(page, folder: Path) -> None:
-    """One picture per output holding a control and a figure, as the room sees it (for a person to look at)."""
+    """One picture per output holding a control and a figure, as the room sees it (for a person to look at;
+    none when no pictures are taken)."""
+    if not PICTURES:
+        return
     folder.mkdir(parents=True, exist_ok=True)
     outputs = page.locator(OUTPUT).filter(has=page.locator(CONTROL_SELECTORS)).filter(has=page.locator(PLOT))
     for i in range(min(outputs.count(), 8)):

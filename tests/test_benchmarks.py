@@ -134,3 +134,19 @@ def test_the_page_switch_profile_sorts_self_time_by_where_the_code_comes_from():
         "the browser itself (layout, paint, style)": 2.0, "idle": 1.0,
         "the browser's built-ins (DOM calls, from any script)": 0.5, "plotly.js": 0.5,
         "ipywidgets and JupyterLab": 0.3, "the course's widgets and anywidget": 0.1, "garbage collection": 0.05}
+
+
+def test_cpu_per_test_counts_what_a_test_starts_and_nothing_for_an_idle_one(tmp_path):
+    """A test that makes another process spin 0.5 CPU-s is counted that much; a test that sleeps is not."""
+    tests = tmp_path / "test_spin.py"
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\n"
+    tests.write_text("import subprocess, sys, time\n\n"
+                     f"def test_spins():\n    subprocess.run([sys.executable, '-c', {spin!r}], check=True)\n\n"
+                     "def test_sleeps():\n    time.sleep(0.5)\n")
+    out = tmp_path / "rows.json"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.cpu_per_test", "--out", str(out), "--", str(tests), "-q"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    cpu = {nodeid.split("::")[-1]: seconds for nodeid, seconds, _ in json.loads(out.read_text())}
+    assert cpu["test_spins"] >= 0.45 and cpu["test_sleeps"] < 0.2, cpu
+    assert "the costliest tests" in run.stdout and "test_spins" in run.stdout

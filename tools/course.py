@@ -247,17 +247,13 @@ def lab_command(python: str, extra: list[str] = (), *, as_root: bool | None = No
 SCREEN_READER = "tests/browser/test_screen_reader.py"
 #: Orca in JupyterLab: a part of its own, beside the handouts' listening (it needs JupyterLab, not the build).
 SCREEN_READER_LAB = "tests/browser/test_screen_reader_lab.py"
-#: The browser tests of the built handouts (no JupyterLab): their pages, opened from disk.
-HANDOUTS = ["tests/browser/test_handouts.py"]
-#: Browser tests that need neither JupyterLab nor the handouts' build: the quick-check page (built by its test) and
-#: every live figure's texts in every setting (drawn alone in a bare page).
-FIGURE_TEXTS = ["tests/browser/test_handout_quiz.py", "tests/browser/test_figure_text.py"]
+#: The browser tests of the static handouts (no JupyterLab): their pages, figures' texts and quick checks.
+HANDOUTS = ["tests/browser/test_handouts.py", "tests/browser/test_handout_quiz.py", "tests/browser/test_figure_text.py"]
 PARTS = {
     "unit": ["-n", "auto", "--ignore=tests/browser", "--ignore=tests/hub", "--ignore=tests/cluster"],
     "browser": ["tests/browser", f"--ignore={SCREEN_READER}", f"--ignore={SCREEN_READER_LAB}",
-                *(f"--ignore={path}" for path in HANDOUTS + FIGURE_TEXTS)],
+                *(f"--ignore={path}" for path in HANDOUTS)],
     "handouts": HANDOUTS,
-    "figure texts": FIGURE_TEXTS,
     "screen reader": [SCREEN_READER],
     "screen reader in JupyterLab": [SCREEN_READER_LAB],
     "hub": ["tests/hub"],
@@ -287,11 +283,7 @@ NOTEBOOKS_IN_BROWSER = ["-m", "not notebooks"]
 #: part of its own after JupyterLab's, since the screen reader then the handouts was the longest lane (565 s + 271 s
 #: against 538 s; 836 s in all, the cores 87 % busy): 825 s, the lanes 680 / 825 / 806 s, the cores 94 % busy; three
 #: runs later the same day 768-815 s with 1,408-1,515 CPU-s (the lanes within 20 s of each other, the cores 92-94 % busy).
-#: Later, with each part cheaper (1,441 CPU-s, the cores 93 % busy), the screen reader then the handouts was the
-#: longest lane again (477 + 309 s, against 635 and 765 s): the quick-check page's and the figures' texts' tests, which
-#: need no build, became a part of their own at the end of JupyterLab's lane.
-STAGES = ((("browser", "screen reader in JupyterLab", "figure texts"), ("screen reader", "handouts"),
-           ("unit", "cluster", "hub")),)
+STAGES = ((("browser", "screen reader in JupyterLab"), ("screen reader", "handouts"), ("unit", "cluster", "hub")),)
 #: Every lane of every stage, in order.
 LANES = tuple(lane for stage in STAGES for lane in stage)
 #: How many of the slowest tests, over every run, the summary at the end names.

@@ -203,10 +203,8 @@ def standalone_page(context, folder: Path, width: int = OUTPUT_WIDTH):
 
 def draw(page, figure) -> None:
     """Draw ``figure`` (a ``go.Figure`` or a builder's ``{"data", "layout"}`` spec) in ``page``, replacing the last."""
-    import plotly.graph_objects as go
     import plotly.io as pio
 
-    fig = figure if isinstance(figure, go.Figure) else go.Figure(figure)
-    spec = json.loads(pio.to_json(fig, validate=False))
+    spec = json.loads(pio.to_json(figure, validate=False))  # a dict as it is: no Figure built, nothing validated again
     page.evaluate("""(spec) => Plotly.newPlot('fig', spec.data, spec.layout, {displayModeBar: false, responsive: false})""",
                   spec)

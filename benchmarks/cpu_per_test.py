@@ -86,12 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     import course
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.unlink(missing_ok=True)  # a run that writes nothing shows no rows, not the last run's
     group = course.part_group("cpu per test")
     env = dict(os.environ, **{ROWS: str(args.out)})
     command = [sys.executable, "-m", "pytest", "-p", "benchmarks.cpu_per_test", "-p", "no:cacheprovider", "-p", "no:xdist", *pytest_args]
     if group is not None:
         env[COUNTER] = str(group / "cpuacct.usage")
-        command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs"), *command]
+        command = course.in_group(group, command)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     try:
         done = subprocess.run(command, cwd=ROOT, env=env)

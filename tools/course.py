@@ -421,6 +421,12 @@ def group_cpu(group: Path) -> float | None:
     return None
 
 
+def in_group(group: Path, command: list[str]) -> list[str]:
+    """``command`` run so that it, and every process it starts, is in ``group``: a shell joins it, then becomes the
+    command."""
+    return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs"), *command]
+
+
 def remove_group(group: Path) -> None:
     """Remove ``group``; a process still in it (one a part left running) goes back to the root group first."""
     with contextlib.suppress(OSError):
@@ -440,8 +446,8 @@ def run_part(cmd: list[str], report: Path, log: Path, env: dict) -> tuple[int, f
     name = part_name(cmd)
     group = part_group(name)
     command = [*cmd, f"--junitxml={report}"]
-    if group is not None:  # the shell joins the group, then becomes pytest: every process after it is inside
-        command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs"), *command]
+    if group is not None:  # every process after pytest is inside
+        command = in_group(group, command)
     try:
         with open(log, "wb") as out:
             lower = name == "unit" and os.name == "posix"

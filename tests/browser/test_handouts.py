@@ -102,8 +102,11 @@ class Tab:
         self.shows: tuple | None = None
         self.outside: list = []
         self.missing: list = []
-        self.page.route("**/*", lambda route: only_local(self.outside)(route))
+        self.page.route("**/*", self._route)
         self.page.on("requestfailed", lambda r: r.url.startswith("file://") and self.missing.append(r.url))
+
+    def _route(self, route) -> None:
+        only_local(self.outside)(route)  # the lists of the load now under way
 
     def open(self, path: Path, width: int = VIEWPORT["width"]):
         """``path`` loaded at ``width`` (800 px high), once MathJax has typeset it and plotly drawn every figure."""

@@ -11,9 +11,10 @@ then right, with the package's feedback; links to the neighbouring pages; axe-co
 on at most two A4 pages; and the layout at a
 phone's 390 px and a tablet's 768 px (nothing wider than the page; no two texts of a figure
 over each other once ``narrow.js`` has reflowed it); and every control group's
-settings, recorded when the page was built, each moved in the page and its figure (data and
-title), its words and its messages compared with the same group built here the way its notebook
-builds it and set to the same values in Python (``PAGE_GROUPS``).
+settings, recorded when the page was built: each one's figure (data and title) as the page builds it,
+its words and its messages, and every value of every control moved to in the page and drawn, compared
+with the same group built here the way its notebook builds it and set to the same values in Python
+(``PAGE_GROUPS``).
 """
 
 from __future__ import annotations
@@ -524,15 +525,14 @@ def _live_training():
     return group
 
 #: Moves the page's controls of one group to each listed setting, as a reader would (a click on a radio button
-#: or a checkbox, a value set on a slider or a list, then its event), and reads what the page then shows.
+#: or a checkbox, a value set on a slider or a list, then its event), and reads what the page then draws and shows.
 DRIVE = """async ({box: index, targets}) => {
   const box = document.querySelectorAll('div.mha-states')[index];
   const data = JSON.parse(box.querySelector('script.mha-states-data').textContent);
   const figure = document.getElementById(box.dataset.figure);
   const plot = figure.querySelector('.mha-plot');
   const order = data.controls.map((c, k) => k).sort((a, b) => data.controls[b].base - data.controls[a].base);
-  const plain = v => (v && typeof v === 'object' && !Array.isArray(v) && !('bdata' in v)) ? Array.from(v)
-                   : Array.isArray(v) ? v.map(plain) : v;
+  const plain = """ + "{plain}" + """;
   const set = (k, v) => {
     const els = Array.from(box.querySelectorAll(`[data-control="${k}"]`)), el = els[0];
     if (el.type === 'checkbox') { if (el.checked !== (data.controls[k].labels[v] === 'on')) el.click(); }
@@ -549,13 +549,37 @@ DRIVE = """async ({box: index, targets}) => {
     out.push({
       state: Number(box.dataset.mhaShown), asked: i, values: want, title: (plot.layout.title || {}).text || '',
       traces: plot.data.map(t => ({z: plain(t.z), y: plain(t.y), x: plain(t.x)})),
-      name: plot.getAttribute('aria-label'), words: figure.querySelector('.mha-figure-words').textContent,
+      name: plot.getAttribute('aria-label'), words: figure.querySelector('.mha-figure-words-text').textContent,
       texts: Object.fromEntries(Array.from(box.querySelectorAll('.mha-states-text')).map(e => [e.dataset.text, e.innerText])),
-      controls: data.controls.map(c => ({attr: c.attr, values: c.values})),
     });
   }
   return out;
 }"""
+
+#: Every setting of one group as the page holds it, without drawing: its figure as the page builds it from the
+#: recorded diffs (``states.js``'s ``figureOf``), the name, words and lines the page writes when it shows it.
+EVERY = """(index) => {
+  const box = document.querySelectorAll('div.mha-states')[index];
+  const data = JSON.parse(box.querySelector('script.mha-states-data').textContent);
+  const plain = """ + "{plain}" + """;
+  return {controls: data.controls.map(c => ({attr: c.attr, values: c.values})),
+          states: data.states.map((s, i) => { const f = box.mhaFigureOf(i);
+            return {state: i, asked: i, values: s.v, title: ((f.layout || {}).title || {}).text || '',
+                    traces: (f.data || []).map(t => ({z: plain(t.z), y: plain(t.y), x: plain(t.x)})),
+                    name: s.n, words: s.w, texts: s.t}; })};
+}"""
+#: A plotly value as plain JSON: a typed array as a list (plotly's base64 form, ``bdata``, is left for ``_numbers``).
+PLAIN = ("v => (v && typeof v === 'object' && !Array.isArray(v) && !('bdata' in v)) ? Array.from(v)"
+         " : Array.isArray(v) ? v.map(plain) : v")
+DRIVE, EVERY = DRIVE.replace("{plain}", PLAIN), EVERY.replace("{plain}", PLAIN)
+
+
+def covering(values: list[list[int]]) -> list[int]:
+    """Settings that between them show every value of every control: for each control and each of its values the
+    first setting with it (the first setting itself last, after the others, as ``DRIVE`` takes it)."""
+    chosen = {next(i for i, v in enumerate(values) if v[k] == x) for k in range(len(values[0]))
+              for x in sorted({v[k] for v in values})}
+    return [*sorted(chosen - {0}), 0]
 
 
 def _numbers(value):
@@ -598,7 +622,13 @@ def _title(text: str) -> str:
                                                 if stem in STATES_KNOWN else []) for stem in PAGES if stem in PAGE_GROUPS],
                          scope="module")
 def test_every_precomputed_setting_shows_what_the_package_computes(stem, loaded):
-    """Every setting of every control group, moved in the page, is checked against the group built here.
+    """Every setting of every control group, as the page holds it, is checked against the group built here; the
+    page's own controls move it through settings that show every value of every control, each drawn and read.
+
+    Every setting's figure is read as the page builds it from the recorded diffs, with the name, words and lines
+    it writes on showing it (``EVERY``): drawing all of them (432 in 05) cost a fifth of the handouts' CPU and
+    checked plotly.js, not the page, 432 times. The settings moved to and drawn (``covering``, ``DRIVE``) check what
+    the page draws and writes in the figure, its words and its lines.
 
     On the page the checks above read (``loaded``; the last check of each page, since it moves the controls):
     they leave every control group where the page opened it.
@@ -613,37 +643,50 @@ def test_every_precomputed_setting_shows_what_the_package_computes(stem, loaded)
     unmoved = page.evaluate("() => [...document.querySelectorAll('div.mha-states')].every(b => b.dataset.mhaState === '0')")
     assert unmoved, f"{stem}: a control group no longer shows its first setting before this check moves them"
     keyboard = _keyboard_moves_the_figure(page)
-    readings = []
+    held, drawn = [], []
     for index in range(n_boxes):
-        count = page.evaluate("(i) => JSON.parse(document.querySelectorAll('div.mha-states')[i]"
-                              ".querySelector('script.mha-states-data').textContent).states.length", index)
-        # Every setting, then back to the first: the first is checked after the others have been shown.
-        readings.append(page.evaluate(DRIVE, {"box": index, "targets": [*range(1, count), 0]}))
+        held.append(page.evaluate(EVERY, index))
+        # Every control's every value, then back to the first: the first is checked after the others have been shown.
+        drawn.append({r["asked"]: r for r in page.evaluate(
+            DRIVE, {"box": index, "targets": covering([s["values"] for s in held[-1]["states"]])})})
     assert outside == [], f"{stem}: the page asked the network for {outside}"
     assert missing[missed_before:] == [], f"{stem}: moving the controls asked for files the build did not ship: {missing}"
     assert keyboard["moved"] and keyboard["focus_kept"], f"{stem}: the keyboard did not move a control: {keyboard}"
-    for build, shown in zip(PAGE_GROUPS[stem], readings):
+    for build, group_held, group_drawn in zip(PAGE_GROUPS[stem], held, drawn):
+        states = group_held["states"]
         group = build()
-        for reading in shown:
+        for reading in [*states[1:], states[0]]:
             if reading["asked"] == 0:
                 # The first setting as the notebook first shows it: some groups write a message only on a change.
                 group = build()
-            where = f"{stem}: setting {reading['asked']} {reading['values']}"
-            assert reading["state"] == reading["asked"], f"{where}: the page shows setting {reading['state']}"
-            for control, i in zip(reading["controls"], reading["values"]):
+            for control, i in zip(group_held["controls"], reading["values"]):
                 _states._set(group, _states.Control(control["attr"], _states.resolve(group, control["attr"]), None),
                              control["values"][i])
             spec = _states._figure_json(group)
             words = in_words(spec)
-            assert _title(reading["title"]) == _title(spec["layout"].get("title", {}).get("text", "")), where
-            assert len(reading["traces"]) == len(spec["data"]), where
-            for n, (drawn, trace) in enumerate(zip(reading["traces"], spec["data"])):
-                for axis in ("z", "y", "x"):
-                    assert _same_array(drawn[axis], trace.get(axis)), f"{where}: trace {n} {axis} differs"
-            assert reading["name"] == words.name, where
-            assert _flat(reading["words"]) == _flat("In words: " + handout_controls.words_text(words.description)), where
-            for attr, text in _states.shown_texts(group).items():
-                assert (_unsourced(_flat(reading["texts"].get(attr, ""))) == _unsourced(_plain_text(text))), f"{where}: {attr}"
+            texts = _states.shown_texts(group)
+            where = f"{stem}: setting {reading['asked']} {reading['values']}"
+            _same_setting(where + " as the page holds it", reading, spec, words, texts, markup=True)
+            shown = group_drawn.get(reading["asked"])
+            if shown is not None:
+                assert shown["state"] == shown["asked"], f"{where}: the page shows setting {shown['state']}"
+                _same_setting(where + " as the page draws it", shown, spec, words, texts, markup=False)
+        assert set(group_drawn) == set(covering([s["values"] for s in states])), f"{stem}: settings not drawn"
+
+
+def _same_setting(where: str, reading: dict, spec: dict, words, texts: dict, *, markup: bool) -> None:
+    """One setting as the page holds or draws it (``reading``) against the group set to it here."""
+    assert _title(reading["title"]) == _title(spec["layout"].get("title", {}).get("text", "")), where
+    assert len(reading["traces"]) == len(spec["data"]), where
+    for n, (page_trace, trace) in enumerate(zip(reading["traces"], spec["data"])):
+        for axis in ("z", "y", "x"):
+            assert _same_array(page_trace[axis], trace.get(axis)), f"{where}: trace {n} {axis} differs"
+    assert reading["name"] == words.name, where
+    assert _flat(reading["words"]) == _flat(handout_controls.words_text(words.description)), where
+    for attr, text in texts.items():
+        page_text_ = reading["texts"].get(attr, "")
+        page_text_ = _plain_text(page_text_) if markup else _flat(page_text_)
+        assert _unsourced(page_text_) == _unsourced(_plain_text(text)), f"{where}: {attr}"
 
 
 def _keyboard_moves_the_figure(page) -> dict:

@@ -48,6 +48,8 @@
       }
       return clone(built[index]);
     }
+    // Every setting's figure as this page builds it, without drawing it (the handout tests read them all).
+    box.mhaFigureOf = figureOf;
 
     function inputs(k) { return box.querySelectorAll('[data-control="' + k + '"]'); }
 

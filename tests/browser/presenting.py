@@ -3,7 +3,7 @@
 The second half of each notebook's test in ``test_browser.py``, on the page and kernel its
 laptop checks just used (no second page, JupyterLab load or kernel start). As the instructor's
 guide tells an instructor to do, a code cell goes in after the title, ``mha_core.presenter(True)``
-(typed into the page; autosave is off, so the notebook on disk is never touched). The test turns on
+(pasted into the page; autosave is off, so the notebook on disk is never touched). The test turns on
 Presentation Mode and the Simple Interface from the View menu (View > Appearance; the commands
 ``application:toggle-presentation-mode`` and ``application:toggle-mode``), closes the file browser
 (Ctrl+B, as the guide says) and runs that one cell (Ctrl+Enter), not the notebook again: every figure,
@@ -106,7 +106,10 @@ def cell_sources(page) -> list[str]:
 
 def insert_projector_cell(page) -> None:
     """A code cell after the title holding ``PROJECTOR_CELL``, put there as a person does: the title cell
-    selected, Esc, B (a code cell below), Enter, the lines typed, Esc."""
+    selected, Esc, B (a code cell below), Enter, the lines pasted from the instructor's guide, Esc.
+
+    Each line goes in as one input (what a paste sends), not key by key: typed, its 90 keys cost about a CPU-second
+    per notebook, each one an edit JupyterLab's notebook model and editor handle, and checked nothing more."""
     before = len(cell_sources(page))
     page.evaluate(f"() => {{ const p = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
                   f".jp-WindowedPanel-outer'); if (p) p.scrollTop = 0; }}")
@@ -118,7 +121,7 @@ def insert_projector_cell(page) -> None:
     for n, line in enumerate(PROJECTOR_CELL.split("\n")):
         if n:
             page.keyboard.press("Enter")
-        page.keyboard.type(line)
+        page.keyboard.insert_text(line)
     page.keyboard.press("Escape")
     typed = cell_sources(page)[1]
     assert typed == PROJECTOR_CELL, f"the cell typed after the title reads {typed!r}, not {PROJECTOR_CELL!r}"

@@ -61,13 +61,13 @@ def browser_run(request) -> dict:
     return _run(request.config)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab(browser_run):
-    """A JupyterLab server on the repository, from this interpreter's environment."""
+    """A JupyterLab server on the repository, from this interpreter's environment: one for the run (each test
+    that opens a notebook deletes the sessions before and after, so its kernel is fresh)."""
     problems = missing_tools()
     if problems:
         _fail_or_skip("; ".join(problems))
-    # Each module that uses JupyterLab adds its server's time to the total.
     started = time.monotonic()
     work_dir = None
     try:
@@ -82,9 +82,10 @@ def lab(browser_run):
             browser_run["cleanup"]["leftover_processes"] = processes_mentioning(str(work_dir))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser(lab, browser_run):
-    """Chromium for the JupyterLab tests (each test opens its own page); closed before the server stops."""
+    """Chromium for the JupyterLab tests, one for the run (each test opens its own page); closed before the
+    server stops."""
     with chromium(lab.work_dir, browser_run["cleanup"]) as context:
         yield context
 

@@ -90,6 +90,36 @@ def kill_matching(fragment: str) -> list[int]:
     return killed
 
 
+#: The process's one playwright driver (``playwright_driver``) and how many are using it.
+_DRIVER: dict = {"manager": None, "playwright": None, "users": 0}
+
+
+def playwright_driver():
+    """The process's one playwright driver, as a context manager: playwright's sync API runs one at a time, and the
+    session's browser for JupyterLab stays open while a test opens another (``test_first_command.py``, Orca's
+    Chromium). Started by the first user, stopped when the last is done."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def shared():
+        from playwright.sync_api import sync_playwright
+
+        if not _DRIVER["users"]:
+            _DRIVER["manager"] = sync_playwright()
+            _DRIVER["playwright"] = _DRIVER["manager"].start()
+        _DRIVER["users"] += 1
+        try:
+            yield _DRIVER["playwright"]
+        finally:
+            _DRIVER["users"] -= 1
+            if not _DRIVER["users"]:
+                with contextlib.suppress(Exception):
+                    _DRIVER["playwright"].stop()
+                _DRIVER["manager"] = _DRIVER["playwright"] = None
+
+    return shared()
+
+
 def chromium(work_dir: Path, cleanup: dict | None = None, *, executable: str | None = None):
     """Debian's Chromium via playwright with a fresh profile under ``work_dir`` (a context manager);
     closed, and any process still holding that profile killed, on the way out (recorded in
@@ -99,7 +129,6 @@ def chromium(work_dir: Path, cleanup: dict | None = None, *, executable: str | N
 
     import pytest
     from browser_config import CHROMIUM
-    from playwright.sync_api import sync_playwright
 
     @contextlib.contextmanager
     def running():
@@ -109,7 +138,7 @@ def chromium(work_dir: Path, cleanup: dict | None = None, *, executable: str | N
         home.mkdir(exist_ok=True)
         env = dict(os.environ, HOME=str(home))
         try:
-            with sync_playwright() as pw:
+            with playwright_driver() as pw:
                 try:
                     context = launch_browser(pw, profile, executable=executable or CHROMIUM, env=env)
                 except BrowserStartError as exc:

@@ -105,7 +105,7 @@ class ScreenReader:
         #: Each wait for speech that ran to its timeout (what was awaited, seconds): a test that goes on after one
         #: spent those seconds listening to nothing; the summary of a page names them.
         self.waited_out: list[tuple[str, float]] = []
-        self._playwright = None
+        self._playwright = self._driver = None
         self._browser = None
         self.env: dict[str, str] = {}
 
@@ -187,8 +187,8 @@ class ScreenReader:
         self.close_page()
         with contextlib.suppress(Exception):
             if self._playwright is not None:
-                self._playwright.stop()
-        self._playwright = None
+                self._driver.__exit__(None, None, None)
+        self._playwright = self._driver = None
         for proc in reversed(self.procs):
             _stop(proc)
         self.procs.clear()
@@ -198,7 +198,7 @@ class ScreenReader:
     def open(self, url: str, *, timeout: float = 60):
         """Chromium on ``url`` (not headless: headless Chromium exposes nothing to a screen reader); the page,
         through playwright over the DevTools port, for reading only."""
-        from playwright.sync_api import sync_playwright
+        from lab_page import playwright_driver
 
         self.close_page()
         profile = self.work / f"profile-{len(self.events)}-{time.monotonic_ns()}"
@@ -221,7 +221,8 @@ class ScreenReader:
             time.sleep(0.1)
         port = port_file.read_text().split()[0]
         if self._playwright is None:
-            self._playwright = sync_playwright().start()
+            self._driver = playwright_driver()
+            self._playwright = self._driver.__enter__()
         self._browser = self._playwright.chromium.connect_over_cdp(f"http://127.0.0.1:{port}", timeout=timeout * 1000)
         pages = [p for ctx in self._browser.contexts for p in ctx.pages]
         if not pages:

@@ -675,9 +675,9 @@ def _fake_run(codes, seconds):
     def run(cmd, report, log, env):
         part = course.part_name(cmd)
         assert env[course.SHARED_HANDOUTS]  # one handouts folder for both browser runs
-        # One torch/OpenMP/BLAS thread per xdist worker in the unit part (unless set already); the others as given.
-        for name, value in course.UNIT_THREADS.items():
-            assert env.get(name) == (os.environ.get(name, value) if part == "unit" else os.environ.get(name)), (part, name)
+        # One torch/OpenMP/BLAS thread per process in every part (unless set already).
+        for name, value in course.TEST_THREADS.items():
+            assert env.get(name) == os.environ.get(name, value), (part, name)
         report.write_text(f'<testsuites><testsuite><testcase classname="{part}" name="test_slow" '
                           f'time="{seconds[part]}"/></testsuite></testsuites>')
         log.write_text(f"output of {part}\n")

@@ -259,11 +259,15 @@ PARTS = {
     "hub": ["tests/hub"],
     "cluster": ["tests/cluster"],
 }
-#: Set for the unit part unless already set: one thread of torch's, OpenMP's and BLAS's per pytest-xdist worker,
-#: which is one process per core already (each worker's threads would otherwise share the cores with the other
-#: worker's and spin for them). Measured alone on two cores: 257.7 CPU-s in 157 s with their default threads, 230.9
-#: CPU-s in 145 s with one.
-UNIT_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+#: Set for every part unless already set: one thread of torch's, OpenMP's and BLAS's in each process (a pytest-xdist
+#: worker, a notebook's kernel, the handouts' build). The parts run side by side on every core already, so a
+#: process's own threads only share the cores with the other parts and spin waiting for each other. The training runs
+#: take one thread already (``mha_core.models._interrupt.one_thread``); the rest (a pretrained model's forward passes,
+#: numpy's BLAS) did not. Measured on two cores: the unit part alone, 257.7 CPU-s in 157 s with their default threads,
+#: 230.9 CPU-s in 145 s with one; the handouts of 06, 08 and 09 built beside one busy core, 62.4 and 55.2 CPU-s with
+#: the default, 45.4 and 43.7 with one. Every part computes alike: a page built by one part and the package in
+#: another agree to 1e-12.
+TEST_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 #: Added to the unit part when the browser part runs every notebook in JupyterLab (Chromium is here, or
 #: ``CI=true``, where a browser test that cannot run fails): each of those runs is a Run All in a fresh kernel
 #: with no error output allowed, which is what the ``notebooks`` tests (``tests/test_notebooks.py``) check, so
@@ -503,7 +507,7 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
                 with printing:
                     print(f"{name}: started (load average {load_before})", flush=True)
                 try:
-                    code, cpu = run_part(cmd, report, log, {**UNIT_THREADS, **env} if name == "unit" else env)
+                    code, cpu = run_part(cmd, report, log, {**TEST_THREADS, **env})
                 except Exception as exc:  # noqa: BLE001 - a part that cannot start fails, the others go on
                     log.write_text(f"{name} did not run: {exc}\n")
                     code, cpu = 2, None

@@ -364,22 +364,36 @@ _NOTEBOOK_HEIGHT = """() => {
 }"""
 
 
-def on_whole_notebook(page, read, *, picture: Path | None = None, max_height: int = 16000):
+#: The tallest the window is stretched to, past every notebook of the course (07 is 16,208 px at 1280 x 800, and
+#: taller presented): a check of the whole notebook must reach its last output.
+MAX_HEIGHT = 60_000
+#: Chromium's tallest screenshot: the picture of a taller notebook stops here.
+PICTURE_HEIGHT = 16_384
+
+
+def on_whole_notebook(page, read, *, picture: Path | None = None, max_height: int = MAX_HEIGHT):
     """``read()`` with the window stretched to the notebook's whole height, so every cell and output is in view
     (a check of what is drawn sees all of it, not one screen), and a screenshot of it to ``picture`` (if given,
-    and pictures are taken: ``browser_config.PICTURES``) in the same stretch; the window's size is put back after."""
+    and pictures are taken: ``browser_config.PICTURES``; its first ``PICTURE_HEIGHT`` px) in the same stretch; the
+    window's size is put back after."""
     from browser_config import PICTURES
 
     screen = page.viewport_size
     try:
-        # Twice: cells outside the viewport are sized by an estimate until they are shown.
-        for _ in range(2):
+        # Until the height holds (at most four times): cells outside the viewport are sized by an estimate until
+        # they are shown.
+        for _ in range(4):
             height = int(min(max(page.evaluate(_NOTEBOOK_HEIGHT) or 0, screen["height"]), max_height))
+            if height == page.viewport_size["height"]:
+                break
             page.set_viewport_size({"width": screen["width"], "height": height})
             page.wait_for_timeout(700)  # layout, and plotly's relayout on resize
         page.evaluate(_NOTEBOOK_HEIGHT)
         value = read()
         if picture is not None and PICTURES:
+            if page.viewport_size["height"] > PICTURE_HEIGHT:
+                page.set_viewport_size({"width": screen["width"], "height": PICTURE_HEIGHT})
+                page.wait_for_timeout(700)
             picture.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(picture), timeout=30_000)
         return value
@@ -387,7 +401,7 @@ def on_whole_notebook(page, read, *, picture: Path | None = None, max_height: in
         page.set_viewport_size(screen)
 
 
-def save_screenshot(page, path: Path, *, max_height: int = 16000) -> None:
+def save_screenshot(page, path: Path, *, max_height: int = MAX_HEIGHT) -> None:
     """One picture of the whole notebook: the viewport is stretched to the notebook's height first (nothing, when
     no pictures are taken)."""
     from browser_config import PICTURES

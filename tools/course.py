@@ -265,8 +265,9 @@ PARTS = {
 #: take one thread already (``mha_core.models._interrupt.one_thread``); the rest (a pretrained model's forward passes,
 #: numpy's BLAS) did not. Measured on two cores: the unit part alone, 257.7 CPU-s in 157 s with their default threads,
 #: 230.9 CPU-s in 145 s with one; the handouts of 06, 08 and 09 built beside one busy core, 62.4 and 55.2 CPU-s with
-#: the default, 45.4 and 43.7 with one. Every part computes alike: a page built by one part and the package in
-#: another agree to 1e-12.
+#: the default, 45.4 and 43.7 with one (in whole runs, the parts that build and read the handouts took 190 and 193
+#: CPU-s: within a run's noise). Every part computes alike: a page built by one part and the package in another
+#: agree to 1e-12.
 TEST_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 #: Added to the unit part when the browser part runs every notebook in JupyterLab (Chromium is here, or
 #: ``CI=true``, where a browser test that cannot run fails): each of those runs is a Run All in a fresh kernel

@@ -265,8 +265,8 @@ PARTS = {
 #: take one thread already (``mha_core.models._interrupt.one_thread``); the rest (a pretrained model's forward passes,
 #: numpy's BLAS) did not. Measured on two cores: the unit part alone, 257.7 CPU-s in 157 s with their default threads,
 #: 230.9 CPU-s in 145 s with one; the handouts of 06, 08 and 09 built beside one busy core, 62.4 and 55.2 CPU-s with
-#: the default, 45.4 and 43.7 with one (in whole runs, the parts that build and read the handouts took 190 and 193
-#: CPU-s: within a run's noise). Every part computes alike: a page built by one part and the package in another
+#: the default, 45.4 and 43.7 with one (in whole runs the screen reader's part, which builds the handouts, took 190
+#: CPU-s before and 193 after: within a run's noise). Every part computes alike: a page built by one part and the package in another
 #: agree to 1e-12.
 TEST_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 #: Added to the unit part when the browser part runs every notebook in JupyterLab (Chromium is here, or
@@ -497,7 +497,7 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
     opened = open_path_to(ROOT) if hasattr(os, "geteuid") and os.geteuid() == 0 else []
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="course-test-") as scratch:
         stack.callback(restore_modes, opened)
-        env = {**os.environ, SHARED_HANDOUTS: str(Path(scratch) / "handouts")}
+        env = {**TEST_THREADS, **os.environ, SHARED_HANDOUTS: str(Path(scratch) / "handouts")}
 
         def lane(names: tuple[str, ...]) -> None:
             for name in names:
@@ -508,7 +508,7 @@ def run_tests(python: str, extra: list[str] = ()) -> int:
                 with printing:
                     print(f"{name}: started (load average {load_before})", flush=True)
                 try:
-                    code, cpu = run_part(cmd, report, log, {**TEST_THREADS, **env})
+                    code, cpu = run_part(cmd, report, log, env)
                 except Exception as exc:  # noqa: BLE001 - a part that cannot start fails, the others go on
                     log.write_text(f"{name} did not run: {exc}\n")
                     code, cpu = 2, None

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import struct
@@ -77,8 +78,6 @@ def launch_browser(playwright, user_data_dir: Path, *, executable: str, env: dic
 
 def kill_matching(fragment: str) -> list[int]:
     """Kill every process whose command line mentions ``fragment``; their pids."""
-    import contextlib
-
     import psutil
 
     killed = []
@@ -91,40 +90,33 @@ def kill_matching(fragment: str) -> list[int]:
 
 
 #: The process's one playwright driver (``playwright_driver``) and how many are using it.
-_DRIVER: dict = {"manager": None, "playwright": None, "users": 0}
+_DRIVER: dict = {"playwright": None, "users": 0}
 
 
+@contextlib.contextmanager
 def playwright_driver():
-    """The process's one playwright driver, as a context manager: playwright's sync API runs one at a time, and the
-    session's browser for JupyterLab stays open while a test opens another (``test_first_command.py``, Orca's
-    Chromium). Started by the first user, stopped when the last is done."""
-    import contextlib
+    """The process's one playwright driver: playwright's sync API runs one at a time, and the session's browser for
+    JupyterLab stays open while a test opens another (``test_first_command.py``, Orca's Chromium). Started by the
+    first user, stopped when the last is done."""
+    from playwright.sync_api import sync_playwright
 
-    @contextlib.contextmanager
-    def shared():
-        from playwright.sync_api import sync_playwright
-
+    if not _DRIVER["users"]:
+        _DRIVER["playwright"] = sync_playwright().start()
+    _DRIVER["users"] += 1
+    try:
+        yield _DRIVER["playwright"]
+    finally:
+        _DRIVER["users"] -= 1
         if not _DRIVER["users"]:
-            _DRIVER["manager"] = sync_playwright()
-            _DRIVER["playwright"] = _DRIVER["manager"].start()
-        _DRIVER["users"] += 1
-        try:
-            yield _DRIVER["playwright"]
-        finally:
-            _DRIVER["users"] -= 1
-            if not _DRIVER["users"]:
-                with contextlib.suppress(Exception):
-                    _DRIVER["playwright"].stop()
-                _DRIVER["manager"] = _DRIVER["playwright"] = None
-
-    return shared()
+            with contextlib.suppress(Exception):
+                _DRIVER["playwright"].stop()
+            _DRIVER["playwright"] = None
 
 
 def chromium(work_dir: Path, cleanup: dict | None = None, *, executable: str | None = None):
     """Debian's Chromium via playwright with a fresh profile under ``work_dir`` (a context manager);
     closed, and any process still holding that profile killed, on the way out (recorded in
     ``cleanup`` when given). The one launcher of the browser, handout and hub tests."""
-    import contextlib
     import os
 
     import pytest

@@ -108,11 +108,11 @@ def insert_projector_cell(page) -> None:
     """A code cell after the title holding ``PROJECTOR_CELL``, put there as a person does: the title cell
     selected, Esc, B (a code cell below), Enter, the lines pasted from the instructor's guide, Esc.
 
-    Each line goes in as one input (what a paste sends), not key by key: typed, its 90 keys cost about a CPU-second
+    Each line goes in as one input (what a paste sends), not key by key: typed, its 95 keys cost about a CPU-second
     per notebook, each one an edit JupyterLab's notebook model and editor handle, and checked nothing more."""
     before = len(cell_sources(page))
-    page.evaluate(f"() => {{ const p = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
-                  f".jp-WindowedPanel-outer'); if (p) p.scrollTop = 0; }}")
+    page.evaluate("() => { const p = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
+                  ".jp-WindowedPanel-outer'); if (p) p.scrollTop = 0; }")
     page.locator(CELLS).first.locator(".jp-InputPrompt").click(timeout=10_000)  # selects the title, keeps it rendered
     page.keyboard.press("Escape")
     page.keyboard.press("b")
@@ -124,7 +124,7 @@ def insert_projector_cell(page) -> None:
         page.keyboard.insert_text(line)
     page.keyboard.press("Escape")
     typed = cell_sources(page)[1]
-    assert typed == PROJECTOR_CELL, f"the cell typed after the title reads {typed!r}, not {PROJECTOR_CELL!r}"
+    assert typed == PROJECTOR_CELL, f"the cell put after the title reads {typed!r}, not {PROJECTOR_CELL!r}"
 
 
 def run_projector_cell(page) -> None:

@@ -150,3 +150,33 @@ def test_cpu_per_test_counts_what_a_test_starts_and_nothing_for_an_idle_one(tmp_
     cpu = {nodeid.split("::")[-1]: seconds for nodeid, seconds, _ in json.loads(out.read_text())}
     assert cpu["test_spins"] >= 0.45 and cpu["test_sleeps"] < 0.2, cpu
     assert "the costliest tests" in run.stdout and "test_spins" in run.stdout
+
+
+@pytest.mark.skipif(not (ROOT / "deploy" / "node_modules" / ".bin" / "configurable-http-proxy").exists(),
+                    reason="configurable-http-proxy is built by deploy/start.sh --build-only")
+def test_proxy_relay_counts_what_the_proxy_spends_relaying_each_change(tmp_path):
+    """Every change is relayed and answered through the hub's proxy, and each costs the proxy some CPU."""
+    out = tmp_path / "relay.json"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.proxy_relay", "--learners", "3", "--changes", "4",
+                          "--pace", "0.05", "--rounds", "1", "--idle-s", "0.5", "--proxies", "chp", "--out", str(out)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    (row,) = json.loads(out.read_text())["runs"]
+    assert row["proxy"] == "chp" and row["exchanges"] == 12
+    assert row["cpu_ms_per_change"] > 0 and 0 < row["rtt_p50_ms"] <= row["rtt_p95_ms"], row
+
+
+def test_the_load_test_reads_the_proxys_cpu_from_its_cgroup_when_given_one(tmp_path, monkeypatch):
+    """``MHA_LOADTEST_PROXY_CGROUP``: the proxy's CPU is the group's ``cpuacct.usage`` (nanoseconds), which keeps
+    the CPU of processes that have ended; without it, the live processes'."""
+    from benchmarks.loadtest import run as loadtest
+
+    class NoHub:
+        def processes(self):
+            return []
+
+    (tmp_path / "cpuacct.usage").write_text("2500000000\n")
+    monkeypatch.delenv("MHA_LOADTEST_PROXY_CGROUP", raising=False)
+    assert loadtest.cpu_by_kind([], NoHub())["proxy"] == 0.0
+    monkeypatch.setenv("MHA_LOADTEST_PROXY_CGROUP", str(tmp_path))
+    assert loadtest.cpu_by_kind([], NoHub())["proxy"] == 2.5

@@ -31,6 +31,10 @@ kernel is read with psutil, by the learner's Unix account; the hub's processes (
 proxy, poll service, culler) separately. Every wait has a timeout; the run stops by
 itself. Only loopback is contacted (the hub at 127.0.0.1, each learner's server at NAME.localhost). Needs root (learners are Unix accounts, removed
 at the end) and the hub's environment (``deploy/start.sh --build-only``).
+
+The proxy's CPU is that of the hub's child processes named ``configurable-http-proxy`` or ``nginx`` (the
+shim of ``proxy_ab.sh``), or, with ``MHA_LOADTEST_PROXY_CGROUP`` naming a cgroup v1 ``cpuacct`` folder
+the proxy was started in, the folder's ``cpuacct.usage``: every process the proxy ran, also those that ended.
 """
 
 from __future__ import annotations
@@ -502,9 +506,14 @@ def cpu_by_kind(names: list[str], hub: Hub) -> dict[str, float]:
         except KeyError:
             pass
     total = {"kernel": 0.0, "server": 0.0, "proxy": 0.0, "hub": 0.0}
+    group = os.environ.get("MHA_LOADTEST_PROXY_CGROUP")
+    if group:
+        total["proxy"] = int(Path(group, "cpuacct.usage").read_text()) / 1e9
     for p in hub.processes():  # the proxy apart from the hub's Python processes (hub, poll service, culler)
         try:
-            kind = "proxy" if any("configurable-http-proxy" in part for part in p.cmdline()) else "hub"
+            kind = "proxy" if any("configurable-http-proxy" in part or "nginx" in part for part in p.cmdline()) else "hub"
+            if group and kind == "proxy":
+                continue
             total[kind] += cpu_seconds(p.pid)
         except (psutil.NoSuchProcess, psutil.AccessDenied, FileNotFoundError):
             continue

@@ -20,9 +20,7 @@ import asyncio
 import json
 import os
 import random
-import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -32,17 +30,13 @@ from pathlib import Path
 from tornado import httpserver, web, websocket
 
 from benchmarks.loadtest.cpu import cpu_seconds
+from benchmarks.loadtest.proxy_ab import nginx_chp
+from benchmarks.loadtest.run import free_port
 
 HERE = Path(__file__).resolve().parent.parent
 CHP = HERE / "deploy" / "node_modules" / ".bin" / "configurable-http-proxy"
 IN_FRAME = b"m" * 700
 OUT_FRAME = b"i" * 300
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Echo(websocket.WebSocketHandler):
@@ -73,33 +67,11 @@ def start_chp(port: int, backend: int, workdir: Path) -> subprocess.Popen:
 
 
 def start_nginx(port: int, backend: int, workdir: Path) -> subprocess.Popen:
+    """nginx as the class's A/B runs it (``loadtest/proxy_ab/nginx_chp.py``), with one route: everything to ``backend``."""
     conf = workdir / "nginx.conf"
-    conf.write_text(f"""daemon off;
-worker_processes 1;
-pid {workdir}/nginx.pid;
-error_log {workdir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {workdir}/body;
-  proxy_temp_path {workdir}/proxy;
-  map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
-  server {{
-    listen 127.0.0.1:{port};
-    location / {{
-      proxy_pass http://127.0.0.1:{backend};
-      proxy_http_version 1.1;
-      proxy_set_header Upgrade $http_upgrade;
-      proxy_set_header Connection $connection_upgrade;
-      proxy_set_header Host $host;
-      proxy_read_timeout 3600s;
-      proxy_buffering off;
-    }}
-  }}
-}}
-""")
-    return subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(conf), "-e", str(workdir / "error.log")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    conf.write_text(nginx_chp.config({"/": {"target": f"http://127.0.0.1:{backend}"}}, listen=f"127.0.0.1:{port}",
+                                     host_routing=False, work=workdir))
+    return nginx_chp.start_nginx(conf)
 
 
 async def wait_port(port: int, timeout: float = 20.0) -> None:

@@ -1,6 +1,7 @@
 """A measurement shim, not a proxy to deploy: configurable-http-proxy's command line and REST API, with nginx
 relaying the traffic. ``proxy_ab.sh`` puts it in the hub's place of configurable-http-proxy
-(``c.ConfigurableHTTPProxy.command``) to measure what the class's proxy costs a change.
+(``c.ConfigurableHTTPProxy.command``) to measure what the class's proxy costs a change;
+``benchmarks/proxy_relay.py`` runs nginx with its ``config``.
 
 Enough of the API for the load test's hub (routes added, listed and deleted; host routing; a Unix-socket API;
 targets on Unix sockets). Missing, so it must not face learners: TLS, the error target, CHP's segment-wise
@@ -20,23 +21,7 @@ import urllib.parse
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tornado import httpserver, ioloop, netutil, web
-
-p = argparse.ArgumentParser()
-p.add_argument("--ip", default="127.0.0.1")
-p.add_argument("--port", type=int, default=8000)
-p.add_argument("--socket")
-p.add_argument("--api-ip", default="127.0.0.1")
-p.add_argument("--api-port", type=int)
-p.add_argument("--api-socket")
-p.add_argument("--host-routing", action="store_true")
-p.add_argument("--default-target")
-args, _ = p.parse_known_args()  # --error-target, --log-level: not used here
-TOKEN = os.environ.get("CONFIGPROXY_AUTH_TOKEN", "")
-WORK = Path(tempfile.mkdtemp(prefix="nginx-chp-"))
-routes: dict[str, dict] = {}
-if args.default_target:
-    routes["/"] = {"target": args.default_target}
+NGINX = "/usr/sbin/nginx"
 
 LOCATION = """      proxy_pass {up};
       proxy_http_version 1.1;
@@ -51,18 +36,20 @@ LOCATION = """      proxy_pass {up};
 
 
 def upstream(target: str) -> str:
+    """A route's target as nginx's ``proxy_pass`` takes it (``http+unix://%2Fpath`` -> ``http://unix:/path:``)."""
     u = urllib.parse.urlsplit(target)
     if u.scheme == "http+unix":
         return "http://unix:" + urllib.parse.unquote(u.netloc) + ":"
     return f"http://{u.netloc}"
 
 
-def config() -> str:
-    listen = f"unix:{args.socket}" if args.socket else f"{args.ip}:{args.port}"
+def config(routes: dict[str, dict], *, listen: str, host_routing: bool, work: Path) -> str:
+    """nginx's whole configuration for ``routes`` (configurable-http-proxy's: prefix -> {"target", ...}), listening
+    on ``listen`` (``IP:PORT`` or ``unix:PATH``), with its files under ``work``."""
     by_host: dict[str, dict[str, str]] = {}
     for prefix, data in routes.items():
         host, path = "", prefix
-        if args.host_routing and prefix != "/":
+        if host_routing and prefix != "/":
             _, host, *rest = prefix.split("/")
             path = "/" + "/".join(rest)
         by_host.setdefault(host, {})[path] = upstream(data["target"])
@@ -81,14 +68,14 @@ def config() -> str:
     return f"""daemon off;
 user root;
 worker_processes 1;
-pid {WORK}/nginx.pid;
-error_log {WORK}/error.log warn;
+pid {work}/nginx.pid;
+error_log {work}/error.log warn;
 events {{ worker_connections 4096; }}
 http {{
   access_log off;
   client_max_body_size 0;
-  client_body_temp_path {WORK}/body; proxy_temp_path {WORK}/proxy;
-  fastcgi_temp_path {WORK}/f; uwsgi_temp_path {WORK}/u; scgi_temp_path {WORK}/s;
+  client_body_temp_path {work}/body; proxy_temp_path {work}/proxy;
+  fastcgi_temp_path {work}/f; uwsgi_temp_path {work}/u; scgi_temp_path {work}/s;
   proxy_buffering off; proxy_request_buffering off;
   proxy_read_timeout 1d; proxy_send_timeout 1d;
   map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
@@ -96,24 +83,13 @@ http {{
 """
 
 
-def write() -> None:
-    (WORK / "nginx.conf").write_text(config())
+def start_nginx(conf: Path) -> subprocess.Popen:
+    """nginx in the foreground on ``conf``, ended (SIGTERM) when the process that started it ends."""
+    def die_with_parent():
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
-
-def _die_with_parent():
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-write()
-nginx = subprocess.Popen(["/usr/sbin/nginx", "-c", str(WORK / "nginx.conf"), "-e", str(WORK / "error.log")],
-                         preexec_fn=_die_with_parent)
-
-
-async def reload() -> None:
-    """The new routes to nginx; 0.3 s for its new worker to start (not confirmed: see above)."""
-    write()
-    nginx.send_signal(signal.SIGHUP)
-    await asyncio.sleep(0.3)
+    return subprocess.Popen([NGINX, "-c", str(conf), "-e", str(conf.parent / "error.log")],
+                            preexec_fn=die_with_parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def now() -> str:
@@ -125,44 +101,76 @@ def prefix_of(path: str) -> str:
     return prefix.rstrip("/") if len(prefix) > 1 else prefix
 
 
-class Routes(web.RequestHandler):
-    def prepare(self):
-        if self.request.headers.get("Authorization", "") != f"token {TOKEN}":
-            raise web.HTTPError(403)
+def main() -> None:
+    from tornado import httpserver, ioloop, netutil, web
 
-    def get(self, path=""):
-        self.set_header("Content-Type", "application/json")
-        self.write(json.dumps({k: {**v, "last_activity": now()} for k, v in routes.items()}))
+    p = argparse.ArgumentParser()
+    p.add_argument("--ip", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--socket")
+    p.add_argument("--api-ip", default="127.0.0.1")
+    p.add_argument("--api-port", type=int)
+    p.add_argument("--api-socket")
+    p.add_argument("--host-routing", action="store_true")
+    p.add_argument("--default-target")
+    args, _ = p.parse_known_args()  # --error-target, --log-level: not used here
+    token = os.environ.get("CONFIGPROXY_AUTH_TOKEN", "")
+    work = Path(tempfile.mkdtemp(prefix="nginx-chp-"))
+    conf = work / "nginx.conf"
+    listen = f"unix:{args.socket}" if args.socket else f"{args.ip}:{args.port}"
+    routes: dict[str, dict] = {"/": {"target": args.default_target}} if args.default_target else {}
 
-    async def post(self, path):
-        routes[prefix_of(path)] = json.loads(self.request.body)
-        await reload()
-        self.set_status(201)
+    def write() -> None:
+        conf.write_text(config(routes, listen=listen, host_routing=args.host_routing, work=work))
 
-    async def delete(self, path):
-        if routes.pop(prefix_of(path), None) is not None:
+    write()
+    nginx = start_nginx(conf)
+
+    async def reload() -> None:
+        """The new routes to nginx; 0.3 s for its new worker to start (not confirmed: see above)."""
+        write()
+        nginx.send_signal(signal.SIGHUP)
+        await asyncio.sleep(0.3)
+
+    class Routes(web.RequestHandler):
+        def prepare(self):
+            if self.request.headers.get("Authorization", "") != f"token {token}":
+                raise web.HTTPError(403)
+
+        def get(self, path=""):
+            self.set_header("Content-Type", "application/json")
+            self.write(json.dumps({k: {**v, "last_activity": now()} for k, v in routes.items()}))
+
+        async def post(self, path):
+            routes[prefix_of(path)] = json.loads(self.request.body)
             await reload()
-        self.set_status(204)
+            self.set_status(201)
 
+        async def delete(self, path):
+            if routes.pop(prefix_of(path), None) is not None:
+                await reload()
+            self.set_status(204)
 
-server = httpserver.HTTPServer(web.Application([(r"/api/routes/?(.*)", Routes)]))
-if args.api_socket:
-    server.add_socket(netutil.bind_unix_socket(args.api_socket, mode=0o600))
-else:
-    server.listen(args.api_port, args.api_ip)
-
-
-def stop(*_):
-    nginx.send_signal(signal.SIGTERM)
-    try:
-        nginx.wait(5)
-    except subprocess.TimeoutExpired:
-        nginx.kill()
+    server = httpserver.HTTPServer(web.Application([(r"/api/routes/?(.*)", Routes)]))
     if args.api_socket:
-        Path(args.api_socket).unlink(missing_ok=True)
-    sys.exit(0)
+        server.add_socket(netutil.bind_unix_socket(args.api_socket, mode=0o600))
+    else:
+        server.listen(args.api_port, args.api_ip)
+
+    def stop(*_):
+        nginx.send_signal(signal.SIGTERM)
+        try:
+            nginx.wait(5)
+        except subprocess.TimeoutExpired:
+            nginx.kill()
+        if args.api_socket:
+            Path(args.api_socket).unlink(missing_ok=True)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    ioloop.IOLoop.current().start()
 
 
-signal.signal(signal.SIGTERM, stop)
-signal.signal(signal.SIGINT, stop)
-ioloop.IOLoop.current().start()
+if __name__ == "__main__":
+    main()

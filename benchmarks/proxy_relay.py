@@ -153,10 +153,10 @@ def main() -> None:
     p.add_argument("--proxies", nargs="+", default=["chp", "nginx"], choices=["chp", "nginx"])
     p.add_argument("--out", help="also write the runs here as JSON (with the load averages)")
     p.add_argument("--quiet-load", type=float, default=1.0,
-                   help="wait (up to 10 minutes) for a 1-minute load average under this before measuring")
+                   help="wait (up to 10 minutes) for a 1-minute load average under this before measuring; 0: do not wait")
     args = p.parse_args()
     waited = time.monotonic()
-    while os.getloadavg()[0] >= args.quiet_load and time.monotonic() - waited < 600:
+    while args.quiet_load > 0 and os.getloadavg()[0] >= args.quiet_load and time.monotonic() - waited < 600:
         time.sleep(5)
     print(f"waited {time.monotonic() - waited:.0f} s for a 1-minute load under {args.quiet_load}", flush=True)
     before = os.getloadavg()

@@ -158,7 +158,8 @@ def test_proxy_relay_counts_what_the_proxy_spends_relaying_each_change(tmp_path)
     """Every change is relayed and answered through the hub's proxy, and each costs the proxy some CPU."""
     out = tmp_path / "relay.json"
     run = subprocess.run([sys.executable, "-m", "benchmarks.proxy_relay", "--learners", "3", "--changes", "4",
-                          "--pace", "0.05", "--rounds", "1", "--idle-s", "0.5", "--proxies", "chp", "--out", str(out)],
+                          "--pace", "0.05", "--rounds", "1", "--idle-s", "0.5", "--proxies", "chp", "--quiet-load", "0",
+                          "--out", str(out)],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     (row,) = json.loads(out.read_text())["runs"]

@@ -181,3 +181,24 @@ def test_the_load_test_reads_the_proxys_cpu_from_its_cgroup_when_given_one(tmp_p
     assert loadtest.cpu_by_kind([], NoHub())["proxy"] == 0.0
     monkeypatch.setenv("MHA_LOADTEST_PROXY_CGROUP", str(tmp_path))
     assert loadtest.cpu_by_kind([], NoHub())["proxy"] == 2.5
+
+
+def test_a_class_whose_hub_never_starts_still_removes_its_accounts_and_folders(monkeypatch):
+    """A hub that exits at once raises in ``Hub.__enter__``, where no ``__exit__`` follows: it is stopped and its
+    state removed there, and the run's accounts and /run folders are removed all the same (one such run had left
+    the service account and two /run folders behind)."""
+    from benchmarks.loadtest import run as loadtest
+
+    removed = []
+
+    class HubThatExits(loadtest.Hub):
+        start_script = Path("/bin/true")  # a hub that exits at once, as one whose proxy failed to start
+
+        def remove_run_folders(self):  # recorded only: another test's hub may be making them right now
+            removed.append("run folders")
+
+    monkeypatch.setattr(loadtest, "remove_accounts", lambda names, **kw: removed.append(sorted(names)))
+    with pytest.raises(RuntimeError, match="the hub exited"):
+        loadtest.run_class(2, changes=1, pace=0.1, notebooks=[], stagger_login_s=0, hub_class=HubThatExits)
+    assert removed == ["run folders", ["mhalt02teach", "mhalt02x00", "mhalt02x01"], "run folders"], removed
+    assert not (loadtest.WORK / "state-n2").exists()

@@ -181,12 +181,20 @@ class Hub:
         self.log = open(WORK / f"{self.state.name}.log", "w")
         self.proc = subprocess.Popen([str(self.start_script)], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
+        try:
+            self._wait_up()
+        except BaseException:
+            self.__exit__(None, None, None)  # a hub that did not come up is stopped and its state removed too
+            raise
+        return self
+
+    def _wait_up(self) -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
                 if requests.get(f"{self.url}/hub/api/", timeout=2).ok:
                     time.sleep(1.0)  # let the services register
-                    return self
+                    return
             except requests.RequestException:
                 pass
             if self.proc.poll() is not None:
@@ -568,7 +576,9 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
     result = {"learners": n, "changes_per_learner": changes, "pace_s": pace, "failures": []}
     had_group, had_service_user = _exists(grp.getgrnam, LEARNER_GROUP), _exists(pwd.getpwnam, SERVICE_USER)
     # ``cleanup`` closes the browser learner's Chromium, and removes its profile, however the class ends.
-    with hub_class(f"n{n}", instructors=[teacher]) as hub, contextlib.ExitStack() as cleanup:
+    hub = hub_class(f"n{n}", instructors=[teacher])
+    everyone = names + [teacher] + ([web] if web else [])
+    with _removed_at_the_end(hub, everyone, had_group, had_service_user), hub, contextlib.ExitStack() as cleanup:
         homes = hub.state / "homes"
         if warm:
             result["warm_start"] = warm_class(hub, teacher, names, notebooks[0])
@@ -688,9 +698,18 @@ def run_class(n: int, *, changes: int, pace: float, notebooks: list[str], stagge
         if browser is not None:
             result["browser_learner"] = browser.result
             result["failures"] += [f"{web}: {f}" for f in browser.result["failures"]]
-    remove_accounts(names + [teacher] + ([web] if web else []), had_group=had_group, had_service_user=had_service_user)
-    hub.remove_run_folders()
     return result
+
+
+@contextlib.contextmanager
+def _removed_at_the_end(hub, names: list[str], had_group: bool, had_service_user: bool):
+    """The run's accounts and the /run folders it made, removed however the class ends: also when its hub
+    never started (a hub that exited at once had left the service account and two /run folders behind)."""
+    try:
+        yield
+    finally:
+        remove_accounts(names, had_group=had_group, had_service_user=had_service_user)
+        hub.remove_run_folders()
 
 
 def room_view_timed(client: KernelClient, repeats: int, pause_s: float = 0.0) -> dict:

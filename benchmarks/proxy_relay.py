@@ -155,6 +155,12 @@ def main() -> None:
     p.add_argument("--quiet-load", type=float, default=1.0,
                    help="wait (up to 10 minutes) for a 1-minute load average under this before measuring; 0: do not wait")
     args = p.parse_args()
+    for name in ("learners", "changes", "rounds"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name}={getattr(args, name)}: give a whole number of 1 or more")
+    if args.idle_s <= 0 or args.pace < 0:
+        p.error(f"--idle-s={args.idle_s} must be over 0 (the idle rate is measured over it) and --pace={args.pace} "
+                "0 or more")
     waited = time.monotonic()
     while args.quiet_load > 0 and os.getloadavg()[0] >= args.quiet_load and time.monotonic() - waited < 600:
         time.sleep(5)

@@ -183,7 +183,7 @@ def test_the_load_test_reads_the_proxys_cpu_from_its_cgroup_when_given_one(tmp_p
     assert loadtest.cpu_by_kind([], NoHub())["proxy"] == 2.5
 
 
-def test_a_class_whose_hub_never_starts_still_removes_its_accounts_and_folders(monkeypatch):
+def test_a_class_whose_hub_never_starts_still_removes_its_accounts_and_folders(monkeypatch, tmp_path):
     """A hub that exits at once raises in ``Hub.__enter__``, where no ``__exit__`` follows: it is stopped and its
     state removed there, and the run's accounts and /run folders are removed all the same (one such run had left
     the service account and two /run folders behind)."""
@@ -198,7 +198,8 @@ def test_a_class_whose_hub_never_starts_still_removes_its_accounts_and_folders(m
             removed.append("run folders")
 
     monkeypatch.setattr(loadtest, "remove_accounts", lambda names, **kw: removed.append(sorted(names)))
+    monkeypatch.setattr(loadtest, "WORK", tmp_path)  # its state and log, not the checkout's load-test folder
     with pytest.raises(RuntimeError, match="the hub exited"):
         loadtest.run_class(2, changes=1, pace=0.1, notebooks=[], stagger_login_s=0, hub_class=HubThatExits)
     assert removed == ["run folders", ["mhalt02teach", "mhalt02x00", "mhalt02x01"], "run folders"], removed
-    assert not (loadtest.WORK / "state-n2").exists()
+    assert not (tmp_path / "state-n2").exists() and (tmp_path / "state-n2.log").exists()

@@ -13,6 +13,7 @@ import asyncio
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -165,6 +166,7 @@ def main() -> None:
             nginx.kill()
         if args.api_socket:
             Path(args.api_socket).unlink(missing_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
